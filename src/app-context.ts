@@ -1,0 +1,28 @@
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
+import type { Config } from './config.ts';
+import type { DatabaseHandle, Db } from './db/database.ts';
+import type { JobQueue } from './jobs/queue.ts';
+import type { Mailer } from './mail/mailer.ts';
+import type { PasswordHasher } from './modules/auth/passwords.ts';
+import type { TokenService } from './modules/auth/token.service.ts';
+import type { ReadinessCheck } from './http/observability.ts';
+
+/** What every module gets: configuration and the shared infrastructure, nothing module-specific. */
+export interface AppContext {
+  readonly config: Config;
+  readonly db: Db;
+  readonly database: DatabaseHandle;
+  readonly queue: JobQueue;
+  readonly tokens: TokenService;
+  readonly mailer: Mailer;
+  readonly hasher: PasswordHasher;
+  readonly log: FastifyBaseLogger;
+  /** extra readiness checks a module contributes (e.g. Redis) */
+  readonly readiness: ReadinessCheck[];
+}
+
+/**
+ * A module registers its routes on `api` (already under /api/v1) and its queues and workers on
+ * `ctx.queue`. Everything is registered before the queue starts.
+ */
+export type AppModule = (api: FastifyInstance, ctx: AppContext) => void | Promise<void>;

@@ -1,0 +1,144 @@
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import formbody from '@fastify/formbody';
+import helmet from '@fastify/helmet';
+import cors from '@fastify/cors';
+import crypto from 'node:crypto';
+import type { AppContext, AppModule } from './app-context.ts';
+import type { Config } from './config.ts';
+import { createDatabase, type DatabaseHandle } from './db/database.ts';
+import { migrateToLatest } from './db/migrate.ts';
+import { registerAuth } from './http/auth.ts';
+import { API_PREFIX, registerDocs } from './http/docs.ts';
+import { registerErrorHandling } from './http/errors.ts';
+import { registerObservability } from './http/observability.ts';
+import { registerValidation } from './http/validation.ts';
+import { JobQueue } from './jobs/queue.ts';
+import { createMailer } from './mail/mailer.ts';
+import { accountsModule } from './modules/auth/auth.module.ts';
+import { Jwks } from './modules/auth/auth.schemas.ts';
+import { PasswordHasher } from './modules/auth/passwords.ts';
+import { TokenService } from './modules/auth/token.service.ts';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    ctx: AppContext;
+  }
+}
+
+/** The modules of the service, registered in this order under /api/v1. */
+const MODULES: AppModule[] = [accountsModule];
+
+function loggerOptions(config: Config): FastifyServerOptions['logger'] {
+  return {
+    level: config.logLevel,
+    // secrets never reach the logs, whatever a serializer or a handler decides to log
+    redact: {
+      paths: [
+        'req.headers.authorization',
+        'req.headers.cookie',
+        'req.headers["x-shopify-hmac-sha256"]',
+        'headers.authorization',
+        '*.password',
+        '*.new_password',
+        '*.current_password',
+        '*.refresh_token',
+        '*.access_token',
+        '*.secret',
+        '*.password_hash',
+      ],
+      censor: '[redacted]',
+    },
+    ...(process.stdout.isTTY && config.logLevel !== 'silent' ? { transport: { target: 'pino-pretty' } } : {}),
+  };
+}
+
+export interface BuildOptions {
+  /** reuse an existing database handle (tests that share one); closed by the caller then */
+  database?: DatabaseHandle;
+}
+
+/** Builds the whole service: database (migrated), queue (started), every module registered. */
+export async function buildApp(config: Config, opts: BuildOptions = {}): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger: loggerOptions(config),
+    bodyLimit: config.bodyLimitBytes,
+    trustProxy: config.trustProxy,
+    requestTimeout: 30000,
+    connectionTimeout: 60000,
+    keepAliveTimeout: 72000,
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
+    genReqId: (req) => {
+      const given = req.headers['x-request-id'];
+      return typeof given === 'string' && /^[\w.-]{1,64}$/.test(given) ? given : crypto.randomUUID();
+    },
+  });
+
+  const database = opts.database ?? (await createDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir }));
+  try {
+    await migrateToLatest(database.db);
+  } catch (err) {
+    if (!opts.database) await database.close();
+    throw err;
+  }
+  const tokens = await TokenService.create(config);
+  const queue = new JobQueue(database, config, app.log);
+  const mailer = createMailer(config);
+  const ctx: AppContext = {
+    config,
+    db: database.db,
+    database,
+    queue,
+    tokens,
+    mailer,
+    hasher: new PasswordHasher(config.bcryptRounds),
+    log: app.log,
+    readiness: [],
+  };
+  app.decorate('ctx', ctx);
+
+  registerValidation(app);
+  registerErrorHandling(app);
+  registerAuth(app, { db: ctx.db, tokens });
+  await app.register(formbody, { bodyLimit: config.bodyLimitBytes });
+  await app.register(helmet, {
+    // the docs page loads its own scripts and styles; the API itself serves only JSON
+    contentSecurityPolicy: false,
+    crossOriginEmbedderPolicy: false,
+  });
+  if (config.corsOrigins.length > 0) await app.register(cors, { origin: [...config.corsOrigins], credentials: false });
+  await registerDocs(app);
+  ctx.readiness.push(
+    { name: 'database', critical: true, check: async () => (await database.ping(), 'ok') },
+    { name: 'queue', critical: true, check: async () => (await queue.ping(), 'ok') },
+  );
+  // the same array: checks that modules add later are part of /ready too
+  registerObservability(app, ctx.readiness);
+  if (tokens.asymmetric) {
+    app.get('/.well-known/jwks.json', {
+      config: { auth: 'public', rateLimit: 'none' },
+      schema: { tags: ['auth'], summary: 'Public keys that verify access tokens', response: { 200: Jwks } },
+      handler: async () => tokens.jwks(),
+    });
+  }
+
+  await app.register(
+    async (api) => {
+      for (const register of MODULES) await register(api, ctx);
+    },
+    { prefix: API_PREFIX },
+  );
+
+  app.addHook('onClose', async () => {
+    await queue.stop();
+    mailer.close();
+    if (!opts.database) await database.close();
+  });
+
+  try {
+    await queue.start();
+  } catch (err) {
+    await app.close();
+    throw err;
+  }
+  return app;
+}

@@ -1,0 +1,175 @@
+import path from 'node:path';
+
+export type Role = 'api' | 'worker' | 'all';
+
+export interface Config {
+  readonly port: number;
+  readonly host: string;
+  readonly dataDir: string;
+  /** unset → embedded PGlite under dataDir; ':memory:' → in-memory PGlite (tests) */
+  readonly databaseUrl: string | undefined;
+  readonly redisUrl: string | undefined;
+  readonly role: Role;
+  readonly adminEmail: string | undefined;
+  readonly adminPassword: string | undefined;
+  readonly seedDemoCatalog: boolean;
+  readonly jwtPrivateKey: string | undefined;
+  readonly jwtPreviousPublicKey: string | undefined;
+  readonly jwtSecret: string | undefined;
+  readonly jwtIssuer: string;
+  readonly jwtAudience: string;
+  readonly accessTokenTtlSeconds: number;
+  readonly refreshTokenTtlSeconds: number;
+  readonly bcryptRounds: number;
+  readonly rateLimitAuthenticated: number;
+  readonly rateLimitAnonymous: number;
+  readonly rateLimitWebhook: number;
+  readonly rateLimitWindowSeconds: number;
+  readonly trustProxy: boolean;
+  readonly corsOrigins: readonly string[];
+  readonly shopifyWebhookSecret: string | undefined;
+  readonly platformApiUrl: string | undefined;
+  readonly platformApiToken: string | undefined;
+  readonly webhookAllowPrivateTargets: boolean;
+  /** delays in seconds between outgoing delivery attempts; length + 1 = max attempts */
+  readonly webhookRetrySchedule: readonly number[];
+  readonly smtpUrl: string | undefined;
+  readonly mailFrom: string;
+  readonly bodyLimitBytes: number;
+  readonly logLevel: string;
+  /** pg-boss polling interval for workers (seconds, >= 0.5) */
+  readonly jobPollingSeconds: number;
+  readonly orderWorkerConcurrency: number;
+  readonly webConcurrency: number;
+}
+
+export class ConfigError extends Error {}
+
+type Env = Record<string, string | undefined>;
+
+function str(env: Env, name: string): string | undefined {
+  const v = env[name];
+  return v === undefined || v.trim() === '' ? undefined : v;
+}
+
+function int(env: Env, name: string, def: number, min: number, max = Number.MAX_SAFE_INTEGER): number {
+  const raw = str(env, name);
+  if (raw === undefined) return def;
+  if (!/^-?\d+$/.test(raw.trim())) throw new ConfigError(`${name} must be an integer, got "${raw}"`);
+  const n = Number(raw);
+  if (n < min || n > max) throw new ConfigError(`${name} must be between ${min} and ${max}, got ${n}`);
+  return n;
+}
+
+function num(env: Env, name: string, def: number, min: number): number {
+  const raw = str(env, name);
+  if (raw === undefined) return def;
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n < min) throw new ConfigError(`${name} must be a number >= ${min}, got "${raw}"`);
+  return n;
+}
+
+function bool(env: Env, name: string, def: boolean): boolean {
+  const raw = str(env, name);
+  if (raw === undefined) return def;
+  const v = raw.trim().toLowerCase();
+  if (['1', 'true', 'yes', 'on'].includes(v)) return true;
+  if (['0', 'false', 'no', 'off'].includes(v)) return false;
+  throw new ConfigError(`${name} must be true or false, got "${raw}"`);
+}
+
+function url(env: Env, name: string, protocols: string[]): string | undefined {
+  const raw = str(env, name);
+  if (raw === undefined) return undefined;
+  let parsed: URL;
+  try {
+    parsed = new URL(raw);
+  } catch {
+    throw new ConfigError(`${name} is not a valid URL`);
+  }
+  if (!protocols.includes(parsed.protocol)) {
+    throw new ConfigError(`${name} must use ${protocols.join(' or ')}`);
+  }
+  return raw;
+}
+
+export const DEFAULT_WEBHOOK_RETRY_SCHEDULE = [5, 300, 1800, 7200, 18000, 36000, 36000];
+
+/** Reads the environment once, validates every value and returns a frozen Config. */
+export function loadConfig(env: Env = process.env, overrides: Partial<Config> = {}): Config {
+  const role = (str(env, 'ROLE') ?? 'all').toLowerCase();
+  if (role !== 'api' && role !== 'worker' && role !== 'all') {
+    throw new ConfigError(`ROLE must be api, worker or all, got "${role}"`);
+  }
+  const databaseUrl = str(env, 'DATABASE_URL');
+  if (databaseUrl !== undefined && databaseUrl !== ':memory:') url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']);
+  const jwtSecret = str(env, 'JWT_SECRET');
+  if (jwtSecret !== undefined && Buffer.byteLength(jwtSecret) < 32) {
+    throw new ConfigError('JWT_SECRET must be at least 32 bytes');
+  }
+  const jwtPrivateKey = str(env, 'JWT_PRIVATE_KEY');
+  if (jwtPrivateKey !== undefined && !jwtPrivateKey.includes('PRIVATE KEY')) {
+    throw new ConfigError('JWT_PRIVATE_KEY must be a PEM-encoded PKCS#8 private key');
+  }
+  const adminEmail = str(env, 'ADMIN_EMAIL');
+  const adminPassword = str(env, 'ADMIN_PASSWORD');
+  if ((adminEmail === undefined) !== (adminPassword === undefined)) {
+    throw new ConfigError('ADMIN_EMAIL and ADMIN_PASSWORD must be set together');
+  }
+  if (adminPassword !== undefined && (adminPassword.length < 8 || Buffer.byteLength(adminPassword) > 72)) {
+    throw new ConfigError('ADMIN_PASSWORD must be 8 to 72 bytes long');
+  }
+  const schedule = str(env, 'WEBHOOK_RETRY_SCHEDULE');
+  let webhookRetrySchedule = DEFAULT_WEBHOOK_RETRY_SCHEDULE;
+  if (schedule !== undefined) {
+    const parts = schedule.split(',').map((s) => Number(s.trim()));
+    if (parts.length === 0 || parts.some((n) => !Number.isFinite(n) || n < 0)) {
+      throw new ConfigError('WEBHOOK_RETRY_SCHEDULE must be a comma-separated list of seconds');
+    }
+    webhookRetrySchedule = parts;
+  }
+  const corsOrigins = (str(env, 'CORS_ORIGINS') ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+
+  const config: Config = {
+    port: int(env, 'PORT', 8000, 0, 65535),
+    host: str(env, 'HOST') ?? '127.0.0.1',
+    dataDir: path.resolve(str(env, 'DATA_DIR') ?? './data'),
+    databaseUrl,
+    redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
+    role,
+    adminEmail,
+    adminPassword,
+    seedDemoCatalog: bool(env, 'SEED_DEMO_CATALOG', databaseUrl === undefined),
+    jwtPrivateKey,
+    jwtPreviousPublicKey: str(env, 'JWT_PREVIOUS_PUBLIC_KEY'),
+    jwtSecret,
+    jwtIssuer: str(env, 'JWT_ISSUER') ?? 'order-account-service',
+    jwtAudience: str(env, 'JWT_AUDIENCE') ?? 'order-account-service',
+    accessTokenTtlSeconds: int(env, 'ACCESS_TOKEN_TTL_SECONDS', 1800, 1),
+    refreshTokenTtlSeconds: int(env, 'REFRESH_TOKEN_TTL_SECONDS', 604800, 1),
+    bcryptRounds: int(env, 'BCRYPT_ROUNDS', 12, 4, 15),
+    rateLimitAuthenticated: int(env, 'RATE_LIMIT_AUTHENTICATED', 100, 1),
+    rateLimitAnonymous: int(env, 'RATE_LIMIT_ANONYMOUS', 20, 1),
+    rateLimitWebhook: int(env, 'RATE_LIMIT_WEBHOOK', 1000, 1),
+    rateLimitWindowSeconds: int(env, 'RATE_LIMIT_WINDOW_SECONDS', 60, 1),
+    trustProxy: bool(env, 'TRUST_PROXY', false),
+    corsOrigins,
+    shopifyWebhookSecret: str(env, 'SHOPIFY_WEBHOOK_SECRET'),
+    platformApiUrl: url(env, 'PLATFORM_API_URL', ['http:', 'https:']),
+    platformApiToken: str(env, 'PLATFORM_API_TOKEN'),
+    webhookAllowPrivateTargets: bool(env, 'WEBHOOK_ALLOW_PRIVATE_TARGETS', false),
+    webhookRetrySchedule,
+    smtpUrl: url(env, 'SMTP_URL', ['smtp:', 'smtps:']),
+    mailFrom: str(env, 'MAIL_FROM') ?? 'Order Service <no-reply@example.com>',
+    bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES', 1024 * 1024, 1024),
+    logLevel: str(env, 'LOG_LEVEL') ?? 'info',
+    jobPollingSeconds: num(env, 'JOB_POLLING_SECONDS', 0.5, 0.5),
+    orderWorkerConcurrency: int(env, 'ORDER_WORKER_CONCURRENCY', 4, 1, 64),
+    webConcurrency: int(env, 'WEB_CONCURRENCY', 1, 1, 64),
+    ...overrides,
+  };
+  return Object.freeze(config);
+}

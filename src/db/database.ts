@@ -1,0 +1,75 @@
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { PGlite } from '@electric-sql/pglite';
+import { Kysely, PGliteDialect, PostgresDialect, sql } from 'kysely';
+import pg from 'pg';
+import type { Database } from './schema.ts';
+
+// int8 (count(*), bigint) as a JS number: every count here is far below 2^53.
+pg.types.setTypeParser(20, (v) => Number(v));
+
+export type Db = Kysely<Database>;
+
+export interface DatabaseHandle {
+  readonly db: Db;
+  /** the PGlite instance when embedded (pg-boss shares it), else undefined */
+  readonly pglite: PGlite | undefined;
+  readonly connectionString: string | undefined;
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface DatabaseOptions {
+  databaseUrl: string | undefined;
+  dataDir: string;
+  poolSize?: number;
+}
+
+/** PostgreSQL via pg.Pool when a URL is given; otherwise embedded PGlite (':memory:' for tests). */
+export async function createDatabase(opts: DatabaseOptions): Promise<DatabaseHandle> {
+  if (opts.databaseUrl && opts.databaseUrl !== ':memory:') {
+    const pool = new pg.Pool({
+      connectionString: opts.databaseUrl,
+      max: opts.poolSize ?? 20,
+      connectionTimeoutMillis: 5000,
+      // a query stuck behind a dead server must fail, not hang the request
+      query_timeout: 15000,
+      idleTimeoutMillis: 30000,
+    });
+    // An idle client losing its server emits 'error' on the pool; without a listener it would crash.
+    pool.on('error', () => {});
+    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+    return {
+      db,
+      pglite: undefined,
+      connectionString: opts.databaseUrl,
+      async ping() {
+        await sql`select 1`.execute(db);
+      },
+      async close() {
+        await db.destroy();
+      },
+    };
+  }
+  let pglite: PGlite;
+  if (opts.databaseUrl === ':memory:') {
+    pglite = await PGlite.create();
+  } else {
+    const dir = path.join(opts.dataDir, 'pgdata');
+    await fs.mkdir(dir, { recursive: true });
+    pglite = await PGlite.create(dir);
+  }
+  pg.types.setTypeParser(20, (v) => Number(v));
+  const db = new Kysely<Database>({ dialect: new PGliteDialect({ pglite }) });
+  return {
+    db,
+    pglite,
+    connectionString: undefined,
+    async ping() {
+      await sql`select 1`.execute(db);
+    },
+    async close() {
+      await db.destroy();
+    },
+  };
+}

@@ -1,0 +1,182 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { Type, type Static } from 'typebox';
+
+/** The one error vocabulary: every code maps to exactly one HTTP status, here and nowhere else. */
+export const ERROR_STATUS = {
+  VALIDATION_ERROR: 422,
+  BAD_REQUEST: 400,
+  NOT_AUTHENTICATED: 401,
+  INVALID_CREDENTIALS: 401,
+  INVALID_TOKEN: 401,
+  INVALID_SIGNATURE: 401,
+  INACTIVE_USER: 403,
+  FORBIDDEN: 403,
+  ADMIN_REQUIRED: 403,
+  NOT_FOUND: 404,
+  METHOD_NOT_ALLOWED: 405,
+  CONFLICT: 409,
+  EMAIL_EXISTS: 400,
+  SKU_EXISTS: 400,
+  INVALID_PRODUCT: 400,
+  INVALID_QUANTITY: 400,
+  INVALID_STATE: 400,
+  IDEMPOTENCY_KEY_REUSED: 422,
+  PAYLOAD_TOO_LARGE: 413,
+  UNSUPPORTED_MEDIA_TYPE: 415,
+  RATE_LIMITED: 429,
+  INTERNAL_ERROR: 500,
+  SERVICE_UNAVAILABLE: 503,
+  WEBHOOK_NOT_CONFIGURED: 503,
+  REQUEST_TIMEOUT: 408,
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_STATUS;
+
+export interface ValidationIssue {
+  loc: (string | number)[];
+  msg: string;
+  type: string;
+}
+
+export class AppError extends Error {
+  readonly code: ErrorCode;
+  readonly statusCode: number;
+  readonly errors: ValidationIssue[] | undefined;
+  readonly headers: Record<string, string> | undefined;
+
+  constructor(code: ErrorCode, detail: string, opts: { errors?: ValidationIssue[]; headers?: Record<string, string> } = {}) {
+    super(detail);
+    this.name = 'AppError';
+    this.code = code;
+    this.statusCode = ERROR_STATUS[code];
+    this.errors = opts.errors;
+    this.headers = opts.headers;
+  }
+}
+
+export const ErrorBody = Type.Object(
+  {
+    detail: Type.String(),
+    error_code: Type.String({ enum: Object.keys(ERROR_STATUS) }),
+    errors: Type.Optional(
+      Type.Array(
+        Type.Object({
+          loc: Type.Array(Type.Union([Type.String(), Type.Integer()])),
+          msg: Type.String(),
+          type: Type.String(),
+        }),
+      ),
+    ),
+  },
+  { $id: 'ErrorBody', description: 'Every error has this shape; 422 adds `errors`.' },
+);
+export type ErrorBody = Static<typeof ErrorBody>;
+
+/** Response-schema entries for the error statuses a route can return. */
+export function errorResponses(...statuses: number[]): Record<number, unknown> {
+  const out: Record<number, unknown> = {};
+  for (const s of statuses) out[s] = Type.Ref('ErrorBody');
+  return out;
+}
+
+function sendError(reply: FastifyReply, err: AppError): FastifyReply {
+  const body: ErrorBody = { detail: err.message, error_code: err.code };
+  if (err.errors) body.errors = err.errors;
+  if (err.headers) void reply.headers(err.headers);
+  return reply.code(err.statusCode).type('application/json; charset=utf-8').send(body);
+}
+
+/** Ajv's instancePath ('/items/0/quantity') and the schema part into FastAPI-style `loc`. */
+function validationIssues(err: FastifyError): ValidationIssue[] {
+  const part = err.validationContext ?? 'body';
+  return (err.validation ?? []).map((v) => {
+    const loc: (string | number)[] = [part];
+    for (const seg of v.instancePath.split('/').filter(Boolean)) {
+      loc.push(/^\d+$/.test(seg) ? Number(seg) : seg);
+    }
+    const params = v.params as Record<string, unknown>;
+    if (v.keyword === 'required' && typeof params.missingProperty === 'string') loc.push(params.missingProperty);
+    if (v.keyword === 'additionalProperties' && typeof params.additionalProperty === 'string') {
+      loc.push(params.additionalProperty);
+      return { loc, msg: 'unknown field is not allowed', type: 'extra_forbidden' };
+    }
+    if (v.keyword === 'required') return { loc, msg: 'field required', type: 'missing' };
+    return { loc, msg: v.message ?? 'invalid value', type: v.keyword };
+  });
+}
+
+function describe(issues: ValidationIssue[]): string {
+  const first = issues[0];
+  if (!first) return 'Request validation failed';
+  const where = first.loc.join('.');
+  const more = issues.length > 1 ? ` (and ${issues.length - 1} more)` : '';
+  return `Validation failed: ${where}: ${first.msg}${more}`;
+}
+
+/** Maps Fastify's own errors (parser, body limit, validation…) onto the error vocabulary. */
+function fromFrameworkError(err: FastifyError): AppError | undefined {
+  if (err.validation) {
+    const issues = validationIssues(err);
+    return new AppError('VALIDATION_ERROR', describe(issues), { errors: issues });
+  }
+  switch (err.code) {
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return new AppError('VALIDATION_ERROR', 'Malformed JSON in request body', {
+        errors: [{ loc: ['body'], msg: err.message, type: 'json_invalid' }],
+      });
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new AppError('PAYLOAD_TOO_LARGE', 'Request body is too large');
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return new AppError('UNSUPPORTED_MEDIA_TYPE', 'Unsupported content type; send application/json');
+    case 'FST_ERR_CTP_INVALID_TYPE':
+      return new AppError('VALIDATION_ERROR', 'Invalid content type');
+    default:
+      break;
+  }
+  if (err instanceof SyntaxError || err.name === 'SyntaxError') {
+    return new AppError('VALIDATION_ERROR', 'Malformed request body');
+  }
+  const status = err.statusCode ?? 500;
+  if (status === 413) return new AppError('PAYLOAD_TOO_LARGE', 'Request body is too large');
+  if (status === 415) return new AppError('UNSUPPORTED_MEDIA_TYPE', 'Unsupported content type; send application/json');
+  if (status === 408) return new AppError('REQUEST_TIMEOUT', 'Request timed out');
+  if (status === 429) return new AppError('RATE_LIMITED', 'Rate limit exceeded');
+  if (status >= 400 && status < 500) return new AppError('BAD_REQUEST', 'Bad request');
+  return undefined;
+}
+
+/** True when the database (pg or PGlite) is unreachable: the caller gets 503, not 500. */
+export function isDatabaseUnavailable(err: unknown): boolean {
+  const e = err as { code?: string; message?: string } | undefined;
+  if (!e) return false;
+  const code = e.code ?? '';
+  return (
+    ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', '57P01', '57P02', '57P03', '08000', '08003', '08006'].includes(code) ||
+    /Connection terminated|timeout exceeded when trying to connect|Query read timeout|connect ECONNREFUSED|PGlite is closed|driver has already been destroyed/i.test(
+      e.message ?? '',
+    )
+  );
+}
+
+export function registerErrorHandling(app: FastifyInstance): void {
+  app.addSchema(ErrorBody);
+
+  app.setErrorHandler((err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+    if (err instanceof AppError) return sendError(reply, err);
+    const mapped = fromFrameworkError(err);
+    if (mapped) return sendError(reply, mapped);
+    if (isDatabaseUnavailable(err)) {
+      request.log.error({ err }, 'database unavailable');
+      return sendError(reply, new AppError('SERVICE_UNAVAILABLE', 'Service temporarily unavailable', { headers: { 'retry-after': '5' } }));
+    }
+    // Unknown: log everything, tell the client nothing about internals.
+    request.log.error({ err }, 'unhandled error');
+    return sendError(reply, new AppError('INTERNAL_ERROR', 'Internal server error'));
+  });
+
+  app.setNotFoundHandler((request, reply) =>
+    sendError(reply, new AppError('NOT_FOUND', `Route ${request.method} ${request.url.split('?')[0]} not found`)),
+  );
+}

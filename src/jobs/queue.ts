@@ -1,0 +1,120 @@
+import { PgBoss, fromKysely, fromPglite, type Job, type JobWithMetadata, type SendOptions } from 'pg-boss';
+import type { FastifyBaseLogger } from 'fastify';
+import type { Kysely } from 'kysely';
+import type { Config } from '../config.ts';
+import type { DatabaseHandle } from '../db/database.ts';
+
+/** Internal jobs: the spec's "at most 3 attempts", with exponential backoff between them. */
+export const INTERNAL_RETRY = { retryLimit: 2, retryDelay: 1, retryBackoff: true } as const;
+
+export interface QueueDefinition {
+  name: string;
+  retryLimit?: number;
+  retryDelay?: number;
+  retryBackoff?: boolean;
+  expireInSeconds?: number;
+}
+
+export type JobHandler<T> = (job: JobWithMetadata<T>) => Promise<void>;
+
+interface Worker {
+  name: string;
+  handler: JobHandler<unknown>;
+  concurrency: number;
+}
+
+/** True when this attempt is the job's last one: a failure now is final. */
+export function isLastAttempt(job: JobWithMetadata<unknown>): boolean {
+  return job.retryCount >= job.retryLimit;
+}
+
+/**
+ * pg-boss on the service's own database. Jobs are sent inside the caller's transaction
+ * (`send(trx, …)`), so the job commits or rolls back with the change that caused it.
+ */
+export class JobQueue {
+  readonly boss: PgBoss;
+  private readonly definitions = new Map<string, QueueDefinition>();
+  private readonly workers: Worker[] = [];
+  private readonly schedules: { name: string; cron: string }[] = [];
+  private started = false;
+  private readonly config: Config;
+  private readonly log: FastifyBaseLogger;
+
+  constructor(handle: DatabaseHandle, config: Config, log: FastifyBaseLogger) {
+    this.config = config;
+    this.log = log;
+    const runsWorkers = config.role !== 'api';
+    const common = {
+      useListenNotify: true,
+      supervise: runsWorkers,
+      schedule: runsWorkers,
+      migrate: true,
+      monitorIntervalSeconds: 60,
+    };
+    this.boss = handle.pglite
+      ? new PgBoss({ ...common, db: fromPglite(handle.pglite), backend: 'pglite' })
+      : new PgBoss({ ...common, connectionString: handle.connectionString, max: 10 });
+    this.boss.on('error', (err: Error) => this.log.error({ err }, 'job queue error'));
+  }
+
+  define(def: QueueDefinition): void {
+    this.definitions.set(def.name, def);
+  }
+
+  /** Registers a handler; it runs only in processes whose role includes the worker. */
+  work<T>(name: string, handler: JobHandler<T>, concurrency = 1): void {
+    if (!this.definitions.has(name)) throw new Error(`queue ${name} is not defined`);
+    this.workers.push({ name, handler: handler as JobHandler<unknown>, concurrency });
+  }
+
+  scheduleCron(name: string, cron: string): void {
+    this.schedules.push({ name, cron });
+  }
+
+  async start(): Promise<void> {
+    await this.boss.start();
+    for (const def of this.definitions.values()) {
+      const { name, ...options } = def;
+      await this.boss.createQueue(name, { ...INTERNAL_RETRY, ...options, notify: true });
+    }
+    this.started = true;
+    if (this.config.role === 'api') return;
+    for (const w of this.workers) {
+      const options = {
+        batchSize: 1,
+        includeMetadata: true,
+        localConcurrency: w.concurrency,
+        pollingIntervalSeconds: this.config.jobPollingSeconds,
+        notifyPollingIntervalSeconds: 5,
+      } as const;
+      await this.boss.work<unknown, unknown, typeof options>(w.name, options, async (jobs) => {
+        for (const job of jobs) await w.handler(job);
+      });
+    }
+    for (const s of this.schedules) await this.boss.schedule(s.name, s.cron);
+  }
+
+  /** Enqueues inside `trx` (the job exists only if the transaction commits). */
+  async send<T extends object>(trx: Kysely<any>, name: string, data: T, options: SendOptions = {}): Promise<string | null> {
+    return this.boss.send(name, data, { ...options, db: fromKysely(trx) });
+  }
+
+  /** Enqueues outside any transaction (for jobs that follow a committed change). */
+  async sendNow<T extends object>(name: string, data: T, options: SendOptions = {}): Promise<string | null> {
+    return this.boss.send(name, data, options);
+  }
+
+  async ping(): Promise<void> {
+    if (!this.started) throw new Error('job queue not started');
+  }
+
+  /** Stops fetching, lets running jobs finish (up to the timeout), then closes. */
+  async stop(timeoutMs = 30000): Promise<void> {
+    if (!this.started) return;
+    this.started = false;
+    await this.boss.stop({ graceful: true, timeout: timeoutMs, close: true });
+  }
+}
+
+export type { Job, JobWithMetadata };

@@ -1,0 +1,56 @@
+import { Type, type Static } from 'typebox';
+import { Password } from '../users/users.schemas.ts';
+
+export const LoginBody = Type.Object(
+  {
+    username: Type.String({ minLength: 1, maxLength: 320, description: 'the e-mail address' }),
+    password: Type.String({ minLength: 1, maxLength: 1024 }),
+    // sent by OAuth2 password-flow clients such as the docs page's Authorize dialog
+    grant_type: Type.Optional(Type.String({ maxLength: 32 })),
+    scope: Type.Optional(Type.String({ maxLength: 1024 })),
+    client_id: Type.Optional(Type.String({ maxLength: 256 })),
+    client_secret: Type.Optional(Type.String({ maxLength: 256 })),
+  },
+  { additionalProperties: false },
+);
+export type LoginBody = Static<typeof LoginBody>;
+
+export const RefreshBody = Type.Object(
+  { refresh_token: Type.String({ minLength: 1, maxLength: 4096 }) },
+  { additionalProperties: false },
+);
+export type RefreshBody = Static<typeof RefreshBody>;
+
+export const ChangePasswordBody = Type.Object(
+  { current_password: Type.String({ minLength: 1, maxLength: 1024 }), new_password: Password },
+  { additionalProperties: false },
+);
+export type ChangePasswordBody = Static<typeof ChangePasswordBody>;
+
+export const TokenPair = Type.Object({
+  access_token: Type.String(),
+  refresh_token: Type.String(),
+  token_type: Type.Literal('bearer'),
+});
+
+export const AccessToken = Type.Object({
+  access_token: Type.String(),
+  token_type: Type.Literal('bearer'),
+});
+
+export const Jwks = Type.Object({
+  keys: Type.Array(
+    Type.Object(
+      {
+        kty: Type.String(),
+        kid: Type.String(),
+        alg: Type.String(),
+        use: Type.String(),
+        crv: Type.Optional(Type.String()),
+        x: Type.Optional(Type.String()),
+        y: Type.Optional(Type.String()),
+      },
+      { additionalProperties: false },
+    ),
+  ),
+});

@@ -1,0 +1,43 @@
+import bcrypt from 'bcrypt';
+import { AppError } from '../../http/errors.ts';
+
+/** bcrypt reads only the first 72 bytes; longer passwords are refused rather than truncated. */
+export const MAX_PASSWORD_BYTES = 72;
+
+export function assertPasswordLength(password: string, field = 'password'): void {
+  const bytes = Buffer.byteLength(password, 'utf8');
+  if (password.length < 8 || bytes > MAX_PASSWORD_BYTES) {
+    const msg = bytes > MAX_PASSWORD_BYTES ? 'password must be at most 72 bytes' : 'password must be at least 8 characters';
+    throw new AppError('VALIDATION_ERROR', `Validation failed: body.${field}: ${msg}`, {
+      errors: [{ loc: ['body', field], msg, type: bytes > MAX_PASSWORD_BYTES ? 'string_too_long' : 'string_too_short' }],
+    });
+  }
+}
+
+/** Hashing and comparing run on libuv's thread pool (bcrypt's async API), never on the event loop. */
+export class PasswordHasher {
+  private readonly rounds: number;
+  private dummy: Promise<string> | undefined;
+
+  constructor(rounds: number) {
+    this.rounds = rounds;
+  }
+
+  hash(password: string): Promise<string> {
+    return bcrypt.hash(password, this.rounds);
+  }
+
+  /**
+   * Compares against `hash`, or — when there is no user or no usable hash — against a dummy hash of
+   * the same cost, so unknown e-mails take as long as wrong passwords.
+   */
+  async verify(password: string, hash: string | null | undefined): Promise<boolean> {
+    const tooLong = Buffer.byteLength(password, 'utf8') > MAX_PASSWORD_BYTES;
+    if (!hash || tooLong) {
+      this.dummy ??= bcrypt.hash('dummy-password-for-timing', this.rounds);
+      await bcrypt.compare(password, await this.dummy);
+      return false;
+    }
+    return bcrypt.compare(password, hash);
+  }
+}

@@ -1,0 +1,174 @@
+import crypto from 'node:crypto';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import {
+  SignJWT,
+  calculateJwkThumbprint,
+  exportJWK,
+  importPKCS8,
+  importSPKI,
+  jwtVerify,
+  type JWK,
+  type JWTPayload,
+  type JWTHeaderParameters,
+  type CryptoKey,
+  type KeyObject,
+} from 'jose';
+import type { Config } from '../../config.ts';
+
+export type TokenType = 'access' | 'refresh';
+
+type Key = CryptoKey | KeyObject | Uint8Array;
+
+interface VerificationKey {
+  kid: string | undefined;
+  alg: string;
+  key: Key;
+}
+
+export interface TokenClaims {
+  sub: string;
+  jti: string;
+  iat: number;
+  exp: number;
+  typ: TokenType;
+}
+
+export interface IssuedToken {
+  token: string;
+  jti: string;
+  expiresAt: Date;
+}
+
+const HEADER_TYP: Record<TokenType, string> = { access: 'at+jwt', refresh: 'rt+jwt' };
+const CLOCK_TOLERANCE_SECONDS = 5;
+
+function algorithmOf(key: crypto.KeyObject): string {
+  if (key.asymmetricKeyType === 'ec' && key.asymmetricKeyDetails?.namedCurve === 'prime256v1') return 'ES256';
+  if (key.asymmetricKeyType === 'ed25519') return 'EdDSA';
+  throw new Error('JWT_PRIVATE_KEY must be an ES256 (P-256) or Ed25519 key');
+}
+
+/**
+ * Signs and verifies the service's JWTs. The algorithm is pinned per key: verification accepts
+ * exactly the algorithm of the key that the token's `kid` names (or the one HS256 secret), with
+ * issuer, audience, header `typ`, the `typ` claim and the required claims all checked.
+ */
+export class TokenService {
+  readonly asymmetric: boolean;
+  private readonly signing: { kid: string | undefined; alg: string; key: Key };
+  private readonly verification: VerificationKey[];
+  private readonly publicJwks: JWK[];
+  private readonly config: Config;
+
+  private constructor(config: Config, signing: TokenService['signing'], verification: VerificationKey[], jwks: JWK[]) {
+    this.config = config;
+    this.signing = signing;
+    this.verification = verification;
+    this.publicJwks = jwks;
+    this.asymmetric = jwks.length > 0;
+  }
+
+  static async create(config: Config): Promise<TokenService> {
+    let pem = config.jwtPrivateKey;
+    if (!pem && config.jwtSecret) {
+      const key = new TextEncoder().encode(config.jwtSecret);
+      return new TokenService(config, { kid: undefined, alg: 'HS256', key }, [{ kid: undefined, alg: 'HS256', key }], []);
+    }
+    if (!pem) pem = await loadOrGenerateKey(config.dataDir);
+    const privateObject = crypto.createPrivateKey(pem);
+    const alg = algorithmOf(privateObject);
+    const privateKey = await importPKCS8(privateObject.export({ format: 'pem', type: 'pkcs8' }).toString(), alg);
+    const publicPem = crypto.createPublicKey(privateObject).export({ format: 'pem', type: 'spki' }).toString();
+    const verification: VerificationKey[] = [];
+    const jwks: JWK[] = [];
+    const add = async (spki: string) => {
+      const obj = crypto.createPublicKey(spki);
+      const keyAlg = algorithmOf(obj);
+      const key = await importSPKI(spki, keyAlg, { extractable: true });
+      const jwk = await exportJWK(key);
+      const kid = await calculateJwkThumbprint(jwk);
+      verification.push({ kid, alg: keyAlg, key });
+      jwks.push({ ...jwk, kid, alg: keyAlg, use: 'sig' });
+      return kid;
+    };
+    const kid = await add(publicPem);
+    if (config.jwtPreviousPublicKey) await add(config.jwtPreviousPublicKey);
+    return new TokenService(config, { kid, alg, key: privateKey }, verification, jwks);
+  }
+
+  jwks(): { keys: JWK[] } {
+    return { keys: this.publicJwks };
+  }
+
+  async issue(userId: number, typ: TokenType): Promise<IssuedToken> {
+    const ttl = typ === 'access' ? this.config.accessTokenTtlSeconds : this.config.refreshTokenTtlSeconds;
+    const jti = crypto.randomUUID();
+    const now = Math.floor(Date.now() / 1000);
+    const header: JWTHeaderParameters = { alg: this.signing.alg, typ: HEADER_TYP[typ] };
+    if (this.signing.kid) header.kid = this.signing.kid;
+    const token = await new SignJWT({ typ })
+      .setProtectedHeader(header)
+      .setSubject(String(userId))
+      .setIssuer(this.config.jwtIssuer)
+      .setAudience(this.config.jwtAudience)
+      .setIssuedAt(now)
+      .setExpirationTime(now + ttl)
+      .setJti(jti)
+      .sign(this.signing.key);
+    return { token, jti, expiresAt: new Date((now + ttl) * 1000) };
+  }
+
+  /** Returns the verified claims, or null for any token that is not a valid token of this type. */
+  async verify(token: string, typ: TokenType): Promise<TokenClaims | null> {
+    try {
+      const { payload } = await jwtVerify(
+        token,
+        (header) => {
+          const k = this.asymmetric ? this.verification.find((v) => v.kid === header.kid) : this.verification[0];
+          if (!k || header.alg !== k.alg) throw new Error('unknown key');
+          return k.key;
+        },
+        {
+          algorithms: [...new Set(this.verification.map((v) => v.alg))],
+          issuer: this.config.jwtIssuer,
+          audience: this.config.jwtAudience,
+          typ: HEADER_TYP[typ],
+          requiredClaims: ['exp', 'iat', 'sub', 'jti'],
+          clockTolerance: CLOCK_TOLERANCE_SECONDS,
+        },
+      );
+      return claimsOf(payload, typ);
+    } catch {
+      return null;
+    }
+  }
+}
+
+function claimsOf(payload: JWTPayload, typ: TokenType): TokenClaims | null {
+  const { sub, jti, iat, exp } = payload;
+  if (payload.typ !== typ) return null;
+  if (typeof sub !== 'string' || !/^[1-9]\d{0,9}$/.test(sub)) return null;
+  if (typeof jti !== 'string' || typeof iat !== 'number' || typeof exp !== 'number') return null;
+  return { sub, jti, iat, exp, typ };
+}
+
+async function loadOrGenerateKey(dataDir: string): Promise<string> {
+  const file = path.join(dataDir, 'jwt-private.pem');
+  try {
+    return await fs.readFile(file, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
+  await fs.mkdir(dataDir, { recursive: true });
+  const { privateKey } = crypto.generateKeyPairSync('ec', { namedCurve: 'prime256v1' });
+  const pem = privateKey.export({ format: 'pem', type: 'pkcs8' }).toString();
+  try {
+    // 'wx': another process starting at the same moment may have written it first; theirs wins.
+    await fs.writeFile(file, pem, { mode: 0o600, flag: 'wx' });
+    return pem;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return fs.readFile(file, 'utf8');
+    throw err;
+  }
+}

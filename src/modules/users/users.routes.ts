@@ -1,0 +1,83 @@
+import type { FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import { authUser } from '../../http/auth.ts';
+import { errorResponses } from '../../http/errors.ts';
+import { toUserDetail, toUserListItem, toUserPublic } from './users.mapper.ts';
+import {
+  UserCreateBody,
+  UserDetail,
+  UserIdParams,
+  UserListQuery,
+  UserPage,
+  UserPublic,
+  UserUpdateBody,
+} from './users.schemas.ts';
+import type { UsersService } from './users.service.ts';
+
+export function registerUserRoutes(root: FastifyInstance, users: UsersService): void {
+  const app = root.withTypeProvider<TypeBoxTypeProvider>();
+  const tags = ['users'];
+
+  app.post('/users', {
+    config: { auth: 'admin', adminDetail: 'Only administrators can create users' },
+    schema: {
+      tags,
+      summary: 'Create a user (admin)',
+      body: UserCreateBody,
+      response: { 201: UserPublic, ...errorResponses(400, 401, 403, 422, 429) },
+    },
+    handler: async (request, reply) => reply.code(201).send(toUserPublic(await users.create(request.body))),
+  });
+
+  app.get('/users', {
+    config: { auth: 'user' },
+    schema: {
+      tags,
+      summary: 'List users',
+      querystring: UserListQuery,
+      response: { 200: UserPage, ...errorResponses(401, 403, 422, 429) },
+    },
+    handler: async (request) => {
+      const page = await users.list(request.query);
+      return { ...page, items: page.items.map(toUserListItem) };
+    },
+  });
+
+  app.get('/users/:user_id', {
+    config: { auth: 'user' },
+    schema: {
+      tags,
+      summary: 'Read a user',
+      params: UserIdParams,
+      response: { 200: UserDetail, ...errorResponses(401, 403, 404, 422, 429) },
+    },
+    handler: async (request) => toUserDetail(await users.get(request.params.user_id)),
+  });
+
+  app.patch('/users/:user_id', {
+    config: { auth: 'user' },
+    schema: {
+      tags,
+      summary: 'Update a user (self or admin); only the given fields change',
+      params: UserIdParams,
+      body: UserUpdateBody,
+      response: { 200: UserDetail, ...errorResponses(400, 401, 403, 404, 422, 429) },
+    },
+    handler: async (request) => toUserDetail(await users.update(authUser(request), request.params.user_id, request.body)),
+  });
+
+  app.delete('/users/:user_id', {
+    config: { auth: 'admin', adminDetail: 'Only administrators can delete users' },
+    schema: {
+      tags,
+      summary: 'Soft-delete a user (admin)',
+      params: UserIdParams,
+      response: { 204: Type.Null({ description: 'Deleted' }), ...errorResponses(401, 403, 404, 422, 429) },
+    },
+    handler: async (request, reply) => {
+      await users.remove(request.params.user_id);
+      return reply.code(204).send(null);
+    },
+  });
+}

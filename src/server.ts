@@ -1,0 +1,35 @@
+import closeWithGrace from 'close-with-grace';
+import { buildApp } from './app.ts';
+import { bootstrapAdmin } from './bootstrap.ts';
+import { ConfigError, loadConfig, type Config } from './config.ts';
+
+let config: Config;
+try {
+  config = loadConfig();
+} catch (err) {
+  if (err instanceof ConfigError) {
+    console.error(`configuration error: ${err.message}`);
+    process.exit(1);
+  }
+  throw err;
+}
+
+const app = await buildApp(config);
+if (config.role !== 'worker') await bootstrapAdmin(app.ctx);
+
+// SIGTERM/SIGINT: stop accepting, let in-flight requests finish, let running jobs finish, close pools.
+closeWithGrace({ delay: 30000 }, async ({ signal, err }) => {
+  if (err) app.log.error({ err }, 'shutting down after an error');
+  else app.log.info({ signal }, 'shutting down');
+  await app.close();
+});
+
+if (config.role === 'worker') {
+  await app.ready();
+  app.log.info('worker started (ROLE=worker): processing jobs, not serving HTTP');
+} else {
+  await app.listen({ port: config.port, host: config.host });
+  const base = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${config.port}`;
+  app.log.info(`API at ${base}/api/v1 — interactive docs at ${base}/docs (OpenAPI: ${base}/openapi.json)`);
+  if (!process.stdout.isTTY) process.stdout.write(`Docs: ${base}/docs\n`);
+}

@@ -1,0 +1,134 @@
+import crypto from 'node:crypto';
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import type { TestContext } from 'node:test';
+import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
+import pg from 'pg';
+import { buildApp } from '../../src/app.ts';
+import { loadConfig, type Config } from '../../src/config.ts';
+import { insertUser } from '../../src/modules/users/users.repository.ts';
+import type { UserRow } from '../../src/db/schema.ts';
+
+export const TEST_PASSWORD = 'correct-horse-battery';
+
+/**
+ * A fresh database per call: an in-memory PGlite by default; with TEST_DATABASE_URL, a new database
+ * created on that server (and dropped afterwards).
+ */
+async function freshDatabaseUrl(t: TestContext | undefined): Promise<string> {
+  const server = process.env.TEST_DATABASE_URL;
+  if (!server) return ':memory:';
+  const name = `oas_test_${process.pid}_${crypto.randomBytes(4).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: server });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  t?.after(async () => {
+    const c = new pg.Client({ connectionString: server });
+    await c.connect();
+    await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => {});
+    await c.end();
+  });
+  const url = new URL(server);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+export async function testConfig(t: TestContext | undefined, overrides: Partial<Config> = {}): Promise<Config> {
+  const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'oas-test-'));
+  t?.after(() => fs.rm(dataDir, { recursive: true, force: true }));
+  const databaseUrl = overrides.databaseUrl ?? (await freshDatabaseUrl(t));
+  return loadConfig(
+    {},
+    {
+      dataDir,
+      databaseUrl,
+      redisUrl: process.env.TEST_REDIS_URL || undefined,
+      bcryptRounds: 4,
+      logLevel: process.env.TEST_LOG_LEVEL ?? 'silent',
+      rateLimitAuthenticated: 100000,
+      rateLimitAnonymous: 100000,
+      rateLimitWebhook: 100000,
+      seedDemoCatalog: false,
+      webhookAllowPrivateTargets: true,
+      ...overrides,
+    },
+  );
+}
+
+/** Builds the whole app on a fresh migrated database; closed when the test (or suite) ends. */
+export async function buildTestApp(t: TestContext | undefined, overrides: Partial<Config> = {}): Promise<FastifyInstance> {
+  const config = await testConfig(t, overrides);
+  const app = await buildApp(config);
+  t?.after(() => app.close());
+  return app;
+}
+
+export interface TestUser {
+  user: UserRow;
+  email: string;
+  password: string;
+  token: string;
+  refreshToken: string;
+  auth: { authorization: string };
+}
+
+let counter = 0;
+
+/** Inserts a user directly (fast: no HTTP, no welcome job) and signs it in through the API. */
+export async function createUser(
+  app: FastifyInstance,
+  opts: { admin?: boolean; active?: boolean; email?: string; password?: string; fullName?: string } = {},
+): Promise<TestUser> {
+  const email = opts.email ?? `user${++counter}-${crypto.randomBytes(3).toString('hex')}@example.com`;
+  const password = opts.password ?? TEST_PASSWORD;
+  const user = await insertUser(app.ctx.db, {
+    email,
+    full_name: opts.fullName ?? `Test User ${counter}`,
+    password_hash: await app.ctx.hasher.hash(password),
+    is_admin: opts.admin ?? false,
+    is_active: true,
+  });
+  const res = await app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { username: email, password } });
+  if (res.statusCode !== 200) throw new Error(`login failed: ${res.statusCode} ${res.body}`);
+  const body = res.json<{ access_token: string; refresh_token: string }>();
+  if (opts.active === false) {
+    await app.ctx.db.updateTable('users').set({ is_active: false }).where('id', '=', user.id).execute();
+    user.is_active = false;
+  }
+  return {
+    user,
+    email,
+    password,
+    token: body.access_token,
+    refreshToken: body.refresh_token,
+    auth: { authorization: `Bearer ${body.access_token}` },
+  };
+}
+
+/** app.inject with a bearer token. */
+export function api(app: FastifyInstance, who: TestUser | null, opts: InjectOptions): Promise<LightMyRequestResponse> {
+  const headers = { ...(opts.headers ?? {}), ...(who ? who.auth : {}) };
+  return app.inject({ ...opts, headers } as InjectOptions) as Promise<LightMyRequestResponse>;
+}
+
+/** Polls until `check` returns a value (not undefined) or the timeout passes. */
+export async function waitFor<T>(check: () => Promise<T | undefined>, timeoutMs = 15000, intervalMs = 50): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await check();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`waitFor: condition not met within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, intervalMs));
+  }
+}
+
+/** Asserts the spec's error shape and returns the body. */
+export function errorBody(res: LightMyRequestResponse): { detail: string; error_code: string; errors?: unknown[] } {
+  const body = res.json<{ detail: string; error_code: string; errors?: unknown[] }>();
+  if (typeof body.detail !== 'string' || typeof body.error_code !== 'string') {
+    throw new Error(`not an error body: ${res.body}`);
+  }
+  return body;
+}

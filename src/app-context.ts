@@ -6,6 +6,7 @@ import type { Mailer } from './mail/mailer.ts';
 import type { PasswordHasher } from './modules/auth/passwords.ts';
 import type { TokenService } from './modules/auth/token.service.ts';
 import type { ReadinessCheck } from './http/observability.ts';
+import type { OrderEventBus } from './modules/orders/order-events.ts';
 
 /** What every module gets: configuration and the shared infrastructure, nothing module-specific. */
 export interface AppContext {
@@ -17,6 +18,8 @@ export interface AppContext {
   readonly mailer: Mailer;
   readonly hasher: PasswordHasher;
   readonly log: FastifyBaseLogger;
+  /** order creation and status changes, written in the changing transaction (see order-events.ts) */
+  readonly orderEvents: OrderEventBus;
   /** extra readiness checks a module contributes (e.g. Redis) */
   readonly readiness: ReadinessCheck[];
 }

@@ -18,6 +18,7 @@ import { accountsModule } from './modules/auth/auth.module.ts';
 import { Jwks } from './modules/auth/auth.schemas.ts';
 import { PasswordHasher } from './modules/auth/passwords.ts';
 import { TokenService } from './modules/auth/token.service.ts';
+import { OrderEventBus } from './modules/orders/order-events.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -92,6 +93,7 @@ export async function buildApp(config: Config, opts: BuildOptions = {}): Promise
     mailer,
     hasher: new PasswordHasher(config.bcryptRounds),
     log: app.log,
+    orderEvents: new OrderEventBus(),
     readiness: [],
   };
   app.decorate('ctx', ctx);

@@ -5,7 +5,7 @@ import { sql, type Kysely } from 'kysely';
  * takes a single statement. Statements are split on a semicolon at the end of a line, so DDL written
  * for this helper keeps one statement's end per line-ending semicolon.
  */
-export async function runDdl(db: Kysely<any>, block: string): Promise<void> {
+export async function runDdl(db: Kysely<unknown>, block: string): Promise<void> {
   const statements = block
     .split(/;\s*\n/)
     .map((s) => s.trim().replace(/;$/, ''))

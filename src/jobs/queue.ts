@@ -1,6 +1,5 @@
-import { PgBoss, fromKysely, fromPglite, type Job, type JobWithMetadata, type SendOptions } from 'pg-boss';
+import { PgBoss, fromKysely, fromPglite, type Job, type JobWithMetadata, type KyselyTransactionLike, type SendOptions } from 'pg-boss';
 import type { FastifyBaseLogger } from 'fastify';
-import type { Kysely } from 'kysely';
 import type { Config } from '../config.ts';
 import type { DatabaseHandle } from '../db/database.ts';
 
@@ -96,7 +95,7 @@ export class JobQueue {
   }
 
   /** Enqueues inside `trx` (the job exists only if the transaction commits). */
-  async send<T extends object>(trx: Kysely<any>, name: string, data: T, options: SendOptions = {}): Promise<string | null> {
+  async send<T extends object>(trx: KyselyTransactionLike, name: string, data: T, options: SendOptions = {}): Promise<string | null> {
     return this.boss.send(name, data, { ...options, db: fromKysely(trx) });
   }
 

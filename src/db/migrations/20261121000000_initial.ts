@@ -1,9 +1,9 @@
 import type { Kysely } from 'kysely';
 import { runDdl } from '../ddl.ts';
 
-// Migrations are written against Kysely<any>: they describe the schema at one point in time and must
+// Migrations are written against Kysely<unknown>: they describe the schema at one point in time and must
 // not change when the application's types do.
-export async function up(db: Kysely<any>): Promise<void> {
+export async function up(db: Kysely<unknown>): Promise<void> {
   await runDdl(db, `
     CREATE TABLE users (
       id integer GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
@@ -154,7 +154,7 @@ export async function up(db: Kysely<any>): Promise<void> {
   `);
 }
 
-export async function down(db: Kysely<any>): Promise<void> {
+export async function down(db: Kysely<unknown>): Promise<void> {
   await runDdl(db, `
     DROP TABLE webhook_deliveries, webhook_subscriptions, inbound_webhooks, items, idempotency_keys,
       order_events, order_items, orders, products, refresh_tokens, users;

@@ -171,5 +171,12 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     webConcurrency: int(env, 'WEB_CONCURRENCY', 1, 1, 64),
     ...overrides,
   };
+  // PGlite lives inside one process: splitting roles or running several API processes needs a server.
+  if (config.databaseUrl === undefined && config.role !== 'all') {
+    throw new ConfigError(`ROLE=${config.role} needs DATABASE_URL (the embedded database serves one process)`);
+  }
+  if (config.databaseUrl === undefined && config.webConcurrency > 1) {
+    throw new ConfigError('WEB_CONCURRENCY > 1 needs DATABASE_URL (the embedded database serves one process)');
+  }
   return Object.freeze(config);
 }

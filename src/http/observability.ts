@@ -75,7 +75,14 @@ export function registerObservability(app: FastifyInstance, checks: ReadinessChe
 
   app.get('/metrics', {
     config,
-    schema: { tags, summary: 'Prometheus metrics', produces: ['text/plain'], response: { ...errorResponses(500) } },
+    schema: {
+      tags,
+      summary: 'Prometheus metrics',
+      response: {
+        200: { description: 'Prometheus text exposition format', content: { 'text/plain': { schema: Type.String() } } },
+        ...errorResponses(500),
+      },
+    },
     handler: async (_request, reply) => reply.type(registry.contentType).send(await registry.metrics()),
   });
 

@@ -144,6 +144,23 @@ export interface WebhookDeliveriesTable {
   created_at: CreatedAt;
 }
 
+export type WebhookMessageStatus = 'held' | 'queued' | 'delivered' | 'failed';
+
+export interface WebhookMessagesTable {
+  id: Generated<number>;
+  message_id: string;
+  subscription_id: number;
+  event_id: number | null;
+  order_id: number | null;
+  event_type: string;
+  payload: string;
+  status: WebhookMessageStatus;
+  attempts: Generated<number>;
+  last_error: string | null;
+  created_at: CreatedAt;
+  settled_at: NullableTimestamp;
+}
+
 export interface Database {
   users: UsersTable;
   refresh_tokens: RefreshTokensTable;
@@ -156,6 +173,7 @@ export interface Database {
   inbound_webhooks: InboundWebhooksTable;
   webhook_subscriptions: WebhookSubscriptionsTable;
   webhook_deliveries: WebhookDeliveriesTable;
+  webhook_messages: WebhookMessagesTable;
 }
 
 export type UserRow = Selectable<UsersTable>;
@@ -169,3 +187,4 @@ export type ItemRow = Selectable<ItemsTable>;
 export type InboundWebhookRow = Selectable<InboundWebhooksTable>;
 export type WebhookSubscriptionRow = Selectable<WebhookSubscriptionsTable>;
 export type WebhookDeliveryRow = Selectable<WebhookDeliveriesTable>;
+export type WebhookMessageRow = Selectable<WebhookMessagesTable>;

@@ -1,0 +1,34 @@
+import type { Insertable, Kysely, Updateable } from 'kysely';
+import type { Database, ItemRow, ItemsTable } from '../../db/schema.ts';
+
+type Executor = Kysely<Database>;
+
+/** A live (not soft-deleted) item, whoever owns it. */
+export async function findLiveItem(db: Executor, id: number): Promise<ItemRow | undefined> {
+  return db.selectFrom('items').selectAll().where('id', '=', id).where('deleted_at', 'is', null).executeTakeFirst();
+}
+
+export async function insertItem(db: Executor, item: Insertable<ItemsTable>): Promise<ItemRow> {
+  return db.insertInto('items').values(item).returningAll().executeTakeFirstOrThrow();
+}
+
+/** Updates a live item of `userId`; undefined when there is none. */
+export async function updateOwnItem(db: Executor, id: number, userId: number, patch: Updateable<ItemsTable>): Promise<ItemRow | undefined> {
+  return db
+    .updateTable('items')
+    .set(patch)
+    .where('id', '=', id)
+    .where('user_id', '=', userId)
+    .where('deleted_at', 'is', null)
+    .returningAll()
+    .executeTakeFirst();
+}
+
+export async function listOwnItems(
+  db: Executor,
+  opts: { userId: number; limit: number; offset: number; isActive: boolean | undefined },
+): Promise<ItemRow[]> {
+  let q = db.selectFrom('items').selectAll().where('user_id', '=', opts.userId).where('deleted_at', 'is', null);
+  if (opts.isActive !== undefined) q = q.where('is_active', '=', opts.isActive);
+  return q.orderBy('id', 'asc').limit(opts.limit).offset(opts.offset).execute();
+}

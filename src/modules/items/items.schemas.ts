@@ -1,0 +1,50 @@
+import { Type, type Static } from 'typebox';
+import { Id, NonBlank, Timestamp } from '../../http/common.schemas.ts';
+
+const ItemName = NonBlank({ maxLength: 100, description: '1 to 100 characters' });
+const Description = Type.Union([Type.String({ maxLength: 500 }), Type.Null()], { description: 'at most 500 characters' });
+const Price = Type.Number({ exclusiveMinimum: 0, description: 'greater than 0' });
+
+export const Item = Type.Object({
+  id: Type.Integer(),
+  name: Type.String(),
+  description: Type.Union([Type.String(), Type.Null()]),
+  price: Type.Number(),
+  is_active: Type.Boolean(),
+  user_id: Type.Integer(),
+  created_at: Timestamp,
+});
+
+export const ItemList = Type.Array(Item, { description: "The caller's items, ordered by id" });
+
+export const ItemCreateBody = Type.Object(
+  {
+    name: ItemName,
+    description: Type.Optional(Description),
+    price: Price,
+    is_active: Type.Optional(Type.Boolean({ default: true })),
+  },
+  { additionalProperties: false },
+);
+export type ItemCreateBody = Static<typeof ItemCreateBody>;
+
+export const ItemUpdateBody = Type.Object(
+  {
+    name: Type.Optional(ItemName),
+    description: Type.Optional(Description),
+    price: Type.Optional(Price),
+    is_active: Type.Optional(Type.Boolean()),
+  },
+  { additionalProperties: false },
+);
+export type ItemUpdateBody = Static<typeof ItemUpdateBody>;
+
+export const ItemListQuery = Type.Object({
+  skip: Type.Integer({ minimum: 0, maximum: 2147483647, default: 0 }),
+  limit: Type.Integer({ minimum: 1, maximum: 100, default: 20 }),
+  is_active: Type.Optional(Type.Boolean()),
+});
+export type ItemListQuery = Static<typeof ItemListQuery>;
+
+export const ItemIdParams = Type.Object({ item_id: Id });
+export type ItemIdParams = Static<typeof ItemIdParams>;

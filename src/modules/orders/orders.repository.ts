@@ -1,0 +1,179 @@
+import { sql, type Kysely, type Transaction, type Updateable } from 'kysely';
+import type { Database, OrderRow, OrderStatus, OrdersTable } from '../../db/schema.ts';
+
+type Executor = Kysely<Database>;
+
+export interface OrderLineView {
+  id: number;
+  product_id: number;
+  product_name: string;
+  quantity: number;
+  unit_price: string;
+}
+
+export async function findOrderById(db: Executor, id: number): Promise<OrderRow | undefined> {
+  return db.selectFrom('orders').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+/** The order row, locked until `trx` ends: every status change goes through this lock. */
+export async function lockOrder(trx: Transaction<Database>, id: number): Promise<OrderRow | undefined> {
+  return trx.selectFrom('orders').selectAll().where('id', '=', id).forUpdate().executeTakeFirst();
+}
+
+/**
+ * An order's lines in one query. Before processing a line has no name of its own yet, so the
+ * product's current name stands in.
+ */
+export async function findOrderLines(db: Executor, orderId: number): Promise<OrderLineView[]> {
+  return db
+    .selectFrom('order_items as oi')
+    .innerJoin('products as p', 'p.id', 'oi.product_id')
+    .select(['oi.id', 'oi.product_id', 'oi.quantity', 'oi.unit_price'])
+    .select(sql<string>`coalesce(oi.product_name, p.name)`.as('product_name'))
+    .where('oi.order_id', '=', orderId)
+    .orderBy('oi.id', 'asc')
+    .execute();
+}
+
+/** A page of one user's orders, newest first, and their count (both served by the user/status indexes). */
+export async function listUserOrders(
+  db: Executor,
+  opts: { userId: number; status: OrderStatus | undefined; limit: number; offset: number },
+): Promise<{ rows: OrderRow[]; total: number }> {
+  let base = db.selectFrom('orders').where('user_id', '=', opts.userId);
+  if (opts.status !== undefined) base = base.where('status', '=', opts.status);
+  const [rows, count] = await Promise.all([
+    base
+      .selectAll()
+      .orderBy('created_at', 'desc')
+      .orderBy('id', 'desc')
+      .limit(opts.limit)
+      .offset(opts.offset)
+      .execute(),
+    base.select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow(),
+  ]);
+  return { rows, total: Number(count.total) };
+}
+
+export async function updateOrder(trx: Transaction<Database>, id: number, patch: Updateable<OrdersTable>): Promise<OrderRow> {
+  return trx.updateTable('orders').set(patch).where('id', '=', id).returningAll().executeTakeFirstOrThrow();
+}
+
+/** Units wanted per product for one order (lines of the same product summed). */
+export async function orderDemand(trx: Transaction<Database>, orderId: number): Promise<{ product_id: number; quantity: number }[]> {
+  const rows = await trx
+    .selectFrom('order_items')
+    .select('product_id')
+    .select(sql<number>`sum(quantity)::integer`.as('quantity'))
+    .where('order_id', '=', orderId)
+    .groupBy('product_id')
+    .orderBy('product_id', 'asc')
+    .execute();
+  return rows.map((r) => ({ product_id: r.product_id, quantity: Number(r.quantity) }));
+}
+
+/** Locks the products in id order, so concurrent jobs always take their locks in the same order. */
+export async function lockProducts(
+  trx: Transaction<Database>,
+  ids: number[],
+): Promise<{ id: number; stock: number; is_active: boolean }[]> {
+  if (ids.length === 0) return [];
+  return trx
+    .selectFrom('products')
+    .select(['id', 'stock', 'is_active'])
+    .where('id', 'in', ids)
+    .orderBy('id', 'asc')
+    .forUpdate()
+    .execute();
+}
+
+/** Copies the current price and name of each product into the order's lines. */
+export async function priceOrderLines(trx: Transaction<Database>, orderId: number): Promise<void> {
+  await sql`
+    UPDATE order_items AS oi SET unit_price = p.price, product_name = p.name
+    FROM products AS p
+    WHERE oi.product_id = p.id AND oi.order_id = ${orderId}
+  `.execute(trx);
+}
+
+/**
+ * The exact total of the order at the products' current prices (numeric arithmetic in the
+ * database, as decimal text); the products are locked, so these are the prices the lines get.
+ */
+export async function orderTotalAtCurrentPrices(trx: Transaction<Database>, orderId: number): Promise<string> {
+  const row = await trx
+    .selectFrom('order_items as oi')
+    .innerJoin('products as p', 'p.id', 'oi.product_id')
+    .select(sql<string>`coalesce(sum(p.price * oi.quantity), 0)::text`.as('total'))
+    .where('oi.order_id', '=', orderId)
+    .executeTakeFirstOrThrow();
+  return row.total;
+}
+
+/** Takes the order's units out of stock; the products are already locked and checked. */
+export async function reserveStock(trx: Transaction<Database>, orderId: number): Promise<void> {
+  await sql`
+    UPDATE products AS p SET stock = p.stock - d.quantity, updated_at = now()
+    FROM (SELECT product_id, sum(quantity) AS quantity FROM order_items WHERE order_id = ${orderId} GROUP BY product_id) AS d
+    WHERE p.id = d.product_id
+  `.execute(trx);
+}
+
+export interface IdempotentResponse {
+  request_hash: string;
+  response_status: number;
+  response_body: unknown;
+}
+
+export async function findIdempotencyKey(db: Executor, userId: number, key: string): Promise<IdempotentResponse | undefined> {
+  return db
+    .selectFrom('idempotency_keys')
+    .select(['request_hash', 'response_status', 'response_body'])
+    .where('user_id', '=', userId)
+    .where('key', '=', key)
+    .where('expires_at', '>', new Date())
+    .executeTakeFirst();
+}
+
+/**
+ * Stores the response under the key. A live row for the same key makes this return false (a
+ * concurrent duplicate waits here for the first transaction and then sees its row); an expired one
+ * is replaced.
+ */
+export async function saveIdempotencyKey(
+  trx: Transaction<Database>,
+  row: { userId: number; key: string; requestHash: string; status: number; body: unknown; expiresAt: Date },
+): Promise<boolean> {
+  const values = {
+    user_id: row.userId,
+    key: row.key,
+    request_hash: row.requestHash,
+    response_status: row.status,
+    response_body: JSON.stringify(row.body),
+    created_at: new Date(),
+    expires_at: row.expiresAt,
+  };
+  const saved = await trx
+    .insertInto('idempotency_keys')
+    .values(values)
+    .onConflict((oc) =>
+      oc
+        .columns(['user_id', 'key'])
+        .doUpdateSet({
+          request_hash: values.request_hash,
+          response_status: values.response_status,
+          response_body: values.response_body,
+          created_at: values.created_at,
+          expires_at: values.expires_at,
+        })
+        .where('idempotency_keys.expires_at', '<=', new Date()),
+    )
+    .returning('key')
+    .executeTakeFirst();
+  return saved !== undefined;
+}
+
+export async function purgeExpiredIdempotencyKeys(db: Executor): Promise<number> {
+  const result = await db.deleteFrom('idempotency_keys').where('expires_at', '<=', new Date()).executeTakeFirst();
+  return Number(result.numDeletedRows);
+}

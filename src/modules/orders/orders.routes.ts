@@ -1,0 +1,79 @@
+import type { FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { authUser } from '../../http/auth.ts';
+import { errorResponses } from '../../http/errors.ts';
+import { toOrderDetail, toOrderSummary } from './orders.mapper.ts';
+import {
+  OrderAction,
+  OrderCreateBody,
+  OrderCreated,
+  OrderCreateHeaders,
+  OrderDetail,
+  OrderIdParams,
+  OrderListQuery,
+  OrderPage,
+} from './orders.schemas.ts';
+import type { OrdersService } from './orders.service.ts';
+
+export function registerOrderRoutes(root: FastifyInstance, orders: OrdersService): void {
+  const app = root.withTypeProvider<TypeBoxTypeProvider>();
+  const tags = ['orders'];
+
+  app.post('/orders', {
+    config: { auth: 'user' },
+    schema: {
+      tags,
+      summary: 'Place an order; it is priced and its stock reserved in the background',
+      headers: OrderCreateHeaders,
+      body: OrderCreateBody,
+      response: { 201: OrderCreated, ...errorResponses(400, 401, 403, 422, 429) },
+    },
+    handler: async (request, reply) => {
+      const result = await orders.create(authUser(request), request.body, request.headers['idempotency-key']);
+      if (result.replayed) void reply.header('idempotent-replayed', 'true');
+      return reply.code(result.statusCode).send(result.body);
+    },
+  });
+
+  app.get('/orders', {
+    config: { auth: 'user' },
+    schema: {
+      tags,
+      summary: "List the caller's orders, newest first",
+      querystring: OrderListQuery,
+      response: { 200: OrderPage, ...errorResponses(401, 403, 422, 429) },
+    },
+    handler: async (request) => {
+      const page = await orders.list(authUser(request), request.query);
+      return { ...page, items: page.items.map(toOrderSummary) };
+    },
+  });
+
+  app.get('/orders/:order_id', {
+    config: { auth: 'user' },
+    schema: {
+      tags,
+      summary: 'Read an order with its lines (owner or administrator)',
+      params: OrderIdParams,
+      response: { 200: OrderDetail, ...errorResponses(401, 403, 404, 422, 429) },
+    },
+    handler: async (request) => {
+      const { order, lines } = await orders.get(authUser(request), request.params.order_id);
+      return toOrderDetail(order, lines);
+    },
+  });
+
+  app.post('/orders/:order_id/retry', {
+    config: { auth: 'user' },
+    schema: {
+      tags,
+      summary: 'Queue a failed order for processing again (owner or administrator)',
+      params: OrderIdParams,
+      response: { 202: OrderAction, ...errorResponses(400, 401, 403, 404, 422, 429) },
+    },
+    handler: async (request, reply) => {
+      const order = await orders.retry(authUser(request), request.params.order_id);
+      return reply.code(202).send({ status: 'queued', message: 'Order queued for processing', order_id: order.id });
+    },
+  });
+}

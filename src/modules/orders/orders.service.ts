@@ -1,0 +1,164 @@
+import crypto from 'node:crypto';
+import type { Db } from '../../db/database.ts';
+import type { OrderRow, UserRow } from '../../db/schema.ts';
+import { AppError } from '../../http/errors.ts';
+import { pageOf, type PageResult } from '../../http/common.schemas.ts';
+import type { JobQueue } from '../../jobs/queue.ts';
+import { findProductStates } from '../products/products.repository.ts';
+import { insertOrderWithJob, ORDER_PROCESS_QUEUE, type OrderProcessJob } from './order-create.ts';
+import type { OrderEventBus } from './order-events.ts';
+import { changeOrderStatus } from './order-status.ts';
+import { toOrderCreated } from './orders.mapper.ts';
+import {
+  findIdempotencyKey,
+  findOrderById,
+  findOrderLines,
+  listUserOrders,
+  lockOrder,
+  saveIdempotencyKey,
+  type IdempotentResponse,
+  type OrderLineView,
+} from './orders.repository.ts';
+import type { OrderCreateBody, OrderCreated, OrderListQuery } from './orders.schemas.ts';
+
+export const MAX_QUANTITY = 1000;
+export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
+const MAX_ID = 2147483647;
+
+const orderNotFound = () => new AppError('NOT_FOUND', 'Order not found');
+const notYourOrder = () => new AppError('FORBIDDEN', 'Not enough permissions to access this order');
+
+export interface CreateOrderResult {
+  /** only successful creations are stored under a key, so a replay is a 201 too */
+  statusCode: 201;
+  body: OrderCreated;
+  /** true when the response is the stored answer to an earlier request with the same key */
+  replayed: boolean;
+}
+
+/** Thrown inside the creating transaction when a concurrent request took the key first. */
+class KeyTaken extends Error {}
+
+function requestHash(body: OrderCreateBody): string {
+  // the body is validated (no unknown properties), so this is a canonical form of it
+  const canonical = JSON.stringify({
+    items: body.items.map((l) => ({ product_id: l.product_id, quantity: l.quantity })),
+    shipping_address: body.shipping_address,
+  });
+  return crypto.createHash('sha256').update(canonical).digest('hex');
+}
+
+export class OrdersService {
+  private readonly db: Db;
+  private readonly queue: JobQueue;
+  private readonly orderEvents: OrderEventBus;
+
+  constructor(deps: { db: Db; queue: JobQueue; orderEvents: OrderEventBus }) {
+    this.db = deps.db;
+    this.queue = deps.queue;
+    this.orderEvents = deps.orderEvents;
+  }
+
+  /**
+   * Validates the lines, then creates the pending order with its processing job in one transaction.
+   * With an Idempotency-Key the response is stored in that transaction too, so a repeated (or
+   * concurrent) request gets the first answer instead of a second order.
+   */
+  async create(actor: UserRow, body: OrderCreateBody, idempotencyKey?: string): Promise<CreateOrderResult> {
+    const hash = idempotencyKey === undefined ? '' : requestHash(body);
+    if (idempotencyKey !== undefined) {
+      const earlier = await findIdempotencyKey(this.db, actor.id, idempotencyKey);
+      if (earlier) return this.replay(earlier, hash);
+    }
+    await this.assertOrderable(body);
+    const lines = body.items.map((l) => ({ productId: l.product_id, quantity: l.quantity }));
+    try {
+      const created = await this.db.transaction().execute(async (trx) => {
+        const order = await insertOrderWithJob(trx, { queue: this.queue, orderEvents: this.orderEvents }, {
+          userId: actor.id,
+          shippingAddress: body.shipping_address,
+          lines,
+        });
+        const response = toOrderCreated(order, lines);
+        if (idempotencyKey !== undefined) {
+          const saved = await saveIdempotencyKey(trx, {
+            userId: actor.id,
+            key: idempotencyKey,
+            requestHash: hash,
+            status: 201,
+            body: response,
+            expiresAt: new Date(Date.now() + IDEMPOTENCY_TTL_MS),
+          });
+          if (!saved) throw new KeyTaken();
+        }
+        return response;
+      });
+      return { statusCode: 201, body: created, replayed: false };
+    } catch (err) {
+      const duplicate = err instanceof KeyTaken || (err as { code?: string } | undefined)?.code === '23505';
+      if (idempotencyKey === undefined || !duplicate) throw err;
+      // a concurrent request with the same key committed first: answer as a repeat of it
+      const earlier = await findIdempotencyKey(this.db, actor.id, idempotencyKey);
+      if (!earlier) throw err;
+      return this.replay(earlier, hash);
+    }
+  }
+
+  private replay(earlier: IdempotentResponse, hash: string): CreateOrderResult {
+    if (earlier.request_hash !== hash) {
+      throw new AppError('IDEMPOTENCY_KEY_REUSED', 'Idempotency-Key has already been used with a different request body');
+    }
+    return { statusCode: earlier.response_status as 201, body: earlier.response_body as OrderCreated, replayed: true };
+  }
+
+  /** 400 for a quantity outside 1–1000 or an unknown or inactive product, naming the first bad line. */
+  private async assertOrderable(body: OrderCreateBody): Promise<void> {
+    for (const line of body.items) {
+      if (line.quantity < 1 || line.quantity > MAX_QUANTITY) {
+        throw new AppError('INVALID_QUANTITY', `Invalid quantity ${line.quantity} for product ${line.product_id}: must be between 1 and ${MAX_QUANTITY}`);
+      }
+    }
+    const ids = [...new Set(body.items.map((l) => l.product_id))].filter((id) => id >= 1 && id <= MAX_ID);
+    const states = new Map((await findProductStates(this.db, ids)).map((p) => [p.id, p.is_active]));
+    for (const line of body.items) {
+      if (states.get(line.product_id) !== true) {
+        throw new AppError('INVALID_PRODUCT', `Invalid product id ${line.product_id}: no such active product`);
+      }
+    }
+  }
+
+  /** The caller's own orders, newest first. */
+  async list(actor: UserRow, q: OrderListQuery): Promise<PageResult<OrderRow>> {
+    const { rows, total } = await listUserOrders(this.db, {
+      userId: actor.id,
+      status: q.status,
+      limit: q.page_size,
+      offset: (q.page - 1) * q.page_size,
+    });
+    return pageOf(rows, total, q.page, q.page_size);
+  }
+
+  /** One order with its lines: its owner, or an administrator. */
+  async get(actor: UserRow, id: number): Promise<{ order: OrderRow; lines: OrderLineView[] }> {
+    const order = await findOrderById(this.db, id);
+    if (!order) throw orderNotFound();
+    if (order.user_id !== actor.id && !actor.is_admin) throw notYourOrder();
+    return { order, lines: await findOrderLines(this.db, id) };
+  }
+
+  /** A failed order back to pending, queued for processing again (owner or administrator). */
+  async retry(actor: UserRow, id: number): Promise<OrderRow> {
+    return this.db.transaction().execute(async (trx) => {
+      const order = await lockOrder(trx, id);
+      if (!order) throw orderNotFound();
+      if (order.user_id !== actor.id && !actor.is_admin) throw notYourOrder();
+      if (order.status !== 'failed') {
+        throw new AppError('INVALID_STATE', `Only failed orders can be retried; this order is ${order.status}`);
+      }
+      const pending = await changeOrderStatus(trx, this.orderEvents, order, 'pending', { failureReason: null, totalAmount: 0 });
+      const job: OrderProcessJob = { orderId: order.id };
+      await this.queue.send(trx, ORDER_PROCESS_QUEUE, job);
+      return pending;
+    });
+  }
+}

@@ -1,0 +1,33 @@
+import { Type } from 'typebox';
+import { AppError } from '../../http/errors.ts';
+
+/** The largest value numeric(12,2) holds. */
+export const MAX_MONEY = 9999999999.99;
+
+/** A money amount in a request: a JSON number > 0 with at most two decimals (checked by `moneyToDecimal`). */
+export const MoneyInput = Type.Number({
+  exclusiveMinimum: 0,
+  maximum: MAX_MONEY,
+  description: 'greater than 0, at most 2 decimal places',
+});
+
+/**
+ * The exact decimal text of a money amount, or a 422 when it has more than two decimals.
+ * A JSON number like 19.99 arrives as the nearest double; it "has two decimals" exactly when
+ * rounding it to two decimals and back gives the same double (a `multipleOf: 0.01` check would
+ * reject such values because of binary floating point).
+ */
+export function moneyToDecimal(value: number, field: string): string {
+  const text = value.toFixed(2);
+  if (Number(text) !== value) {
+    throw new AppError('VALIDATION_ERROR', `Validation failed: body.${field}: must have at most 2 decimal places`, {
+      errors: [{ loc: ['body', field], msg: 'must have at most 2 decimal places', type: 'decimal_places' }],
+    });
+  }
+  return text;
+}
+
+/** numeric(12,2) as read from the database (a string) into the JSON number of the API. */
+export function moneyToNumber(value: string | number): number {
+  return typeof value === 'number' ? value : Number(value);
+}

@@ -1,0 +1,14 @@
+import type { AppModule } from '../../app-context.ts';
+import { seedProductsIfEmpty } from './products.repository.ts';
+import { registerProductRoutes } from './products.routes.ts';
+import { DEMO_CATALOG } from './products.seed.ts';
+import { ProductsService } from './products.service.ts';
+
+/** The product catalogue that orders are placed against. */
+export const productsModule: AppModule = async (api, ctx) => {
+  registerProductRoutes(api, new ProductsService({ db: ctx.db }));
+  if (ctx.config.seedDemoCatalog) {
+    const seeded = await seedProductsIfEmpty(ctx.db, DEMO_CATALOG);
+    if (seeded > 0) ctx.log.info({ products: seeded }, 'seeded the demo catalogue');
+  }
+};

@@ -15,6 +15,9 @@ import { registerValidation } from './http/validation.ts';
 import { JobQueue } from './jobs/queue.ts';
 import { createMailer } from './mail/mailer.ts';
 import { accountsModule } from './modules/auth/auth.module.ts';
+import { itemsModule } from './modules/items/items.module.ts';
+import { ordersModule } from './modules/orders/orders.module.ts';
+import { productsModule } from './modules/products/products.module.ts';
 import { Jwks } from './modules/auth/auth.schemas.ts';
 import { PasswordHasher } from './modules/auth/passwords.ts';
 import { TokenService } from './modules/auth/token.service.ts';
@@ -27,7 +30,7 @@ declare module 'fastify' {
 }
 
 /** The modules of the service, registered in this order under /api/v1. */
-const MODULES: AppModule[] = [accountsModule];
+const MODULES: AppModule[] = [accountsModule, productsModule, ordersModule, itemsModule];
 
 function loggerOptions(config: Config): FastifyServerOptions['logger'] {
   return {

@@ -17,10 +17,16 @@ export function assertPasswordLength(password: string, field = 'password'): void
 /** Hashing and comparing run on libuv's thread pool (bcrypt's async API), never on the event loop. */
 export class PasswordHasher {
   private readonly rounds: number;
-  private dummy: Promise<string> | undefined;
+  /**
+   * A well-formed hash of the configured cost that matches no password. bcrypt's cost lives in the
+   * salt, so comparing against it takes as long as a real comparison — from the very first request,
+   * without hashing anything at start-up (a fresh salt costs no key derivation).
+   */
+  private readonly dummy: string;
 
   constructor(rounds: number) {
     this.rounds = rounds;
+    this.dummy = `${bcrypt.genSaltSync(rounds)}${'.'.repeat(31)}`;
   }
 
   hash(password: string): Promise<string> {
@@ -34,8 +40,7 @@ export class PasswordHasher {
   async verify(password: string, hash: string | null | undefined): Promise<boolean> {
     const tooLong = Buffer.byteLength(password, 'utf8') > MAX_PASSWORD_BYTES;
     if (!hash || tooLong) {
-      this.dummy ??= bcrypt.hash('dummy-password-for-timing', this.rounds);
-      await bcrypt.compare(password, await this.dummy);
+      await bcrypt.compare(password, this.dummy);
       return false;
     }
     return bcrypt.compare(password, hash);

@@ -76,7 +76,7 @@ export function registerUserRoutes(root: FastifyInstance, users: UsersService): 
       response: { 204: Type.Null({ description: 'Deleted' }), ...errorResponses(401, 403, 404, 422, 429) },
     },
     handler: async (request, reply) => {
-      await users.remove(request.params.user_id);
+      await users.remove(authUser(request), request.params.user_id);
       return reply.code(204).send(null);
     },
   });

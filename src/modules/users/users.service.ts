@@ -98,8 +98,12 @@ export class UsersService {
     }
   }
 
-  /** Soft delete: the row stays, marked deleted and inactive; its refresh tokens are revoked. */
-  async remove(id: number): Promise<void> {
+  /**
+   * Soft delete: the row stays, marked deleted and inactive; its refresh tokens are revoked. Like
+   * deactivation, never on the caller's own account (an administrator cannot lock themselves out).
+   */
+  async remove(actor: UserRow, id: number): Promise<void> {
+    if (actor.id === id) throw new AppError('FORBIDDEN', 'Administrators cannot delete their own account');
     await this.db.transaction().execute(async (trx) => {
       const now = new Date();
       const deleted = await updateUser(trx, id, { deleted_at: now, is_active: false, updated_at: now });

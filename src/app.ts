@@ -11,6 +11,8 @@ import { registerAuth } from './http/auth.ts';
 import { API_PREFIX, registerDocs } from './http/docs.ts';
 import { registerErrorHandling } from './http/errors.ts';
 import { registerObservability } from './http/observability.ts';
+import { registerRateLimit } from './http/rate-limit.ts';
+import { registerSecurity, serverLimits } from './http/security.ts';
 import { registerValidation } from './http/validation.ts';
 import { JobQueue } from './jobs/queue.ts';
 import { createMailer } from './mail/mailer.ts';
@@ -32,7 +34,7 @@ declare module 'fastify' {
 /** The modules of the service, registered in this order under /api/v1. */
 const MODULES: AppModule[] = [accountsModule, productsModule, ordersModule, itemsModule];
 
-function loggerOptions(config: Config): FastifyServerOptions['logger'] {
+function loggerOptions(config: Config, stream: { write(msg: string): void } | undefined): FastifyServerOptions['logger'] {
   return {
     level: config.logLevel,
     // secrets never reach the logs, whatever a serializer or a handler decides to log
@@ -52,24 +54,23 @@ function loggerOptions(config: Config): FastifyServerOptions['logger'] {
       ],
       censor: '[redacted]',
     },
-    ...(process.stdout.isTTY && config.logLevel !== 'silent' ? { transport: { target: 'pino-pretty' } } : {}),
+    ...(stream ? { stream } : process.stdout.isTTY && config.logLevel !== 'silent' ? { transport: { target: 'pino-pretty' } } : {}),
   };
 }
 
 export interface BuildOptions {
   /** reuse an existing database handle (tests that share one); closed by the caller then */
   database?: DatabaseHandle;
+  /** write the JSON log lines here instead of stdout (tests that inspect the logs) */
+  logStream?: { write(msg: string): void };
 }
 
 /** Builds the whole service: database (migrated), queue (started), every module registered. */
 export async function buildApp(config: Config, opts: BuildOptions = {}): Promise<FastifyInstance> {
   const app = Fastify({
-    logger: loggerOptions(config),
-    bodyLimit: config.bodyLimitBytes,
+    logger: loggerOptions(config, opts.logStream),
+    ...serverLimits(config),
     trustProxy: config.trustProxy,
-    requestTimeout: 30000,
-    connectionTimeout: 60000,
-    keepAliveTimeout: 72000,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
@@ -103,6 +104,9 @@ export async function buildApp(config: Config, opts: BuildOptions = {}): Promise
 
   registerValidation(app);
   registerErrorHandling(app);
+  registerSecurity(app);
+  // before authentication: rejected requests count too (see rate-limit.ts)
+  registerRateLimit(app, ctx);
   registerAuth(app, { db: ctx.db, tokens });
   await app.register(formbody, { bodyLimit: config.bodyLimitBytes });
   await app.register(helmet, {

@@ -25,6 +25,8 @@ export interface Config {
   readonly rateLimitAnonymous: number;
   readonly rateLimitWebhook: number;
   readonly rateLimitWindowSeconds: number;
+  /** prefix of the rate-limit keys in Redis (one per deployment sharing a Redis) */
+  readonly rateLimitKeyPrefix: string;
   readonly trustProxy: boolean;
   readonly corsOrigins: readonly string[];
   readonly shopifyWebhookSecret: string | undefined;
@@ -36,6 +38,8 @@ export interface Config {
   readonly smtpUrl: string | undefined;
   readonly mailFrom: string;
   readonly bodyLimitBytes: number;
+  /** the whole request (headers and body) must arrive within this time, or the connection is closed */
+  readonly requestTimeoutMs: number;
   readonly logLevel: string;
   /** pg-boss polling interval for workers (seconds, >= 0.5) */
   readonly jobPollingSeconds: number;
@@ -155,6 +159,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     rateLimitAnonymous: int(env, 'RATE_LIMIT_ANONYMOUS', 20, 1),
     rateLimitWebhook: int(env, 'RATE_LIMIT_WEBHOOK', 1000, 1),
     rateLimitWindowSeconds: int(env, 'RATE_LIMIT_WINDOW_SECONDS', 60, 1),
+    rateLimitKeyPrefix: str(env, 'RATE_LIMIT_KEY_PREFIX') ?? 'oas:rl',
     trustProxy: bool(env, 'TRUST_PROXY', false),
     corsOrigins,
     shopifyWebhookSecret: str(env, 'SHOPIFY_WEBHOOK_SECRET'),
@@ -165,6 +170,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     smtpUrl: url(env, 'SMTP_URL', ['smtp:', 'smtps:']),
     mailFrom: str(env, 'MAIL_FROM') ?? 'Order Service <no-reply@example.com>',
     bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES', 1024 * 1024, 1024),
+    requestTimeoutMs: int(env, 'REQUEST_TIMEOUT_MS', 30000, 100, 600000),
     logLevel: str(env, 'LOG_LEVEL') ?? 'info',
     jobPollingSeconds: num(env, 'JOB_POLLING_SECONDS', 0.5, 0.5),
     orderWorkerConcurrency: int(env, 'ORDER_WORKER_CONCURRENCY', 4, 1, 64),

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Db } from '../db/database.ts';
 import type { UserRow } from '../db/schema.ts';
-import type { TokenService } from '../modules/auth/token.service.ts';
+import type { TokenClaims, TokenService } from '../modules/auth/token.service.ts';
 import { findUserById } from '../modules/users/users.repository.ts';
 import { AppError } from './errors.ts';
 import { SECURITY_SCHEME } from './docs.ts';
@@ -43,6 +43,22 @@ function bearerToken(request: FastifyRequest): string | undefined | null {
   return match ? match[1] : null;
 }
 
+const verifiedClaims = new WeakMap<FastifyRequest, Promise<TokenClaims | null>>();
+
+/**
+ * The claims of the request's bearer access token, or null when there is none or it does not
+ * verify. Verified once per request: the rate limiter (which runs first) and authentication share it.
+ */
+export function verifiedAccessClaims(request: FastifyRequest, tokens: TokenService): Promise<TokenClaims | null> {
+  let claims = verifiedClaims.get(request);
+  if (!claims) {
+    const token = bearerToken(request);
+    claims = typeof token === 'string' ? tokens.verify(token, 'access') : Promise.resolve(null);
+    verifiedClaims.set(request, claims);
+  }
+  return claims;
+}
+
 export function registerAuth(app: FastifyInstance, deps: { db: Db; tokens: TokenService }): void {
   app.decorateRequest('user', null);
 
@@ -71,7 +87,7 @@ export function registerAuth(app: FastifyInstance, deps: { db: Db; tokens: Token
       if (token === null) throw invalid();
       throw new AppError('NOT_AUTHENTICATED', 'Not authenticated', { headers: { 'www-authenticate': 'Bearer' } });
     }
-    const claims = await deps.tokens.verify(token, 'access');
+    const claims = await verifiedAccessClaims(request, deps.tokens);
     if (!claims) {
       if (level === 'public') return;
       throw invalid();

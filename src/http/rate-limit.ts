@@ -1,0 +1,184 @@
+import { once } from 'node:events';
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
+import { Redis } from 'ioredis';
+import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type IRateLimiterOptions } from 'rate-limiter-flexible';
+import type { AppContext } from '../app-context.ts';
+import { verifiedAccessClaims } from './auth.ts';
+import { AppError } from './errors.ts';
+
+/**
+ * Rate limiting (spec §8, DESIGN §4): one counter per caller and window, shared by every API
+ * process through Redis when REDIS_URL is set, in process memory otherwise.
+ *
+ * Buckets:
+ * - user: a request carrying a valid access token, keyed by its subject (the user id)
+ * - ip: every other request (no token, or a token that does not verify), keyed by client IP
+ * - webhook: routes with `config.rateLimit: 'webhook'`, keyed by IP, with its own higher limit
+ * Routes with `config.rateLimit: 'none'` (health, ready, metrics, docs, JWKS) are not counted.
+ *
+ * The hook runs in onRequest BEFORE the authentication hook, so a request that authentication is
+ * about to reject (no token on a protected route, a forged or expired token) is still counted —
+ * against the IP bucket. Otherwise token guessing and credential stuffing would be free. To choose
+ * the bucket the hook verifies the bearer token (signature and claims only, no database); the
+ * result is memoised on the request and reused by the authentication hook. A rejected request
+ * costs no database query at all.
+ *
+ * One Redis round trip per counted request (rate-limiter-flexible's INCR + PTTL Lua script).
+ * When Redis fails, each bucket continues on its per-process memory insurance limiter (so N
+ * processes allow up to N times the limit until Redis is back); the switch is logged once each way
+ * and /ready reports `redis: degraded`.
+ */
+
+export type RateLimitMode = 'default' | 'webhook' | 'none';
+
+interface Bucket {
+  readonly name: 'user' | 'ip' | 'webhook';
+  readonly points: number;
+  readonly limiter: RateLimiterMemory | RateLimiterRedis;
+}
+
+/** Logs the move to per-process counters once, and the return to Redis once. */
+class FallbackState {
+  private fallingBack = false;
+  private readonly log: FastifyBaseLogger;
+
+  constructor(log: FastifyBaseLogger) {
+    this.log = log;
+  }
+
+  get active(): boolean {
+    return this.fallingBack;
+  }
+
+  enter(): void {
+    if (this.fallingBack) return;
+    this.fallingBack = true;
+    this.log.warn('rate limiting: Redis unavailable, falling back to per-process counters');
+  }
+
+  leave(): void {
+    if (!this.fallingBack) return;
+    this.fallingBack = false;
+    this.log.info('rate limiting: Redis is back, counters are shared again');
+  }
+}
+
+/** The memory limiter that stands in when Redis fails; every use of it means Redis failed. */
+class InsuranceLimiter extends RateLimiterMemory {
+  private readonly onUse: () => void;
+
+  constructor(opts: IRateLimiterOptions, onUse: () => void) {
+    super(opts);
+    this.onUse = onUse;
+  }
+
+  override consume(key: string | number, points?: number, options?: { [key: string]: unknown }): Promise<RateLimiterRes> {
+    this.onUse();
+    return super.consume(key, points, options);
+  }
+}
+
+function createRedis(url: string, log: FastifyBaseLogger): Redis {
+  const client = new Redis(url, {
+    // fail fast instead of queueing: a request never waits for Redis to come back
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 1,
+    connectTimeout: 1000,
+    commandTimeout: 500,
+    // keep reconnecting in the background, at most every 2 s, so counters return to Redis
+    retryStrategy: (times) => Math.min(100 * times, 2000),
+  });
+  // without a listener ioredis prints every failed reconnect; the fallback is logged once instead
+  client.on('error', (err: Error) => log.debug({ err: err.message }, 'rate limiting: Redis error'));
+  return client;
+}
+
+export function registerRateLimit(app: FastifyInstance, ctx: AppContext): void {
+  const { config } = ctx;
+  const duration = config.rateLimitWindowSeconds;
+  const fallback = new FallbackState(ctx.log);
+  const redis = config.redisUrl ? createRedis(config.redisUrl, ctx.log) : undefined;
+  redis?.on('ready', () => fallback.leave());
+
+  const limiter = (name: Bucket['name'], points: number): Bucket => {
+    const opts = { points, duration, keyPrefix: `${config.rateLimitKeyPrefix}:${name}` };
+    if (!redis) return { name, points, limiter: new RateLimiterMemory(opts) };
+    return {
+      name,
+      points,
+      limiter: new RateLimiterRedis({
+        ...opts,
+        storeClient: redis,
+        rejectIfRedisNotReady: true,
+        insuranceLimiter: new InsuranceLimiter(opts, () => fallback.enter()),
+      }),
+    };
+  };
+  const buckets = {
+    user: limiter('user', config.rateLimitAuthenticated),
+    ip: limiter('ip', config.rateLimitAnonymous),
+    webhook: limiter('webhook', config.rateLimitWebhook),
+  };
+
+  app.addHook('onRequest', async (request, reply) => {
+    const mode: RateLimitMode = request.routeOptions.config.rateLimit ?? 'default';
+    if (mode === 'none') return;
+    let bucket: Bucket;
+    let key: string;
+    if (mode === 'webhook') {
+      bucket = buckets.webhook;
+      key = request.ip;
+    } else {
+      const claims = await verifiedAccessClaims(request, ctx.tokens);
+      bucket = claims ? buckets.user : buckets.ip;
+      key = claims ? claims.sub : request.ip;
+    }
+    let res: RateLimiterRes;
+    let exceeded = false;
+    try {
+      res = await bucket.limiter.consume(key);
+    } catch (err) {
+      // a rejection is either "over the limit" (a RateLimiterRes) or a store error without insurance
+      if (!(err instanceof RateLimiterRes)) throw err;
+      res = err;
+      exceeded = true;
+    }
+    const reset = Math.max(0, Math.ceil(res.msBeforeNext / 1000));
+    void reply.headers({
+      'x-ratelimit-limit': bucket.points,
+      'x-ratelimit-remaining': res.remainingPoints,
+      'x-ratelimit-reset': reset,
+    });
+    if (exceeded) {
+      const retryAfter = Math.max(1, reset);
+      throw new AppError('RATE_LIMITED', `Rate limit exceeded, retry in ${retryAfter} seconds`, {
+        headers: { 'retry-after': String(retryAfter) },
+      });
+    }
+  });
+
+  if (!redis) return;
+  ctx.readiness.push({
+    name: 'redis',
+    critical: false,
+    check: async () => {
+      try {
+        await redis.ping();
+        return 'ok';
+      } catch {
+        return 'degraded';
+      }
+    },
+  });
+  app.addHook('onReady', async () => {
+    // give the first connection a moment so the first requests do not count as a fallback
+    if (redis.status === 'ready') return;
+    const timeout = AbortSignal.timeout(1500);
+    await once(redis, 'ready', { signal: timeout }).catch(() => {
+      if (redis.status !== 'ready') fallback.enter();
+    });
+  });
+  app.addHook('onClose', async () => {
+    await redis.quit().catch(() => redis.disconnect());
+  });
+}

@@ -1,0 +1,91 @@
+import type { ServerOptions } from 'node:http';
+import type { FastifyInstance } from 'fastify';
+import type { Config } from '../config.ts';
+import type { AuthLevel } from './auth.ts';
+import { AppError } from './errors.ts';
+import type { RateLimitMode } from './rate-limit.ts';
+
+/** What every route declared, recorded at registration (audits and tests walk it). */
+export interface RouteInfo {
+  readonly method: string;
+  readonly url: string;
+  readonly auth: AuthLevel | undefined;
+  readonly rateLimit: RateLimitMode | undefined;
+  readonly body: unknown;
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    routeTable: readonly RouteInfo[];
+  }
+}
+
+/**
+ * Server-level resource limits. The whole request must arrive within `requestTimeoutMs` (a
+ * slow-drip body is cut off); Node checks that deadline only every `connectionsCheckingInterval`
+ * (30 s by default), so the interval is tightened to keep the cut-off close to the limit.
+ */
+export function serverLimits(config: Config) {
+  const http: ServerOptions = {
+    maxHeaderSize: 16 * 1024,
+    headersTimeout: Math.min(config.requestTimeoutMs, 10000),
+    connectionsCheckingInterval: Math.max(100, Math.min(1000, Math.floor(config.requestTimeoutMs / 4))),
+  };
+  return {
+    bodyLimit: config.bodyLimitBytes,
+    requestTimeout: config.requestTimeoutMs,
+    connectionTimeout: 60000,
+    keepAliveTimeout: 72000,
+    http,
+  };
+}
+
+type Path = (string | number)[];
+
+/** Finds a string holding U+0000 anywhere in a parsed value; iterative, so depth cannot overflow the stack. */
+function findNul(root: unknown, part: string): Path | undefined {
+  const stack: [unknown, Path][] = [[root, [part]]];
+  while (stack.length > 0) {
+    const [value, path] = stack.pop()!;
+    if (typeof value === 'string') {
+      if (value.includes('\u0000')) return path;
+    } else if (Buffer.isBuffer(value)) {
+      if (value.includes(0)) return path;
+    } else if (Array.isArray(value)) {
+      value.forEach((v, i) => stack.push([v, [...path, i]]));
+    } else if (value !== null && typeof value === 'object') {
+      for (const [k, v] of Object.entries(value)) {
+        if (k.includes('\u0000')) return [...path, k];
+        stack.push([v, [...path, k]]);
+      }
+    }
+  }
+  return undefined;
+}
+
+export function registerSecurity(app: FastifyInstance): void {
+  const routes: RouteInfo[] = [];
+  app.decorate('routeTable', routes);
+  app.addHook('onRoute', (route) => {
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    for (const method of methods) {
+      routes.push({
+        method: String(method),
+        url: route.url,
+        auth: route.config?.auth,
+        rateLimit: route.config?.rateLimit,
+        body: route.schema?.body,
+      });
+    }
+  });
+
+  // PostgreSQL cannot store U+0000 in text; refuse it as input (422) instead of failing in SQL (500).
+  app.addHook('preValidation', async (request) => {
+    const path = findNul(request.body, 'body') ?? findNul(request.query, 'query') ?? findNul(request.params, 'path');
+    if (!path) return;
+    const msg = 'NUL characters are not allowed';
+    throw new AppError('VALIDATION_ERROR', `Validation failed: ${path.join('.')}: ${msg}`, {
+      errors: [{ loc: path, msg, type: 'string_nul' }],
+    });
+  });
+}

@@ -1,0 +1,99 @@
+import crypto from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+import { Redis } from 'ioredis';
+import { sql } from 'kysely';
+import { insertUser } from '../../src/modules/users/users.repository.ts';
+import { TEST_PASSWORD, type TestUser } from '../helpers/app.ts';
+
+export const REDIS_URL = process.env.TEST_REDIS_URL || 'redis://127.0.0.1:6379';
+
+/** A key prefix no other test (or run) shares. */
+export function uniquePrefix(): string {
+  return `test:rl:${process.pid}:${crypto.randomBytes(4).toString('hex')}`;
+}
+
+/** True when the test Redis answers; the Redis cases are skipped (with a message) otherwise. */
+export async function redisAvailable(url = REDIS_URL): Promise<boolean> {
+  const client = new Redis(url, { lazyConnect: true, connectTimeout: 500, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  client.on('error', () => {});
+  try {
+    await client.connect();
+    await client.ping();
+    return true;
+  } catch {
+    return false;
+  } finally {
+    client.disconnect();
+  }
+}
+
+/**
+ * A user inserted directly with tokens issued by the app's token service: no HTTP request, so
+ * nothing is counted by the rate limiter. The refresh token is recorded like a login does.
+ */
+export async function directUser(app: FastifyInstance, opts: { admin?: boolean; password?: string } = {}): Promise<TestUser> {
+  const email = `sec-${crypto.randomBytes(5).toString('hex')}@example.com`;
+  const password = opts.password ?? TEST_PASSWORD;
+  const user = await insertUser(app.ctx.db, {
+    email,
+    full_name: 'Security Test',
+    password_hash: await app.ctx.hasher.hash(password),
+    is_admin: opts.admin ?? false,
+    is_active: true,
+  });
+  const access = await app.ctx.tokens.issue(user.id, 'access');
+  const refresh = await app.ctx.tokens.issue(user.id, 'refresh');
+  await app.ctx.db.insertInto('refresh_tokens').values({ jti: refresh.jti, user_id: user.id, expires_at: refresh.expiresAt }).execute();
+  return {
+    user,
+    email,
+    password,
+    token: access.token,
+    refreshToken: refresh.token,
+    auth: { authorization: `Bearer ${access.token}` },
+  };
+}
+
+const TABLES = [
+  'users',
+  'refresh_tokens',
+  'products',
+  'orders',
+  'order_items',
+  'order_events',
+  'items',
+  'inbound_webhooks',
+  'webhook_subscriptions',
+  'webhook_deliveries',
+] as const;
+
+/**
+ * Every row of the service's tables, as text: equal snapshots before and after an attack mean the
+ * attack changed nothing. Tables a migration has not created yet are skipped.
+ */
+export async function snapshot(app: FastifyInstance): Promise<string> {
+  const out: Record<string, unknown> = {};
+  for (const table of TABLES) {
+    try {
+      const { rows } = await sql<Record<string, unknown>>`select * from ${sql.table(table)}`.execute(app.ctx.db);
+      out[table] = rows.map((r) => JSON.stringify(r)).sort();
+    } catch {
+      out[table] = 'absent';
+    }
+  }
+  return JSON.stringify(out);
+}
+
+/** Collects the app's JSON log lines (pass as buildApp's logStream). */
+export class LogCapture {
+  readonly lines: string[] = [];
+  write(msg: string): void {
+    this.lines.push(msg);
+  }
+  get text(): string {
+    return this.lines.join('');
+  }
+  parsed(): Record<string, unknown>[] {
+    return this.lines.map((l) => JSON.parse(l) as Record<string, unknown>);
+  }
+}

@@ -20,6 +20,7 @@ import { accountsModule } from './modules/auth/auth.module.ts';
 import { itemsModule } from './modules/items/items.module.ts';
 import { ordersModule } from './modules/orders/orders.module.ts';
 import { productsModule } from './modules/products/products.module.ts';
+import { webhooksModule } from './modules/webhooks/webhooks.module.ts';
 import { Jwks } from './modules/auth/auth.schemas.ts';
 import { PasswordHasher } from './modules/auth/passwords.ts';
 import { TokenService } from './modules/auth/token.service.ts';
@@ -32,7 +33,7 @@ declare module 'fastify' {
 }
 
 /** The modules of the service, registered in this order under /api/v1. */
-const MODULES: AppModule[] = [accountsModule, productsModule, ordersModule, itemsModule];
+const MODULES: AppModule[] = [accountsModule, productsModule, ordersModule, itemsModule, webhooksModule];
 
 function loggerOptions(config: Config, stream: { write(msg: string): void } | undefined): FastifyServerOptions['logger'] {
   return {

@@ -1,0 +1,47 @@
+import type { FastifyInstance } from 'fastify';
+import { Type } from 'typebox';
+import { errorResponses } from '../../http/errors.ts';
+import type { InboundWebhookService } from './inbound.service.ts';
+
+const Received = Type.Object({
+  status: Type.String({ description: '`received`' }),
+  webhook_id: Type.String({ description: 'X-Shopify-Webhook-Id, or `sha256:<hex>` of the body when the header is absent' }),
+  duplicate: Type.Boolean({ description: 'true when this webhook id was already stored (it is not processed again)' }),
+});
+
+/**
+ * The platform's order webhook. Registered in its own encapsulated scope: the body parser here keeps
+ * the raw bytes (the HMAC is over them, and must be checked before anything is parsed), without
+ * changing how the rest of the API parses JSON.
+ */
+export async function registerInboundRoutes(root: FastifyInstance, inbound: InboundWebhookService): Promise<void> {
+  await root.register(async (scope) => {
+    scope.removeAllContentTypeParsers();
+    scope.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
+
+    scope.post('/webhooks/orders/create', {
+      config: { auth: 'signature', rateLimit: 'webhook' },
+      schema: {
+        tags: ['webhooks'],
+        summary: 'Receive an order-created webhook from the e-commerce platform',
+        description:
+          'Authenticated by `X-Shopify-Hmac-Sha256` (base64 HMAC-SHA256 of the raw body with the shared secret), not by a token. ' +
+          'The payload is stored and processed in the background; the answer is sent as soon as it is committed. ' +
+          'A repeated `X-Shopify-Webhook-Id` is acknowledged and not processed again.',
+        headers: Type.Object({
+          'x-shopify-hmac-sha256': Type.Optional(Type.String({ description: 'base64 HMAC-SHA256 of the raw body' })),
+          'x-shopify-webhook-id': Type.Optional(Type.String()),
+          'x-shopify-topic': Type.Optional(Type.String({ description: '`orders/create`' })),
+          'x-shopify-shop-domain': Type.Optional(Type.String()),
+          'x-shopify-triggered-at': Type.Optional(Type.String()),
+        }),
+        response: { 200: Received, ...errorResponses(401, 413, 422, 429, 500, 503) },
+      },
+      handler: async (request) => {
+        const raw = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
+        const receipt = await inbound.receive(raw, request.headers);
+        return { status: 'received', webhook_id: receipt.webhookId, duplicate: receipt.duplicate };
+      },
+    });
+  });
+}

@@ -1,0 +1,194 @@
+import crypto from 'node:crypto';
+import type { IncomingHttpHeaders } from 'node:http';
+import type { FastifyBaseLogger } from 'fastify';
+import type { Config } from '../../config.ts';
+import type { Db } from '../../db/database.ts';
+import { AppError } from '../../http/errors.ts';
+import type { JobQueue } from '../../jobs/queue.ts';
+import { insertOrderWithJob } from '../orders/order-create.ts';
+import type { OrderEventBus } from '../orders/order-events.ts';
+import { findUserByEmail, insertUser } from '../users/users.repository.ts';
+import {
+  findInboundWebhook,
+  findOrderByExternalId,
+  findProductsBySku,
+  insertInboundWebhook,
+  lockInboundWebhook,
+  settleInboundWebhook,
+} from './inbound.repository.ts';
+import { InboundRejection, mapShopifyOrder, SHOPIFY_SOURCE, type MappedShopifyOrder } from './shopify-order.ts';
+import { verifyShopifyHmac } from './webhook-signing.ts';
+
+export const INBOUND_PROCESS_QUEUE = 'webhook-inbound-process';
+export const ORDERS_CREATE_TOPIC = 'orders/create';
+
+export interface InboundProcessJob {
+  inboundWebhookId: number;
+}
+
+export interface Receipt {
+  webhookId: string;
+  duplicate: boolean;
+}
+
+function header(headers: IncomingHttpHeaders, name: string): string | undefined {
+  const v = headers[name];
+  const s = Array.isArray(v) ? v[0] : v;
+  return s === undefined || s.trim() === '' ? undefined : s.trim();
+}
+
+/** The platform headers kept with the payload (the HMAC too: the stored body can be re-verified). */
+function platformHeaders(headers: IncomingHttpHeaders): Record<string, string> {
+  const kept: Record<string, string> = {};
+  for (const name of Object.keys(headers)) {
+    if (name.startsWith('x-shopify-') || name === 'content-type' || name === 'user-agent') {
+      const v = header(headers, name);
+      if (v !== undefined) kept[name] = v.slice(0, 1000);
+    }
+  }
+  return kept;
+}
+
+function isUniqueViolation(err: unknown): boolean {
+  return (err as { code?: string } | undefined)?.code === '23505';
+}
+
+export class InboundWebhookService {
+  private readonly db: Db;
+  private readonly queue: JobQueue;
+  private readonly orderEvents: OrderEventBus;
+  private readonly config: Config;
+  private readonly log: FastifyBaseLogger;
+
+  constructor(deps: { db: Db; queue: JobQueue; orderEvents: OrderEventBus; config: Config; log: FastifyBaseLogger }) {
+    this.db = deps.db;
+    this.queue = deps.queue;
+    this.orderEvents = deps.orderEvents;
+    this.config = deps.config;
+    this.log = deps.log;
+  }
+
+  /**
+   * The acknowledgement path, kept to one transaction: verify the HMAC over the raw bytes (before
+   * anything is parsed), check the body is a JSON object, store it once per webhook id and enqueue
+   * its processing with it. A repeated webhook id is acknowledged and not processed again.
+   */
+  async receive(rawBody: Buffer, headers: IncomingHttpHeaders): Promise<Receipt> {
+    const secret = this.config.shopifyWebhookSecret;
+    if (!secret) throw new AppError('WEBHOOK_NOT_CONFIGURED', 'Inbound webhooks are not configured on this server');
+    if (!verifyShopifyHmac(secret, rawBody, header(headers, 'x-shopify-hmac-sha256'))) {
+      throw new AppError('INVALID_SIGNATURE', 'Invalid webhook signature');
+    }
+    const text = rawBody.toString('utf8');
+    let payload: unknown;
+    try {
+      payload = JSON.parse(text);
+    } catch {
+      throw new AppError('VALIDATION_ERROR', 'Webhook payload is not valid JSON', {
+        errors: [{ loc: ['body'], msg: 'invalid JSON', type: 'json_invalid' }],
+      });
+    }
+    if (payload === null || typeof payload !== 'object' || Array.isArray(payload)) {
+      throw new AppError('VALIDATION_ERROR', 'Webhook payload must be a JSON object', {
+        errors: [{ loc: ['body'], msg: 'expected a JSON object', type: 'object_type' }],
+      });
+    }
+    // Without the platform's id, the body's digest identifies the delivery: an identical signed body
+    // sent again is the same webhook, and a signed payload is never refused for a missing header.
+    const givenId = header(headers, 'x-shopify-webhook-id');
+    if (givenId !== undefined && givenId.length > 255) {
+      throw new AppError('VALIDATION_ERROR', 'X-Shopify-Webhook-Id is too long', {
+        errors: [{ loc: ['header', 'x-shopify-webhook-id'], msg: 'at most 255 characters', type: 'string_too_long' }],
+      });
+    }
+    const webhookId = givenId ?? `sha256:${crypto.createHash('sha256').update(rawBody).digest('hex')}`;
+    const stored = await this.db.transaction().execute(async (trx) => {
+      const id = await insertInboundWebhook(trx, {
+        webhookId,
+        topic: header(headers, 'x-shopify-topic') ?? null,
+        shopDomain: header(headers, 'x-shopify-shop-domain') ?? null,
+        headers: platformHeaders(headers),
+        rawBody: text,
+      });
+      if (id !== undefined) {
+        const job: InboundProcessJob = { inboundWebhookId: id };
+        await this.queue.send(trx, INBOUND_PROCESS_QUEUE, job);
+      }
+      return id !== undefined;
+    });
+    return { webhookId, duplicate: !stored };
+  }
+
+  /**
+   * The background half: turn the stored payload into an order (or link the order that already
+   * exists for its platform id) and record `processed` or `failed` on the stored event. A payload
+   * that cannot become an order is recorded as failed at once; anything else is retried by the queue
+   * and recorded as failed after the last attempt.
+   */
+  async process(inboundWebhookId: number, lastAttempt: boolean): Promise<void> {
+    const row = await findInboundWebhook(this.db, inboundWebhookId);
+    if (!row || row.status !== 'received') return;
+    try {
+      if (row.topic !== null && row.topic !== ORDERS_CREATE_TOPIC) throw new InboundRejection(`unsupported topic: ${row.topic}`);
+      const mapped = mapShopifyOrder(JSON.parse(row.raw_body));
+      try {
+        await this.createOrLinkOrder(row.id, mapped);
+      } catch (err) {
+        // a concurrent delivery created the same order or customer first: the second pass links it
+        if (!isUniqueViolation(err)) throw err;
+        await this.createOrLinkOrder(row.id, mapped);
+      }
+    } catch (err) {
+      if (err instanceof InboundRejection) {
+        await settleInboundWebhook(this.db, row.id, { status: 'failed', orderId: null, error: err.message });
+        this.log.warn({ inboundWebhookId, webhookId: row.webhook_id, reason: err.message }, 'inbound webhook rejected');
+        return;
+      }
+      if (lastAttempt) {
+        const message = err instanceof Error ? err.message : String(err);
+        await settleInboundWebhook(this.db, row.id, { status: 'failed', orderId: null, error: `processing error: ${message}`.slice(0, 1000) });
+      }
+      throw err;
+    }
+  }
+
+  private async createOrLinkOrder(inboundId: number, mapped: MappedShopifyOrder): Promise<void> {
+    await this.db.transaction().execute(async (trx) => {
+      // one processor per stored event at a time; a repeated job finds it settled
+      const status = await lockInboundWebhook(trx, inboundId);
+      if (status !== 'received') return;
+      const existing = await findOrderByExternalId(trx, SHOPIFY_SOURCE, mapped.externalId);
+      if (existing) {
+        await settleInboundWebhook(trx, inboundId, { status: 'processed', orderId: existing.id, error: null });
+        return;
+      }
+      const products = await findProductsBySku(trx, mapped.lines.map((l) => l.sku));
+      const bySku = new Map(products.map((p) => [p.sku, p]));
+      const unknown = mapped.lines.filter((l) => !bySku.has(l.sku)).map((l) => l.sku);
+      if (unknown.length > 0) throw new InboundRejection(`unknown SKU: ${unknown.join(', ')}`);
+      const inactive = products.filter((p) => !p.is_active).map((p) => p.sku);
+      if (inactive.length > 0) throw new InboundRejection(`product not available for SKU: ${inactive.join(', ')}`);
+
+      let customer = await findUserByEmail(trx, mapped.email);
+      // a platform customer becomes an account that cannot sign in until it is given a password
+      customer ??= await insertUser(trx, {
+        email: mapped.email,
+        full_name: mapped.customerName,
+        password_hash: null,
+        is_active: false,
+      });
+      const order = await insertOrderWithJob(
+        trx,
+        { queue: this.queue, orderEvents: this.orderEvents },
+        {
+          userId: customer.id,
+          shippingAddress: mapped.shippingAddress,
+          lines: mapped.lines.map((l) => ({ productId: bySku.get(l.sku)!.id, quantity: l.quantity })),
+          source: SHOPIFY_SOURCE,
+          externalId: mapped.externalId,
+        },
+      );
+      await settleInboundWebhook(trx, inboundId, { status: 'processed', orderId: order.id, error: null });
+    });
+  }
+}

@@ -1,0 +1,106 @@
+import dns from 'node:dns';
+import net, { type LookupFunction } from 'node:net';
+import ipaddr from 'ipaddr.js';
+import { Agent } from 'undici';
+
+/**
+ * SSRF guard for subscriber URLs. Two checks, because neither is enough alone:
+ * - the URL itself (scheme, credentials, `localhost`, and IP-literal hosts, which the connector never
+ *   resolves and so never reach the lookup below), at creation and again before every delivery;
+ * - every address a host name resolves to, at connect time inside the undici Agent, so a name that
+ *   resolves to a private address — or is re-pointed there after validation (DNS rebinding) — is
+ *   refused before a socket is opened.
+ * With `allowPrivate` (WEBHOOK_ALLOW_PRIVATE_TARGETS, development and tests) both are lifted and
+ * `http:` is accepted.
+ */
+
+export class UnsafeTargetError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'UnsafeTargetError';
+  }
+}
+
+/** Only globally routable unicast addresses; IPv4-mapped IPv6 is judged as the IPv4 it carries. */
+export function isPublicAddress(address: string): boolean {
+  if (!ipaddr.isValid(address)) return false;
+  const parsed = ipaddr.process(address); // unmaps ::ffff:a.b.c.d
+  return parsed.range() === 'unicast';
+}
+
+/** Why `raw` may not be a delivery target, or undefined when it may. */
+export function targetUrlProblem(raw: string, allowPrivate: boolean): string | undefined {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return 'url must be an absolute URL';
+  }
+  const schemes = allowPrivate ? ['https:', 'http:'] : ['https:'];
+  if (!schemes.includes(url.protocol)) return allowPrivate ? 'url must use http or https' : 'url must use https';
+  if (url.username || url.password) return 'url must not contain credentials';
+  if (url.hostname === '') return 'url must have a host';
+  if (allowPrivate) return undefined;
+  // WHATWG parsing has already normalised 2130706433, 0x7f000001 and 127.1 to 127.0.0.1
+  const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
+  if (net.isIP(host) !== 0) {
+    return isPublicAddress(host) ? undefined : 'url must point to a public address';
+  }
+  const name = host.toLowerCase().replace(/\.$/, '');
+  if (name === 'localhost' || name.endsWith('.localhost') || !name.includes('.')) {
+    return 'url must point to a public host name';
+  }
+  return undefined;
+}
+
+export function assertSafeTargetUrl(raw: string, allowPrivate: boolean): void {
+  const problem = targetUrlProblem(raw, allowPrivate);
+  if (problem) throw new UnsafeTargetError(problem);
+}
+
+/** The resolver the guarded lookup asks; dns.lookup in production, a fake in tests. */
+export type Resolver = (hostname: string, callback: (err: Error | null, addresses: dns.LookupAddress[]) => void) => void;
+
+const systemResolver: Resolver = (hostname, callback) =>
+  dns.lookup(hostname, { all: true, verbatim: true }, (err, addresses) => callback(err, addresses ?? []));
+
+/**
+ * A `net.connect` lookup that resolves the name and refuses it when ANY of its addresses is not
+ * public unicast (picking a public one would leave the name usable for rebinding tricks).
+ */
+export function guardedLookup(resolve: Resolver = systemResolver): LookupFunction {
+  return (hostname, options, callback) => {
+    resolve(hostname, (err, addresses) => {
+      if (err) return callback(err as NodeJS.ErrnoException, '', 0);
+      const family = options.family === 'IPv4' ? 4 : options.family === 'IPv6' ? 6 : options.family;
+      const wanted = family === 4 || family === 6 ? addresses.filter((a) => a.family === family) : addresses;
+      if (wanted.length === 0) {
+        const e: NodeJS.ErrnoException = new Error(`${hostname} has no usable address`);
+        e.code = 'ENOTFOUND';
+        return callback(e, '', 0);
+      }
+      const blocked = wanted.find((a) => !isPublicAddress(a.address));
+      if (blocked) {
+        const e: NodeJS.ErrnoException = new UnsafeTargetError(`${hostname} resolves to a non-public address (${blocked.address})`);
+        e.code = 'EUNSAFETARGET';
+        return callback(e, '', 0);
+      }
+      if (options.all) return (callback as unknown as (e: null, a: dns.LookupAddress[]) => void)(null, wanted);
+      return callback(null, wanted[0].address, wanted[0].family);
+    });
+  };
+}
+
+/** The dispatcher every delivery goes through: no redirects (undici follows none by default). */
+export function createDeliveryAgent(opts: { allowPrivate: boolean; resolve?: Resolver; timeoutMs: number }): Agent {
+  return new Agent({
+    connect: {
+      timeout: opts.timeoutMs,
+      ...(opts.allowPrivate ? {} : { lookup: guardedLookup(opts.resolve) }),
+    },
+    headersTimeout: opts.timeoutMs,
+    bodyTimeout: opts.timeoutMs,
+    keepAliveTimeout: 4000,
+    connections: 32,
+  });
+}

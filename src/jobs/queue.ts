@@ -85,7 +85,9 @@ export class JobQueue {
         includeMetadata: true,
         localConcurrency: w.concurrency,
         pollingIntervalSeconds: this.config.jobPollingSeconds,
-        notifyPollingIntervalSeconds: 5,
+        // NOTIFY wakes workers for new jobs only; retries and delayed jobs are found by this
+        // backstop poll, so it must be shorter than the first retry delay or it masks the backoff
+        notifyPollingIntervalSeconds: Math.max(this.config.jobPollingSeconds, INTERNAL_RETRY.retryDelay),
       } as const;
       await this.boss.work<unknown, unknown, typeof options>(w.name, options, async (jobs) => {
         for (const job of jobs) await w.handler(job);

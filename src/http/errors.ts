@@ -5,6 +5,7 @@ import { Type, type Static } from 'typebox';
 export const ERROR_STATUS = {
   VALIDATION_ERROR: 422,
   BAD_REQUEST: 400,
+  INVALID_INPUT: 400,
   NOT_AUTHENTICATED: 401,
   INVALID_CREDENTIALS: 401,
   INVALID_TOKEN: 401,
@@ -111,6 +112,16 @@ function describe(issues: ValidationIssue[]): string {
   const where = first.loc.join('.');
   const more = issues.length > 1 ? ` (and ${issues.length - 1} more)` : '';
   return `Validation failed: ${where}: ${first.msg}${more}`;
+}
+
+/**
+ * For the one route whose contract answers body-validation failures with 400 rather than 422
+ * (spec 4.4, PATCH /items): the same issues, the business-rule status. Non-body errors pass through.
+ */
+export function bodyValidationAsBadRequest(err: FastifyError): Error {
+  if (!err.validation || err.validationContext !== 'body') return err;
+  const issues = validationIssues(err);
+  return new AppError('INVALID_INPUT', describe(issues), { errors: issues });
 }
 
 /** Maps Fastify's own errors (parser, body limit, validation…) onto the error vocabulary. */

@@ -135,7 +135,7 @@ describe('items', () => {
     assert.ok(row.updated_at);
   });
 
-  it("PATCH /items/{id}: 403 for another user's item (unchanged), 404 unknown, 422 bad values", async () => {
+  it("PATCH /items/{id}: 403 for another user's item (unchanged), 404 unknown, 400 bad values (spec 4.4)", async () => {
     const item = (await create(alice, { name: 'Keep', price: 4 })).json();
     const other = await api(app, bob, { method: 'PATCH', url: `/api/v1/items/${item.id}`, payload: { name: 'Stolen' } });
     assert.equal(other.statusCode, 403);
@@ -145,8 +145,17 @@ describe('items', () => {
     assert.equal(missing.statusCode, 404);
     for (const payload of [{ price: 0 }, { name: '' }, { description: 'd'.repeat(501) }, { user_id: bob.user.id }]) {
       const res = await api(app, alice, { method: 'PATCH', url: `/api/v1/items/${item.id}`, payload });
-      assert.equal(res.statusCode, 422, JSON.stringify(payload));
+      assert.equal(res.statusCode, 400, JSON.stringify(payload));
+      const body = errorBody(res);
+      assert.equal(body.error_code, 'INVALID_INPUT');
+      assert.ok(Array.isArray(body.errors) && body.errors.length > 0);
     }
+    const unchanged = await app.ctx.db.selectFrom('items').selectAll().where('id', '=', item.id).executeTakeFirstOrThrow();
+    assert.equal(unchanged.name, 'Keep');
+    assert.equal(unchanged.price, 4);
+    assert.equal(unchanged.user_id, alice.user.id);
+    const badId = await api(app, alice, { method: 'PATCH', url: '/api/v1/items/abc', payload: { name: 'x' } });
+    assert.equal(badId.statusCode, 422);
   });
 
   it('DELETE /items/{id}: 204 empty, soft delete, then 404 everywhere', async () => {

@@ -1,8 +1,8 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyError, FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { authUser } from '../../http/auth.ts';
-import { errorResponses } from '../../http/errors.ts';
+import { bodyValidationAsBadRequest, errorResponses } from '../../http/errors.ts';
 import { toItem } from './items.mapper.ts';
 import { Item, ItemCreateBody, ItemIdParams, ItemList, ItemListQuery, ItemUpdateBody } from './items.schemas.ts';
 import type { ItemsService } from './items.service.ts';
@@ -49,11 +49,17 @@ export function registerItemRoutes(root: FastifyInstance, items: ItemsService): 
     schema: {
       tags,
       summary: 'Update one of your items; only the given fields change',
+      description: 'An invalid body is 400 INVALID_INPUT (with `errors`), as the specification lists for this route.',
       params: ItemIdParams,
       body: ItemUpdateBody,
       response: { 200: Item, ...errorResponses(400, 401, 403, 404, 422, 429) },
     },
-    handler: async (request) => toItem(await items.update(authUser(request), request.params.item_id, request.body)),
+    // spec 4.4 lists "400 validation failure" (and no 422) for this route's body
+    attachValidation: true,
+    handler: async (request) => {
+      if (request.validationError) throw bodyValidationAsBadRequest(request.validationError as FastifyError);
+      return toItem(await items.update(authUser(request), request.params.item_id, request.body));
+    },
   });
 
   app.delete('/items/:item_id', {

@@ -2,6 +2,10 @@ import crypto from 'node:crypto';
 import type { AppContext } from './app-context.ts';
 import { anyAdminExists, findUserByEmail, insertUser } from './modules/users/users.repository.ts';
 
+function isUniqueViolation(err: unknown): boolean {
+  return (err as { code?: string } | undefined)?.code === '23505';
+}
+
 /**
  * Makes sure an administrator exists: ADMIN_EMAIL/ADMIN_PASSWORD when set (created once, never
  * overwritten), otherwise admin@example.com with a random password printed once — only when the
@@ -10,15 +14,22 @@ import { anyAdminExists, findUserByEmail, insertUser } from './modules/users/use
 export async function bootstrapAdmin(ctx: AppContext): Promise<void> {
   const { config, db, hasher, log } = ctx;
   if (config.adminEmail && config.adminPassword) {
-    if (await findUserByEmail(db, config.adminEmail)) return;
-    await insertUser(db, {
-      email: config.adminEmail,
-      full_name: 'Administrator',
-      password_hash: await hasher.hash(config.adminPassword),
-      is_admin: true,
-    }).catch((err: { code?: string }) => {
-      if (err.code !== '23505') throw err; // another instance created it at the same moment
-    });
+    const existing = await findUserByEmail(db, config.adminEmail);
+    if (existing) {
+      if (!existing.is_admin) log.warn({ email: config.adminEmail }, 'ADMIN_EMAIL belongs to a user who is not an administrator; left unchanged');
+      return;
+    }
+    try {
+      await insertUser(db, {
+        email: config.adminEmail,
+        full_name: 'Administrator',
+        password_hash: await hasher.hash(config.adminPassword),
+        is_admin: true,
+      });
+    } catch (err) {
+      if (isUniqueViolation(err)) return; // another instance created it at the same moment
+      throw err;
+    }
     log.info({ email: config.adminEmail }, 'administrator account created');
     return;
   }
@@ -28,8 +39,12 @@ export async function bootstrapAdmin(ctx: AppContext): Promise<void> {
   try {
     await insertUser(db, { email, full_name: 'Administrator', password_hash: await hasher.hash(password), is_admin: true });
   } catch (err) {
-    if ((err as { code?: string }).code === '23505') return;
-    throw err;
+    if (!isUniqueViolation(err)) throw err;
+    // either another instance created it at the same moment, or a non-admin user owns the address
+    if (!(await anyAdminExists(db))) {
+      log.warn(`no administrator exists and ${email} is taken by a regular user; set ADMIN_EMAIL and ADMIN_PASSWORD`);
+    }
+    return;
   }
   // printed once, on stdout, deliberately outside the (redacting) logger
   process.stdout.write(`\n  Administrator account created: ${email} / ${password}\n  (shown once; set ADMIN_EMAIL and ADMIN_PASSWORD to choose your own)\n\n`);

@@ -1,0 +1,84 @@
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+import { PURGE_REFRESH_TOKENS_QUEUE } from '../../src/modules/auth/auth.module.ts';
+import { purgeExpiredRefreshTokens } from '../../src/modules/auth/refresh-tokens.repository.ts';
+import { buildTestApp, createUser, waitFor, type TestUser } from '../helpers/app.ts';
+
+const HOUR = 3600 * 1000;
+
+describe('scheduled purge of expired refresh tokens', () => {
+  let app: FastifyInstance;
+  let alice: TestUser;
+  before(async () => {
+    app = await buildTestApp(undefined);
+    alice = await createUser(app);
+  });
+  after(() => app.close());
+
+  /** Inserts tokens of every kind and returns their ids by kind. */
+  async function seed() {
+    const now = Date.now();
+    const rows = {
+      expiredLongAgo: { expires_at: new Date(now - 48 * HOUR), revoked_at: null },
+      revokedLongAgo: { expires_at: new Date(now + 48 * HOUR), revoked_at: new Date(now - 30 * HOUR) },
+      expiredRecently: { expires_at: new Date(now - 1 * HOUR), revoked_at: null },
+      revokedRecently: { expires_at: new Date(now + 48 * HOUR), revoked_at: new Date(now - 1 * HOUR) },
+      live: { expires_at: new Date(now + 7 * 24 * HOUR), revoked_at: null },
+    };
+    const ids: Record<keyof typeof rows, string> = {} as Record<keyof typeof rows, string>;
+    for (const [kind, r] of Object.entries(rows) as [keyof typeof rows, (typeof rows)[keyof typeof rows]][]) {
+      ids[kind] = crypto.randomUUID();
+      await app.ctx.db.insertInto('refresh_tokens').values({ jti: ids[kind], user_id: alice.user.id, ...r }).execute();
+    }
+    return ids;
+  }
+
+  const present = async (jtis: string[]) =>
+    new Set((await app.ctx.db.selectFrom('refresh_tokens').select('jti').where('jti', 'in', jtis).execute()).map((r) => r.jti));
+
+  it('deletes tokens expired or revoked more than a day ago, and nothing else', async () => {
+    const ids = await seed();
+    const purged = await purgeExpiredRefreshTokens(app.ctx.db);
+    assert.equal(purged, 2);
+    const left = await present(Object.values(ids));
+    assert.deepEqual(
+      Object.fromEntries(Object.entries(ids).map(([k, jti]) => [k, left.has(jti)])),
+      { expiredLongAgo: false, revokedLongAgo: false, expiredRecently: true, revokedRecently: true, live: true },
+    );
+    // the token of the login in createUser is untouched and still works
+    const res = await app.inject({ method: 'POST', url: '/api/v1/auth/refresh', payload: { refresh_token: alice.refreshToken } });
+    assert.equal(res.statusCode, 200);
+    assert.equal(await purgeExpiredRefreshTokens(app.ctx.db), 0, 'idempotent');
+  });
+
+  it('is scheduled with pg-boss (hourly cron) on its own queue', async () => {
+    const schedules = await app.ctx.queue.boss.getSchedules(PURGE_REFRESH_TOKENS_QUEUE);
+    assert.equal(schedules.length, 1);
+    assert.equal(schedules[0].name, PURGE_REFRESH_TOKENS_QUEUE);
+    assert.equal(schedules[0].cron, '17 * * * *');
+    const queue = await app.ctx.queue.boss.getQueue(PURGE_REFRESH_TOKENS_QUEUE);
+    assert.ok(queue, 'the queue exists');
+  });
+
+  it('a job on the queue runs the purge through the worker', async () => {
+    const ids = await seed();
+    const id = await app.ctx.queue.sendNow(PURGE_REFRESH_TOKENS_QUEUE, {});
+    assert.ok(id);
+    await waitFor(async () => {
+      const job = await app.ctx.queue.boss.getJobById(PURGE_REFRESH_TOKENS_QUEUE, id);
+      return job?.state === 'completed' ? job : undefined;
+    });
+    const left = await present(Object.values(ids));
+    assert.equal(left.has(ids.expiredLongAgo), false);
+    assert.equal(left.has(ids.revokedLongAgo), false);
+    assert.equal(left.has(ids.live), true);
+    assert.equal(left.has(ids.expiredRecently), true);
+  });
+
+  it('an API-only process registers no schedule and runs no worker', async (t) => {
+    const api = await buildTestApp(t, { role: 'api' });
+    assert.deepEqual(await api.ctx.queue.boss.getSchedules(PURGE_REFRESH_TOKENS_QUEUE), []);
+  });
+});

@@ -1,6 +1,7 @@
 import closeWithGrace from 'close-with-grace';
 import { buildApp } from './app.ts';
 import { bootstrapAdmin } from './bootstrap.ts';
+import { runClusterPrimary, shouldRunCluster } from './cluster.ts';
 import { ConfigError, loadConfig, type Config } from './config.ts';
 
 let config: Config;
@@ -13,6 +14,9 @@ try {
   }
   throw err;
 }
+
+// WEB_CONCURRENCY > 1: this process only supervises the forked API (and worker) processes; it never returns
+if (shouldRunCluster(config)) await runClusterPrimary(config);
 
 const app = await buildApp(config);
 if (config.role !== 'worker') await bootstrapAdmin(app.ctx);

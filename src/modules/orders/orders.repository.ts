@@ -72,7 +72,12 @@ export async function orderDemand(trx: Transaction<Database>, orderId: number): 
   return rows.map((r) => ({ product_id: r.product_id, quantity: Number(r.quantity) }));
 }
 
-/** Locks the products in id order, so concurrent jobs always take their locks in the same order. */
+/**
+ * Locks the products in id order, so concurrent jobs always take their locks in the same order.
+ * FOR NO KEY UPDATE (the lock an UPDATE of stock takes anyway), not FOR UPDATE: it does not conflict
+ * with the KEY SHARE locks that inserting order lines takes on their products through the foreign
+ * key, so creating an order never waits for (or deadlocks with) the processing of another one.
+ */
 export async function lockProducts(
   trx: Transaction<Database>,
   ids: number[],
@@ -83,7 +88,7 @@ export async function lockProducts(
     .select(['id', 'stock', 'is_active'])
     .where('id', 'in', ids)
     .orderBy('id', 'asc')
-    .forUpdate()
+    .forNoKeyUpdate()
     .execute();
 }
 

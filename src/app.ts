@@ -105,10 +105,10 @@ export async function buildApp(config: Config, opts: BuildOptions = {}): Promise
 
   registerValidation(app);
   registerErrorHandling(app);
-  registerSecurity(app);
   // before authentication: rejected requests count too (see rate-limit.ts)
   registerRateLimit(app, ctx);
   registerAuth(app, { db: ctx.db, tokens });
+  registerSecurity(app);
   await app.register(formbody, { bodyLimit: config.bodyLimitBytes });
   await app.register(helmet, {
     // the docs page loads its own scripts and styles; the API itself serves only JSON

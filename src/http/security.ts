@@ -42,20 +42,23 @@ export function serverLimits(config: Config) {
 
 type Path = (string | number)[];
 
-/** Finds a string holding U+0000 anywhere in a parsed value; iterative, so depth cannot overflow the stack. */
-function findNul(root: unknown, part: string): Path | undefined {
+/** Text PostgreSQL can store verbatim: no U+0000, no lone UTF-16 surrogate (which would be altered). */
+const storable = (s: string) => !s.includes('\u0000') && s.isWellFormed();
+
+/** Finds a string PostgreSQL cannot store verbatim anywhere in a parsed value; iterative, so depth cannot overflow the stack. */
+function findUnstorable(root: unknown, part: string): Path | undefined {
   const stack: [unknown, Path][] = [[root, [part]]];
   while (stack.length > 0) {
     const [value, path] = stack.pop()!;
     if (typeof value === 'string') {
-      if (value.includes('\u0000')) return path;
+      if (!storable(value)) return path;
     } else if (Buffer.isBuffer(value)) {
       if (value.includes(0)) return path;
     } else if (Array.isArray(value)) {
       value.forEach((v, i) => stack.push([v, [...path, i]]));
     } else if (value !== null && typeof value === 'object') {
       for (const [k, v] of Object.entries(value)) {
-        if (k.includes('\u0000')) return [...path, k];
+        if (!storable(k)) return [...path, k];
         stack.push([v, [...path, k]]);
       }
     }
@@ -79,11 +82,14 @@ export function registerSecurity(app: FastifyInstance): void {
     }
   });
 
-  // PostgreSQL cannot store U+0000 in text; refuse it as input (422) instead of failing in SQL (500).
+  // PostgreSQL rejects U+0000 in text (an error, so a 500) and replaces a lone surrogate (so not the
+  // value sent): refuse both as input with 422. A signature-verified body is left to its handler,
+  // which checks the signature before anything else.
   app.addHook('preValidation', async (request) => {
-    const path = findNul(request.body, 'body') ?? findNul(request.query, 'query') ?? findNul(request.params, 'path');
+    const body = request.routeOptions.config.auth === 'signature' ? undefined : request.body;
+    const path = findUnstorable(body, 'body') ?? findUnstorable(request.query, 'query') ?? findUnstorable(request.params, 'path');
     if (!path) return;
-    const msg = 'NUL characters are not allowed';
+    const msg = 'NUL characters and unpaired surrogates are not allowed';
     throw new AppError('VALIDATION_ERROR', `Validation failed: ${path.join('.')}: ${msg}`, {
       errors: [{ loc: path, msg, type: 'string_nul' }],
     });

@@ -1,11 +1,25 @@
 import crypto from 'node:crypto';
+import type { TestContext } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import { Redis } from 'ioredis';
 import { sql } from 'kysely';
 import { insertUser } from '../../src/modules/users/users.repository.ts';
-import { TEST_PASSWORD, type TestUser } from '../helpers/app.ts';
+import { buildApp, type BuildOptions } from '../../src/app.ts';
+import type { Config } from '../../src/config.ts';
+import { TEST_PASSWORD, testConfig, type TestUser } from '../helpers/app.ts';
 
 export const REDIS_URL = process.env.TEST_REDIS_URL || 'redis://127.0.0.1:6379';
+
+/**
+ * buildApp on a fresh test database, closed when the test ends — before the test's data directory
+ * and database are removed (after-hooks run in registration order).
+ */
+export async function securityApp(t: TestContext, overrides: Partial<Config> = {}, opts: BuildOptions = {}): Promise<FastifyInstance> {
+  let app: FastifyInstance | undefined;
+  t.after(() => app?.close());
+  app = await buildApp(await testConfig(t, overrides), opts);
+  return app;
+}
 
 /** A key prefix no other test (or run) shares. */
 export function uniquePrefix(): string {

@@ -6,12 +6,12 @@ import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { buildApp } from '../../src/app.ts';
 import type { Config } from '../../src/config.ts';
 import { errorBody, testConfig, waitFor } from '../helpers/app.ts';
-import { directUser, LogCapture, REDIS_URL, redisAvailable, uniquePrefix } from './helpers.ts';
+import { directUser, LogCapture, REDIS_URL, redisAvailable, securityApp, uniquePrefix } from './helpers.ts';
 
 const SECRET = 'rate-limit-test-secret-0123456789abcdef';
 
 async function limitedApp(t: TestContext, overrides: Partial<Config> = {}, logs?: LogCapture): Promise<FastifyInstance> {
-  const config = await testConfig(t, {
+  const app = await securityApp(t, {
     redisUrl: undefined,
     rateLimitAnonymous: 20,
     rateLimitAuthenticated: 100,
@@ -20,11 +20,9 @@ async function limitedApp(t: TestContext, overrides: Partial<Config> = {}, logs?
     jwtSecret: SECRET,
     logLevel: logs ? 'info' : 'silent',
     ...overrides,
-  });
-  const app = await buildApp(config, { logStream: logs });
+  }, { logStream: logs });
   // a stand-in for the inbound webhook route: the same route options, a trivial handler
   app.post('/test-webhook', { config: { auth: 'signature', rateLimit: 'webhook' } }, async () => ({ ok: true }));
-  t.after(() => app.close());
   return app;
 }
 

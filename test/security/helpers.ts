@@ -15,10 +15,10 @@ export const REDIS_URL = process.env.TEST_REDIS_URL || 'redis://127.0.0.1:6379';
  * and database are removed (after-hooks run in registration order).
  */
 export async function securityApp(t: TestContext, overrides: Partial<Config> = {}, opts: BuildOptions = {}): Promise<FastifyInstance> {
-  let app: FastifyInstance | undefined;
-  t.after(() => app?.close());
-  app = await buildApp(await testConfig(t, overrides), opts);
-  return app;
+  const holder: { app?: FastifyInstance } = {};
+  t.after(() => holder.app?.close());
+  holder.app = await buildApp(await testConfig(t, overrides), opts);
+  return holder.app;
 }
 
 /** A key prefix no other test (or run) shares. */

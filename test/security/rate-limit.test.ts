@@ -5,7 +5,7 @@ import net from 'node:net';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { buildApp } from '../../src/app.ts';
 import type { Config } from '../../src/config.ts';
-import { errorBody, testConfig, waitFor } from '../helpers/app.ts';
+import { errorBody, waitFor } from '../helpers/app.ts';
 import { directUser, LogCapture, REDIS_URL, redisAvailable, securityApp, uniquePrefix } from './helpers.ts';
 
 const SECRET = 'rate-limit-test-secret-0123456789abcdef';

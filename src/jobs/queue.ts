@@ -6,12 +6,23 @@ import type { DatabaseHandle } from '../db/database.ts';
 /** Internal jobs: the spec's "at most 3 attempts", with exponential backoff between them. */
 export const INTERNAL_RETRY = { retryLimit: 2, retryDelay: 1, retryBackoff: true } as const;
 
+/**
+ * How a job whose worker died (SIGKILL, OOM, lost host) gets back to another worker. pg-boss's
+ * default is to leave it `active` until `expireInSeconds` (15 minutes) passes. A running handler
+ * refreshes its heartbeat every `heartbeatSeconds / 2`; a job without a fresh heartbeat is failed
+ * (and retried) by the next supervision pass of any worker, so a dead worker's jobs return within
+ * about a minute, while a live but slow handler keeps its job. `expireInSeconds` still bounds a
+ * handler that hangs while its process lives.
+ */
+export const JOB_LIVENESS = { heartbeatSeconds: 10, expireInSeconds: 300 } as const;
+
 export interface QueueDefinition {
   name: string;
   retryLimit?: number;
   retryDelay?: number;
   retryBackoff?: boolean;
   expireInSeconds?: number;
+  heartbeatSeconds?: number;
 }
 
 export type JobHandler<T> = (job: JobWithMetadata<T>) => Promise<void>;
@@ -75,7 +86,7 @@ export class JobQueue {
     await this.boss.start();
     for (const def of this.definitions.values()) {
       const { name, ...options } = def;
-      await this.boss.createQueue(name, { ...INTERNAL_RETRY, ...options, notify: true });
+      await this.boss.createQueue(name, { ...INTERNAL_RETRY, ...JOB_LIVENESS, ...options, notify: true });
     }
     this.started = true;
     if (this.config.role === 'api') return;

@@ -43,20 +43,27 @@ describe('login timing', () => {
   it('unknown e-mail takes as long as a wrong password (real cost: 10 rounds)', { timeout: 60000 }, async (t) => {
     const app = await buildTestApp(t, { bcryptRounds: 10 });
     const alice = await createUser(app);
-    const wrong: number[] = [];
-    const unknown: number[] = [];
-    for (let i = 0; i < 9; i++) {
-      const w = await timedLogin(app, alice.email, `wrong-password-${i}`);
-      const u = await timedLogin(app, `nobody${i}@example.com`, `wrong-password-${i}`);
-      assert.deepEqual(errorBody(w.res), errorBody(u.res));
-      wrong.push(w.ms);
-      unknown.push(u.ms);
+    // A shared, loaded machine can distort one round; a real difference shows in every round.
+    const rounds: string[] = [];
+    let equal = false;
+    for (let round = 0; round < 3 && !equal; round++) {
+      const wrong: number[] = [];
+      const unknown: number[] = [];
+      for (let i = 0; i < 9; i++) {
+        const w = await timedLogin(app, alice.email, `wrong-password-${i}`);
+        const u = await timedLogin(app, `nobody${i}@example.com`, `wrong-password-${i}`);
+        assert.deepEqual(errorBody(w.res), errorBody(u.res));
+        wrong.push(w.ms);
+        unknown.push(u.ms);
+      }
+      // the fastest run is the intrinsic cost; the others carry the noise
+      const [mw, mu] = [Math.min(...wrong), Math.min(...unknown)];
+      rounds.push(`wrong ${mw.toFixed(1)} / unknown ${mu.toFixed(1)} ms (medians ${median(wrong).toFixed(1)} / ${median(unknown).toFixed(1)})`);
+      assert.ok(mw > 20, `a 10-round comparison really ran (${mw.toFixed(1)} ms)`);
+      equal = mu / mw > 0.6 && mu / mw < 1.6;
     }
-    // the fastest run is the intrinsic cost; the others carry the noise of a shared machine
-    const [mw, mu] = [Math.min(...wrong), Math.min(...unknown)];
-    t.diagnostic(`fastest wrong password ${mw.toFixed(1)} ms, unknown e-mail ${mu.toFixed(1)} ms (medians ${median(wrong).toFixed(1)} / ${median(unknown).toFixed(1)})`);
-    assert.ok(mw > 20, `a 10-round comparison really ran (${mw.toFixed(1)} ms)`);
-    assert.ok(mu / mw > 0.6 && mu / mw < 1.6, `unknown e-mail ${mu.toFixed(1)} ms vs wrong password ${mw.toFixed(1)} ms`);
+    t.diagnostic(rounds.join('; '));
+    assert.ok(equal, `unknown e-mail vs wrong password differ in every round: ${rounds.join('; ')}`);
   });
 
   it('bcrypt runs on the thread pool: the event loop keeps turning during a 12-round login', { timeout: 60000 }, async (t) => {

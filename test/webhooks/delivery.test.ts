@@ -264,9 +264,9 @@ describe('outgoing webhook delivery', () => {
       const l = await deliveries(quiet, sub.id);
       return l.total >= 1 ? l : undefined;
     });
-    assert.equal(log.items[0].status_code, 302);
-    assert.equal(log.items[0].success, false);
-    assert.match(log.items[0].error ?? '', /redirect not followed/);
-    assert.equal(target.requests.length, 0);
+    const seen = JSON.stringify(log.items);
+    assert.ok(log.items.every((d) => d.status_code === 302 && !d.success), seen);
+    assert.match(log.items[0].error ?? '', /redirect not followed/, seen);
+    assert.equal(target.requests.length, 0, 'the redirect target was contacted');
   });
 });

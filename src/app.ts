@@ -105,17 +105,21 @@ export async function buildApp(config: Config, opts: BuildOptions = {}): Promise
 
   registerValidation(app);
   registerErrorHandling(app);
-  // before authentication: rejected requests count too (see rate-limit.ts)
-  registerRateLimit(app, ctx);
-  registerAuth(app, { db: ctx.db, tokens });
-  registerSecurity(app);
-  await app.register(formbody, { bodyLimit: config.bodyLimitBytes });
+  // Response headers and CORS first: their onRequest hooks then run before rate limiting and
+  // authentication, so a 401 or 429 carries them too (a browser app can read it), and CORS
+  // preflights are answered before anything asks for a token. The preflight route of @fastify/cors
+  // is registered before the auth check exists; it only ever answers 204 or 404.
   await app.register(helmet, {
     // the docs page loads its own scripts and styles; the API itself serves only JSON
     contentSecurityPolicy: false,
     crossOriginEmbedderPolicy: false,
   });
   if (config.corsOrigins.length > 0) await app.register(cors, { origin: [...config.corsOrigins], credentials: false });
+  // before authentication: rejected requests count too (see rate-limit.ts)
+  registerRateLimit(app, ctx);
+  registerAuth(app, { db: ctx.db, tokens });
+  registerSecurity(app);
+  await app.register(formbody, { bodyLimit: config.bodyLimitBytes });
   await registerDocs(app);
   ctx.readiness.push(
     { name: 'database', critical: true, check: async () => (await database.ping(), 'ok') },

@@ -45,21 +45,37 @@ type Path = (string | number)[];
 /** Text PostgreSQL can store verbatim: no U+0000, no lone UTF-16 surrogate (which would be altered). */
 const storable = (s: string) => !s.includes('\u0000') && s.isWellFormed();
 
-/** Finds a string PostgreSQL cannot store verbatim anywhere in a parsed value; iterative, so depth cannot overflow the stack. */
+interface Visit {
+  value: unknown;
+  key: string | number;
+  parent: Visit | undefined;
+}
+
+function pathOf(visit: Visit): Path {
+  const path: Path = [];
+  for (let v: Visit | undefined = visit; v; v = v.parent) path.unshift(v.key);
+  return path;
+}
+
+/**
+ * Finds a string PostgreSQL cannot store verbatim anywhere in a parsed value. Iterative, and the
+ * path is built only for the finding, so a deeply nested body costs linear time and no stack.
+ */
 function findUnstorable(root: unknown, part: string): Path | undefined {
-  const stack: [unknown, Path][] = [[root, [part]]];
+  const stack: Visit[] = [{ value: root, key: part, parent: undefined }];
   while (stack.length > 0) {
-    const [value, path] = stack.pop()!;
+    const visit = stack.pop()!;
+    const { value } = visit;
     if (typeof value === 'string') {
-      if (!storable(value)) return path;
+      if (!storable(value)) return pathOf(visit);
     } else if (Buffer.isBuffer(value)) {
-      if (value.includes(0)) return path;
+      if (value.includes(0)) return pathOf(visit);
     } else if (Array.isArray(value)) {
-      value.forEach((v, i) => stack.push([v, [...path, i]]));
+      value.forEach((v, i) => stack.push({ value: v, key: i, parent: visit }));
     } else if (value !== null && typeof value === 'object') {
       for (const [k, v] of Object.entries(value)) {
-        if (!storable(k)) return [...path, k];
-        stack.push([v, [...path, k]]);
+        if (!storable(k)) return pathOf({ value: v, key: k, parent: visit });
+        stack.push({ value: v, key: k, parent: visit });
       }
     }
   }

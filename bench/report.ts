@@ -1,0 +1,128 @@
+/** The bench's output: the stdout table, the target verdicts and the SVG chart. */
+import type { LoadResult, LoadSummary } from './types.ts';
+
+export interface ScenarioRow {
+  name: string;
+  service: LoadResult;
+  baseline?: LoadResult;
+}
+
+export interface Target {
+  name: string;
+  value: string;
+  target: string;
+  pass: boolean;
+}
+
+const ms = (v: number): string => (Number.isFinite(v) ? v.toFixed(v < 10 ? 2 : 1) : '-');
+const int = (v: number): string => (Number.isFinite(v) ? Math.round(v).toLocaleString('en-US') : '-');
+
+function pad(cells: string[], widths: number[]): string {
+  return cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
+}
+
+export function table(headers: string[], rows: string[][]): string {
+  const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const line = widths.map((w) => '-'.repeat(w)).join('  ');
+  return [pad(headers, widths), line, ...rows.map((r) => pad(r, widths))].join('\n');
+}
+
+/** Non-2xx answers and socket errors, so a fast run of errors is never mistaken for a fast service. */
+export function failures(r: LoadResult): string {
+  const bad = Object.entries(r.statuses)
+    .filter(([code]) => !code.startsWith('2'))
+    .map(([code, n]) => `${code}×${n}`);
+  if (r.errors) bad.push(`errors×${r.errors}`);
+  if (r.timeouts) bad.push(`timeouts×${r.timeouts}`);
+  return bad.join(' ');
+}
+
+export function scenarioTable(rows: ScenarioRow[]): string {
+  return table(
+    ['scenario', 'req/s', 'p50 ms', 'p95 ms', 'p99 ms', 'max ms', 'base req/s', 'base p99', 'ratio', 'non-2xx/errors'],
+    rows.map((r) => [
+      r.name,
+      int(r.service.okRps),
+      ms(r.service.latency.p50),
+      ms(r.service.latency.p95),
+      ms(r.service.latency.p99),
+      ms(r.service.latency.max),
+      r.baseline ? int(r.baseline.okRps) : '',
+      r.baseline ? ms(r.baseline.latency.p99) : '',
+      r.baseline ? (r.service.okRps / r.baseline.okRps).toFixed(2) : '',
+      [failures(r.service), r.baseline ? failures(r.baseline) : ''].filter(Boolean).join(' | base: '),
+    ]),
+  );
+}
+
+export function targetTable(targets: Target[]): string {
+  return table(
+    ['target', 'measured', 'goal', 'verdict'],
+    targets.map((t) => [t.name, t.value, t.target, t.pass ? 'PASS' : 'MISS']),
+  );
+}
+
+export function summaryLine(s: LoadSummary): string {
+  return `p50 ${ms(s.p50)} ms, p95 ${ms(s.p95)} ms, p99 ${ms(s.p99)} ms`;
+}
+
+const esc = (s: string): string => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+
+/** Grouped bars: per scenario the service's p50/p95/p99 next to the baseline's (hand-written SVG). */
+export function latencyChart(rows: ScenarioRow[], title: string): string {
+  const W = 1000;
+  const H = 460;
+  const left = 60;
+  const right = 20;
+  const top = 50;
+  const bottom = 110;
+  const plotW = W - left - right;
+  const plotH = H - top - bottom;
+  const values = rows.flatMap((r) => [r.service.latency.p99, r.baseline?.latency.p99 ?? 0]).filter(Number.isFinite);
+  const rawMax = Math.max(1, ...values);
+  const step = [1, 2, 5, 10, 20, 25, 50, 100, 200, 500, 1000].find((s) => rawMax / s <= 8) ?? 2000;
+  const yMax = Math.ceil(rawMax / step) * step;
+  const y = (v: number) => top + plotH - (Math.min(v, yMax) / yMax) * plotH;
+  const series = [
+    { key: 'p50', color: '#9ecae1' },
+    { key: 'p95', color: '#4292c6' },
+    { key: 'p99', color: '#08519c' },
+  ] as const;
+  const baseColors = ['#d9d9d9', '#a6a6a6', '#636363'];
+  const groupW = plotW / Math.max(1, rows.length);
+  const barW = Math.min(18, (groupW - 16) / 6);
+  const out: string[] = [];
+  out.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="sans-serif" font-size="12">`);
+  out.push(`<rect width="${W}" height="${H}" fill="white"/>`);
+  out.push(`<text x="${W / 2}" y="24" text-anchor="middle" font-size="16" font-weight="bold">${esc(title)}</text>`);
+  for (let v = 0; v <= yMax; v += step) {
+    out.push(`<line x1="${left}" x2="${W - right}" y1="${y(v)}" y2="${y(v)}" stroke="#eee"/>`);
+    out.push(`<text x="${left - 6}" y="${y(v) + 4}" text-anchor="end">${v}</text>`);
+  }
+  out.push(`<text x="16" y="${top + plotH / 2}" transform="rotate(-90 16 ${top + plotH / 2})" text-anchor="middle">latency (ms)</text>`);
+  rows.forEach((r, i) => {
+    const x0 = left + i * groupW + (groupW - barW * 6 - 4) / 2;
+    series.forEach((s, j) => {
+      const v = r.service.latency[s.key];
+      out.push(`<rect x="${x0 + j * barW}" y="${y(v)}" width="${barW - 1}" height="${top + plotH - y(v)}" fill="${s.color}"><title>${esc(r.name)} service ${s.key}: ${ms(v)} ms</title></rect>`);
+      if (r.baseline) {
+        const b = r.baseline.latency[s.key];
+        const bx = x0 + 4 + (3 + j) * barW;
+        out.push(`<rect x="${bx}" y="${y(b)}" width="${barW - 1}" height="${top + plotH - y(b)}" fill="${baseColors[j]}"><title>${esc(r.name)} baseline ${s.key}: ${ms(b)} ms</title></rect>`);
+      }
+    });
+    const cx = left + i * groupW + groupW / 2;
+    out.push(`<text x="${cx}" y="${top + plotH + 16}" text-anchor="end" transform="rotate(-30 ${cx} ${top + plotH + 16})">${esc(r.name)}</text>`);
+  });
+  out.push(`<line x1="${left}" x2="${W - right}" y1="${top + plotH}" y2="${top + plotH}" stroke="#333"/>`);
+  const legend = [
+    ...series.map((s) => ({ label: `service ${s.key}`, color: s.color })),
+    ...series.map((s, j) => ({ label: `baseline ${s.key}`, color: baseColors[j] })),
+  ];
+  legend.forEach((l, i) => {
+    const lx = left + i * 150;
+    out.push(`<rect x="${lx}" y="${H - 22}" width="12" height="12" fill="${l.color}"/><text x="${lx + 16}" y="${H - 12}">${l.label}</text>`);
+  });
+  out.push('</svg>');
+  return out.join('\n') + '\n';
+}

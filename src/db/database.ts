@@ -38,6 +38,10 @@ export async function createDatabase(opts: DatabaseOptions): Promise<DatabaseHan
     });
     // An idle client losing its server emits 'error' on the pool; without a listener it would crash.
     pool.on('error', () => {});
+    // pg-pool takes its idle listener off a client while it is checked out: a connection dropped in
+    // the middle of a transaction (between two statements) would emit 'error' with nobody listening
+    // and crash the process. The failure reaches the caller through its next query instead.
+    pool.on('connect', (client) => client.on('error', () => {}));
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
     return {
       db,

@@ -165,7 +165,7 @@ export function isDatabaseUnavailable(err: unknown): boolean {
   const code = e.code ?? '';
   return (
     ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', '57P01', '57P02', '57P03', '08000', '08003', '08006'].includes(code) ||
-    /Connection terminated|timeout exceeded when trying to connect|Query read timeout|connect ECONNREFUSED|PGlite is closed|driver has already been destroyed/i.test(
+    /Connection terminated|is not queryable|timeout exceeded when trying to connect|Query read timeout|connect ECONNREFUSED|PGlite is closed|driver has already been destroyed/i.test(
       e.message ?? '',
     )
   );

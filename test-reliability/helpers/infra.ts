@@ -241,3 +241,29 @@ export class PrivateRedis {
     this.forget();
   }
 }
+
+/** One Redis command over a raw connection (RESP); returns the reply line(s) as text. */
+export function redisCommand(port: number, ...args: string[]): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const s = net.connect(port, '127.0.0.1');
+    const timer = setTimeout(() => {
+      s.destroy();
+      reject(new Error('redis command timed out'));
+    }, 2000);
+    let reply = '';
+    s.once('connect', () => s.write(`*${args.length}\r\n${args.map((a) => `$${Buffer.byteLength(a)}\r\n${a}\r\n`).join('')}`));
+    s.on('data', (d) => {
+      reply += d.toString();
+      // a simple reply, an integer, an error or a bulk string with its payload
+      if (/^[+:-].*\r\n$/s.test(reply) || /^\$-1\r\n$/.test(reply) || /^\$\d+\r\n.*\r\n$/s.test(reply)) {
+        clearTimeout(timer);
+        s.destroy();
+        resolve(reply.trim());
+      }
+    });
+    s.once('error', (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
+  });
+}

@@ -36,6 +36,9 @@ export function serverLimits(config: Config) {
     requestTimeout: config.requestTimeoutMs,
     connectionTimeout: 60000,
     keepAliveTimeout: 72000,
+    // During a graceful shutdown, a request that arrives on an open keep-alive connection is served
+    // (with `Connection: close`) instead of Fastify's own 503, whose body is not our error shape.
+    return503OnClosing: false,
     http,
   };
 }

@@ -121,8 +121,12 @@ export class JobQueue {
     if (!this.started) throw new Error('job queue not started');
   }
 
-  /** Stops fetching, lets running jobs finish (up to the timeout), then closes. */
-  async stop(timeoutMs = 30000): Promise<void> {
+  /**
+   * Stops fetching, lets running jobs finish (up to the timeout), then fails the ones still running
+   * so they are retried at once elsewhere, and closes. The timeout stays below the 30 s grace period
+   * of server.ts, so this happens before the process is forced to exit.
+   */
+  async stop(timeoutMs = 20000): Promise<void> {
     if (!this.started) return;
     this.started = false;
     await this.boss.stop({ graceful: true, timeout: timeoutMs, close: true });

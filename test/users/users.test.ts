@@ -228,6 +228,7 @@ describe('users', () => {
       const res3 = await patch(bob, bob.user.id, {});
       assert.equal(res3.statusCode, 200);
       assert.equal(res3.json().email, newAddress);
+      assert.equal(res3.json().updated_at, res2.json().updated_at, 'an empty PATCH changes nothing, not even updated_at');
       assert.equal(res3.json().full_name, 'Bob Renamed');
     });
 

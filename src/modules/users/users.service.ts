@@ -80,6 +80,8 @@ export class UsersService {
       const other = await findUserByEmail(this.db, input.email);
       if (other && other.id !== id) throw new AppError('EMAIL_EXISTS', 'Email already in use');
     }
+    const changes = Object.values(input).some((v) => v !== undefined);
+    if (!changes) return current; // an empty PATCH changes nothing, not even updated_at
     const patch: UserUpdate = { updated_at: new Date() };
     if (input.full_name !== undefined) patch.full_name = input.full_name;
     if (input.email !== undefined) patch.email = input.email;

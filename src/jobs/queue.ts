@@ -1,4 +1,4 @@
-import { PgBoss, fromKysely, fromPglite, type Job, type JobWithMetadata, type KyselyTransactionLike, type SendOptions } from 'pg-boss';
+import { PgBoss, fromKysely, fromPglite, type Job, type JobResult, type JobWithMetadata, type KyselyTransactionLike, type SendOptions } from 'pg-boss';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../config.ts';
 import type { DatabaseHandle } from '../db/database.ts';
@@ -18,6 +18,13 @@ export const JOB_LIVENESS = { heartbeatSeconds: 10, expireInSeconds: 300 } as co
 
 export interface QueueDefinition {
   name: string;
+  /**
+   * Jobs fetched per poll (run one after another). With more than one, a worker that comes back
+   * with a full batch fetches again at once instead of waiting for the next poll, so a backlog drains
+   * at processing speed. Keep it at 1 for slow, I/O-bound jobs (outgoing HTTP) so one slow job does
+   * not hold others behind it.
+   */
+  batchSize?: number;
   retryLimit?: number;
   retryDelay?: number;
   retryBackoff?: boolean;
@@ -27,8 +34,11 @@ export interface QueueDefinition {
 
 export type JobHandler<T> = (job: JobWithMetadata<T>) => Promise<void>;
 
+const DEFAULT_BATCH_SIZE = 4;
+
 interface Worker {
   name: string;
+  batchSize: number;
   handler: JobHandler<unknown>;
   concurrency: number;
 }
@@ -75,7 +85,8 @@ export class JobQueue {
   /** Registers a handler; it runs only in processes whose role includes the worker. */
   work<T>(name: string, handler: JobHandler<T>, concurrency = 1): void {
     if (!this.definitions.has(name)) throw new Error(`queue ${name} is not defined`);
-    this.workers.push({ name, handler: handler as JobHandler<unknown>, concurrency });
+    const batchSize = this.definitions.get(name)?.batchSize ?? DEFAULT_BATCH_SIZE;
+    this.workers.push({ name, batchSize, handler: handler as JobHandler<unknown>, concurrency });
   }
 
   scheduleCron(name: string, cron: string): void {
@@ -85,14 +96,16 @@ export class JobQueue {
   async start(): Promise<void> {
     await this.boss.start();
     for (const def of this.definitions.values()) {
-      const { name, ...options } = def;
+      const { name, batchSize: _batchSize, ...options } = def;
       await this.boss.createQueue(name, { ...INTERNAL_RETRY, ...JOB_LIVENESS, ...options, notify: true });
     }
     this.started = true;
     if (this.config.role === 'api') return;
     for (const w of this.workers) {
       const options = {
-        batchSize: 1,
+        batchSize: w.batchSize,
+        burstWhenBatchFull: true,
+        perJobResults: true,
         includeMetadata: true,
         localConcurrency: w.concurrency,
         pollingIntervalSeconds: this.config.jobPollingSeconds,
@@ -101,7 +114,18 @@ export class JobQueue {
         notifyPollingIntervalSeconds: Math.max(this.config.jobPollingSeconds, INTERNAL_RETRY.retryDelay),
       } as const;
       await this.boss.work<unknown, unknown, typeof options>(w.name, options, async (jobs) => {
-        for (const job of jobs) await w.handler(job);
+        // each job settles on its own: one failure is retried without failing its batch-mates
+        const results: JobResult[] = [];
+        for (const job of jobs) {
+          try {
+            await w.handler(job);
+            results.push({ id: job.id, status: 'completed' });
+          } catch (err) {
+            this.log.warn({ err, queue: w.name, jobId: job.id, attempt: job.retryCount + 1 }, 'job attempt failed');
+            results.push({ id: job.id, status: 'failed', output: { message: err instanceof Error ? err.message : String(err) } });
+          }
+        }
+        return results;
       });
     }
     for (const s of this.schedules) await this.boss.schedule(s.name, s.cron);

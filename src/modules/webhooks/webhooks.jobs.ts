@@ -46,6 +46,6 @@ export function registerWebhookJobs(
 
   // Outgoing deliveries schedule their own retries (webhookRetrySchedule); pg-boss's retries here
   // only cover a crash or a database error around an attempt.
-  queue.define({ name: WEBHOOK_DELIVER_QUEUE, expireInSeconds: Math.ceil(DELIVERY_TIMEOUT_MS / 1000) * 4 });
+  queue.define({ name: WEBHOOK_DELIVER_QUEUE, expireInSeconds: Math.ceil(DELIVERY_TIMEOUT_MS / 1000) * 4, batchSize: 1 });
   queue.work<DeliverJob>(WEBHOOK_DELIVER_QUEUE, (job) => deps.delivery.deliver(job.data), DELIVERY_CONCURRENCY);
 }

@@ -161,8 +161,15 @@ export interface WebhookMessagesTable {
   settled_at: NullableTimestamp;
 }
 
+/** live (not deleted) users by is_active, maintained by a trigger on users */
+export interface UserCountsTable {
+  is_active: boolean;
+  total: number;
+}
+
 export interface Database {
   users: UsersTable;
+  user_counts: UserCountsTable;
   refresh_tokens: RefreshTokensTable;
   products: ProductsTable;
   orders: OrdersTable;

@@ -145,4 +145,41 @@ describe('GET /users (pagination and filter)', () => {
     assert.equal(res.statusCode, 403);
     assert.deepEqual(errorBody(res), { detail: 'Inactive user', error_code: 'INACTIVE_USER' });
   });
+
+  it('the trigger-maintained totals equal a real count after every kind of change', async () => {
+    const db = app.ctx.db;
+    const check = async (when: string) => {
+      const real = await db
+        .selectFrom('users')
+        .select(['is_active', (eb) => eb.fn.countAll<number>().as('n')])
+        .where('deleted_at', 'is', null)
+        .groupBy('is_active')
+        .execute();
+      const kept = await db.selectFrom('user_counts').selectAll().execute();
+      for (const flag of [true, false]) {
+        const expected = Number(real.find((r) => r.is_active === flag)?.n ?? 0);
+        assert.equal(Number(kept.find((r) => r.is_active === flag)?.total), expected, `${when}: is_active=${flag}`);
+      }
+      const all = await page('?page_size=1');
+      assert.equal(all.total, Number(real.reduce((a, r) => a + Number(r.n), 0)), `${when}: GET /users total`);
+    };
+    await check('initially');
+    const u = await createUser(app);
+    await check('after insert');
+    await db.updateTable('users').set({ is_active: false }).where('id', '=', u.user.id).execute();
+    await check('after deactivation');
+    await db.updateTable('users').set({ full_name: 'Renamed' }).where('id', '=', u.user.id).execute();
+    await check('after an unrelated update');
+    await db.updateTable('users').set({ is_active: true }).where('id', '=', u.user.id).execute();
+    await check('after reactivation');
+    await db.updateTable('users').set({ deleted_at: new Date(), is_active: false }).where('id', '=', u.user.id).execute();
+    await check('after soft delete');
+    await db.deleteFrom('refresh_tokens').where('user_id', '=', u.user.id).execute();
+    await db.deleteFrom('users').where('id', '=', u.user.id).execute();
+    await check('after hard delete of a deleted user');
+    const v = await createUser(app);
+    await db.deleteFrom('refresh_tokens').where('user_id', '=', v.user.id).execute();
+    await db.deleteFrom('users').where('id', '=', v.user.id).execute();
+    await check('after hard delete of a live user');
+  });
 });

@@ -9,7 +9,7 @@ import { createDatabase, type DatabaseHandle } from './db/database.ts';
 import { migrateToLatest } from './db/migrate.ts';
 import { registerAuth } from './http/auth.ts';
 import { API_PREFIX, registerDocs } from './http/docs.ts';
-import { registerErrorHandling } from './http/errors.ts';
+import { frameworkErrors, registerErrorHandling } from './http/errors.ts';
 import { registerObservability } from './http/observability.ts';
 import { registerRateLimit } from './http/rate-limit.ts';
 import { registerSecurity, serverLimits } from './http/security.ts';
@@ -73,6 +73,7 @@ export async function buildApp(config: Config, opts: BuildOptions = {}): Promise
     ...serverLimits(config),
     trustProxy: config.trustProxy,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
+    frameworkErrors,
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && /^[\w.-]{1,64}$/.test(given) ? given : crypto.randomUUID();

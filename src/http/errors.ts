@@ -171,6 +171,28 @@ export function isDatabaseUnavailable(err: unknown): boolean {
   );
 }
 
+/**
+ * Errors Fastify raises before routing, outside the error handler (a malformed percent-encoding in
+ * the URL, a path parameter over the router's length limit): answered in the same error shape.
+ * Pass as the `frameworkErrors` server option.
+ */
+export function frameworkErrors(err: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
+  let error: AppError;
+  if (err.code === 'FST_ERR_BAD_URL') {
+    error = new AppError('VALIDATION_ERROR', 'Validation failed: the URL is not validly percent-encoded', {
+      errors: [{ loc: ['path'], msg: 'malformed percent-encoding', type: 'url_invalid' }],
+    });
+  } else if (err.code === 'FST_ERR_MAX_PARAM_LENGTH') {
+    error = new AppError('VALIDATION_ERROR', 'Validation failed: a path parameter is too long', {
+      errors: [{ loc: ['path'], msg: 'path parameter too long', type: 'string_too_long' }],
+    });
+  } else {
+    reply.log.error({ err }, 'framework error');
+    error = new AppError('INTERNAL_ERROR', 'Internal server error');
+  }
+  void sendError(reply, error);
+}
+
 export function registerErrorHandling(app: FastifyInstance): void {
   app.addSchema(ErrorBody);
 

@@ -1,7 +1,8 @@
 import crypto from 'node:crypto';
 import { PrivatePostgres, PrivateRedis } from './infra.ts';
 import { Inspector } from './invariants.ts';
-import { destroyAll, jwtPrivateKey, SHOPIFY_SECRET, ServiceProcess, startAll, type ServiceOptions } from './service.ts';
+import type { ServiceProcess} from './service.ts';
+import { destroyAll, jwtPrivateKey, SHOPIFY_SECRET, startAll, type ServiceOptions } from './service.ts';
 import { call, type Result } from './http.ts';
 
 /** Generous limits: the load itself must not be rate limited (the limit check has its own processes). */

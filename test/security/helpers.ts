@@ -6,7 +6,7 @@ import { sql } from 'kysely';
 import { insertUser } from '../../src/modules/users/users.repository.ts';
 import { buildApp, type BuildOptions } from '../../src/app.ts';
 import type { Config } from '../../src/config.ts';
-import { TEST_PASSWORD, testConfig, type TestUser } from '../helpers/app.ts';
+import { TEST_PASSWORD, testConfig, waitFor, type TestUser } from '../helpers/app.ts';
 
 export const REDIS_URL = process.env.TEST_REDIS_URL || 'redis://127.0.0.1:6379';
 
@@ -83,10 +83,27 @@ const TABLES = [
 ] as const;
 
 /**
+ * Waits until the background work that earlier requests started has finished (orders processed,
+ * inbound webhooks handled), so a snapshot compares only what the
+ * request under test could have changed. (Outgoing messages are not waited for: a subscriber that
+ * cannot be reached keeps its messages queued for the whole retry schedule.)
+ */
+async function settled(app: FastifyInstance): Promise<void> {
+  await waitFor(async () => {
+    const { rows } = await sql<{ busy: number }>`
+      select (select count(*) from orders where status in ('pending', 'processing'))
+           + (select count(*) from inbound_webhooks where status = 'received') as busy
+    `.execute(app.ctx.db);
+    return Number(rows[0]?.busy) === 0 ? true : undefined;
+  }, 30000);
+}
+
+/**
  * Every row of the service's tables, as text: equal snapshots before and after an attack mean the
  * attack changed nothing. Tables a migration has not created yet are skipped.
  */
 export async function snapshot(app: FastifyInstance): Promise<string> {
+  await settled(app);
   const out: Record<string, unknown> = {};
   for (const table of TABLES) {
     try {

@@ -35,7 +35,8 @@ describe('reliability: SIGTERM under load', () => {
     let slow: ServiceProcess;
     let worker: ServiceProcess;
     [slow, other, worker] = await d.start(
-      d.options('api', { BCRYPT_ROUNDS: '11' }, 'api-slow'),
+      // info logs: its "incoming request" lines show when the slow requests have reached it
+      d.options('api', { BCRYPT_ROUNDS: '11', LOG_LEVEL: 'info' }, 'api-slow'),
       d.options('api', {}, 'api-other'),
       d.options('worker', {}, 'worker-a'),
     );
@@ -73,9 +74,12 @@ describe('reliability: SIGTERM under load', () => {
     });
     await sleep(1500);
 
+    const received = () => slow.logLines('incoming request').filter((l) => JSON.stringify(l).includes('/api/v1/auth/login')).length;
+    const before = received();
     const slowStarted = Date.now();
     const inFlight = Array.from({ length: SLOW_LOGINS }, () => call(slow.baseUrl, 'POST', '/api/v1/auth/login', { body: { username: user.email, password: PASSWORD } }));
-    await sleep(300);
+    // in flight = the process has started handling every one of them (not just queued in the kernel)
+    await until('the slow logins to reach the server', async () => (received() - before >= SLOW_LOGINS ? true : undefined), 20000, 10);
     const stopped = slow.stop('SIGTERM');
     const logins = await Promise.all(inFlight);
     const loginsMs = Date.now() - slowStarted;

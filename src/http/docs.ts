@@ -37,7 +37,19 @@ export async function registerDocs(app: FastifyInstance): Promise<void> {
   await app.register(swaggerUi, {
     routePrefix: '/docs',
     uiConfig: { persistAuthorization: true, docExpansion: 'list', deepLinking: true },
-    staticCSP: true,
+    // @fastify/swagger-ui's own policy (staticCSP: true), except that style-src allows inline styles:
+    // Swagger UI sets some element styles at run time, which that policy blocks. Scripts stay 'self' only.
+    staticCSP: {
+      'default-src': ["'self'"],
+      'base-uri': ["'self'"],
+      'font-src': ["'self'", 'https:', 'data:'],
+      'frame-ancestors': ["'self'"],
+      'img-src': ["'self'", 'data:', 'validator.swagger.io'],
+      'object-src': ["'none'"],
+      'script-src': ["'self'"],
+      'script-src-attr': ["'none'"],
+      'style-src': ["'self'", 'https:', "'unsafe-inline'"],
+    },
   });
   app.get('/openapi.json', { config: { auth: 'public', rateLimit: 'none' }, schema: { hide: true } }, async () => app.swagger());
   app.get('/', { config: { auth: 'public', rateLimit: 'none' }, schema: { hide: true } }, async (_req, reply) =>

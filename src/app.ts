@@ -143,7 +143,17 @@ export async function buildApp(config: Config, opts: BuildOptions = {}): Promise
     { prefix: API_PREFIX },
   );
 
+  // Shutting down, server.close() waits for every connection to end, but closes only the ones idle at
+  // that moment. A connection still serving a request then stays open as an idle keep-alive socket
+  // for as long as the client likes (undici honours our 72 s keep-alive hint), past the grace period.
+  // So until the server has closed, connections are closed as soon as they fall idle.
+  let idleSweep: NodeJS.Timeout | undefined;
+  app.addHook('preClose', async () => {
+    idleSweep = setInterval(() => app.server.closeIdleConnections(), 100);
+    idleSweep.unref();
+  });
   app.addHook('onClose', async () => {
+    clearInterval(idleSweep);
     await queue.stop();
     mailer.close();
     if (!opts.database) await database.close();

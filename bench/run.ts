@@ -360,7 +360,8 @@ const QUERIES: Record<string, { text: string; params: (userId: number, orderId: 
   'orders count': { text: 'SELECT count(*) FROM orders WHERE user_id = $1', params: (u) => [u] },
   'items page': { text: 'SELECT * FROM items WHERE user_id = $1 AND deleted_at IS NULL ORDER BY id LIMIT 20 OFFSET 0', params: (u) => [u] },
   'users page': { text: 'SELECT * FROM users WHERE deleted_at IS NULL ORDER BY id LIMIT 20 OFFSET 0', params: () => [] },
-  'users count': { text: 'SELECT count(*) FROM users WHERE deleted_at IS NULL', params: () => [] },
+  // what listUsers sends since the user_counts migration: the trigger-maintained total
+  'users count': { text: 'SELECT coalesce(sum(total), 0) FROM user_counts', params: () => [] },
 };
 
 interface QueryStats {
@@ -690,7 +691,7 @@ async function scalePhase(loader: LoadRunner, targets: Target[]): Promise<Record
       const plans = {
         ordersCount: await explain(client, 'SELECT count(*) FROM orders WHERE user_id = $1', [who.userId]),
         ordersPage: await explain(client, 'SELECT * FROM orders WHERE user_id = $1 ORDER BY created_at DESC, id DESC LIMIT 20', [who.userId]),
-        usersCount: await explain(client, 'SELECT count(*) FROM users WHERE deleted_at IS NULL', []),
+        usersCount: await explain(client, 'SELECT coalesce(sum(total), 0) FROM user_counts', []),
         usersPage: await explain(client, 'SELECT * FROM users WHERE deleted_at IS NULL ORDER BY id LIMIT 20 OFFSET 80', []),
       };
       for (const [n, e] of Object.entries(plans)) log(`    EXPLAIN ${n}: ${e.ms.toFixed(2)} ms — ${e.plan}`);

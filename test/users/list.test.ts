@@ -164,6 +164,16 @@ describe('GET /users (pagination and filter)', () => {
       assert.equal(all.total, Number(real.reduce((a, r) => a + Number(r.n), 0)), `${when}: GET /users total`);
     };
     await check('initially');
+    const bulk = await db
+      .insertInto('users')
+      .values(Array.from({ length: 40 }, (_, i) => ({ email: `bulk-${i}-${Date.now()}@example.com`, full_name: 'Bulk', password_hash: null, is_active: i % 4 !== 0 })))
+      .returning('id')
+      .execute();
+    await check('after a multi-row insert');
+    await db.updateTable('users').set({ is_active: false }).where('id', 'in', bulk.slice(0, 20).map((r) => r.id)).execute();
+    await check('after a multi-row update of mixed rows');
+    await db.updateTable('users').set({ deleted_at: new Date() }).where('id', 'in', bulk.map((r) => r.id)).execute();
+    await check('after a multi-row soft delete');
     const u = await createUser(app);
     await check('after insert');
     await db.updateTable('users').set({ is_active: false }).where('id', '=', u.user.id).execute();

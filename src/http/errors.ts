@@ -164,8 +164,10 @@ export function isDatabaseUnavailable(err: unknown): boolean {
   if (!e) return false;
   const code = e.code ?? '';
   return (
-    ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', '57P01', '57P02', '57P03', '08000', '08003', '08006'].includes(code) ||
-    /Connection terminated|is not queryable|timeout exceeded when trying to connect|Query read timeout|connect ECONNREFUSED|PGlite is closed|driver has already been destroyed/i.test(
+    // 53300 too many connections; 08001/08004 the server refused the connection
+    ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', '57P01', '57P02', '57P03', '53300', '08000', '08001', '08003', '08004', '08006'].includes(code) ||
+    // "not currently accepting connections": a database closed to connections (ALLOW_CONNECTIONS false), code 55000
+    /Connection terminated|is not queryable|timeout exceeded when trying to connect|Query read timeout|connect ECONNREFUSED|PGlite is closed|driver has already been destroyed|not currently accepting connections|Cannot use a pool after calling end/i.test(
       e.message ?? '',
     )
   );

@@ -1,0 +1,177 @@
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import pg from 'pg';
+import type { FastifyInstance } from 'fastify';
+import { api, buildTestApp, createUser, errorBody, type TestUser } from '../helpers/app.ts';
+
+describe('operations endpoints and framework errors', () => {
+  let app: FastifyInstance;
+  let user: TestUser;
+
+  before(async () => {
+    app = await buildTestApp(undefined);
+    user = await createUser(app);
+  });
+  after(() => app.close());
+
+  it('GET /health is 200 {status: ok}', async () => {
+    const res = await app.inject({ method: 'GET', url: '/health' });
+    assert.equal(res.statusCode, 200);
+    assert.deepEqual(res.json(), { status: 'ok' });
+  });
+
+  it('GET /ready is 200 with every check ok', async () => {
+    const res = await app.inject({ method: 'GET', url: '/ready' });
+    assert.equal(res.statusCode, 200);
+    const body = res.json<{ status: string; checks: Record<string, string> }>();
+    assert.equal(body.status, 'ok');
+    assert.equal(body.checks.database, 'ok');
+    assert.equal(body.checks.queue, 'ok');
+    for (const [name, state] of Object.entries(body.checks)) assert.equal(state, 'ok', `check ${name}`);
+  });
+
+  it('GET /metrics is Prometheus text with the request-duration histogram of routes served', async () => {
+    await api(app, user, { method: 'GET', url: '/api/v1/auth/me' });
+    const res = await app.inject({ method: 'GET', url: '/metrics' });
+    assert.equal(res.statusCode, 200);
+    assert.match(String(res.headers['content-type']), /^text\/plain/);
+    assert.match(res.body, /^# HELP http_request_duration_seconds /m);
+    assert.match(res.body, /^# TYPE http_request_duration_seconds histogram$/m);
+    assert.match(res.body, /^http_request_duration_seconds_count\{[^}]*route="\/api\/v1\/auth\/me"[^}]*status_code="200"[^}]*\} [1-9]/m);
+    assert.match(res.body, /^process_cpu_user_seconds_total /m, 'default process metrics');
+  });
+
+  it('operations routes are not rate-limited and need no token', async () => {
+    const limited = await api(app, user, { method: 'GET', url: '/api/v1/auth/me' });
+    assert.ok(limited.headers['x-ratelimit-limit'], 'an API route carries the rate-limit headers');
+    for (const url of ['/health', '/ready', '/metrics']) {
+      const res = await app.inject({ method: 'GET', url });
+      assert.equal(res.statusCode, 200, url);
+      assert.equal(res.headers['x-ratelimit-limit'], undefined, url);
+    }
+  });
+
+  it('an unknown route is 404 NOT_FOUND in the error shape', async () => {
+    const res = await app.inject({ method: 'GET', url: '/api/v1/no-such-thing?x=1' });
+    assert.equal(res.statusCode, 404);
+    const body = errorBody(res);
+    assert.equal(body.error_code, 'NOT_FOUND');
+    assert.equal(body.detail, 'Route GET /api/v1/no-such-thing not found');
+    assert.match(String(res.headers['content-type']), /^application\/json/);
+  });
+
+  it('malformed JSON is 422 VALIDATION_ERROR', async () => {
+    const res = await app.inject({
+      method: 'POST',
+      url: '/api/v1/auth/login',
+      headers: { 'content-type': 'application/json' },
+      payload: '{"username": "a@example.com", "password": ',
+    });
+    assert.equal(res.statusCode, 422);
+    const body = errorBody(res);
+    assert.equal(body.error_code, 'VALIDATION_ERROR');
+    assert.equal(body.detail, 'Malformed JSON in request body');
+    assert.deepEqual((body.errors as { loc: unknown[]; type: string }[]).map((e) => [e.loc, e.type]), [[['body'], 'json_invalid']]);
+  });
+
+  it('a body over the limit is 413 PAYLOAD_TOO_LARGE and nothing is written', async () => {
+    const before = await app.ctx.db.selectFrom('users').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+    const limit = app.ctx.config.bodyLimitBytes;
+    const res = await api(app, user, {
+      method: 'PATCH',
+      url: `/api/v1/users/${user.user.id}`,
+      headers: { 'content-type': 'application/json' },
+      payload: JSON.stringify({ full_name: 'x'.repeat(limit) }),
+    });
+    assert.equal(res.statusCode, 413);
+    const body = errorBody(res);
+    assert.equal(body.error_code, 'PAYLOAD_TOO_LARGE');
+    assert.equal(body.detail, 'Request body is too large');
+    const after = await app.ctx.db.selectFrom('users').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+    assert.equal(after.n, before.n);
+    const row = await app.ctx.db.selectFrom('users').select('full_name').where('id', '=', user.user.id).executeTakeFirstOrThrow();
+    assert.equal(row.full_name, user.user.full_name);
+  });
+
+  it('a body just under the limit is parsed (the limit is not set lower than configured)', async () => {
+    const res = await api(app, user, {
+      method: 'PATCH',
+      url: `/api/v1/users/${user.user.id}`,
+      headers: { 'content-type': 'application/json' },
+      payload: JSON.stringify({ full_name: 'x'.repeat(app.ctx.config.bodyLimitBytes - 100) }),
+    });
+    // parsed, then rejected by validation (full_name is at most 100 characters): 422, not 413
+    assert.equal(res.statusCode, 422);
+    assert.equal(errorBody(res).error_code, 'VALIDATION_ERROR');
+  });
+
+  it('GET / redirects to /docs, which serves the interactive documentation', async () => {
+    const res = await app.inject({ method: 'GET', url: '/' });
+    assert.equal(res.statusCode, 302);
+    assert.equal(res.headers.location, '/docs');
+    const docs = await app.inject({ method: 'GET', url: '/docs' });
+    assert.equal(docs.statusCode, 200);
+    assert.match(docs.body, /swagger-ui/i);
+  });
+
+  it('GET /openapi.json is the OpenAPI 3.1 document', async () => {
+    const res = await app.inject({ method: 'GET', url: '/openapi.json' });
+    assert.equal(res.statusCode, 200);
+    const doc = res.json<{ openapi: string; paths: Record<string, unknown> }>();
+    assert.equal(doc.openapi, '3.1.0');
+    assert.ok(doc.paths['/api/v1/auth/me']);
+    assert.ok(doc.paths['/health']);
+  });
+});
+
+describe('database unavailable', () => {
+  it('/ready answers 503 promptly and API routes answer 503 SERVICE_UNAVAILABLE, /health stays 200', async (t) => {
+    const app = await buildTestApp(t);
+    const admin = await createUser(app, { admin: true });
+    await app.ctx.database.close();
+
+    const started = Date.now();
+    const ready = await app.inject({ method: 'GET', url: '/ready' });
+    assert.ok(Date.now() - started < 3000, 'readiness answers within its 2 s check timeout');
+    assert.equal(ready.statusCode, 503);
+    const body = ready.json<{ status: string; checks: Record<string, string> }>();
+    assert.equal(body.status, 'unavailable');
+    assert.equal(body.checks.database, 'unavailable');
+
+    const users = await api(app, admin, { method: 'GET', url: '/api/v1/users' });
+    assert.equal(users.statusCode, 503);
+    assert.deepEqual(errorBody(users), { detail: 'Service temporarily unavailable', error_code: 'SERVICE_UNAVAILABLE' });
+    assert.equal(users.headers['retry-after'], '5');
+
+    const health = await app.inject({ method: 'GET', url: '/health' });
+    assert.equal(health.statusCode, 200);
+  });
+});
+
+describe('database refusing connections (PostgreSQL)', { skip: !process.env.TEST_DATABASE_URL && 'needs TEST_DATABASE_URL' }, () => {
+  it('connections dropped and refused: 503 on /ready and on API routes; both recover when it is back', async (t) => {
+    const app = await buildTestApp(t);
+    const admin = await createUser(app, { admin: true });
+    const name = new URL(String(app.ctx.database.connectionString)).pathname.slice(1);
+    const server = new pg.Client({ connectionString: process.env.TEST_DATABASE_URL });
+    await server.connect();
+    t.after(() => server.end());
+    // what a database outage looks like to the pool: open connections terminated, new ones refused
+    await server.query(`ALTER DATABASE ${name} ALLOW_CONNECTIONS false`);
+    await server.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1', [name]);
+
+    const ready = await app.inject({ method: 'GET', url: '/ready' });
+    assert.equal(ready.statusCode, 503);
+    assert.equal(ready.json<{ checks: Record<string, string> }>().checks.database, 'unavailable');
+    for (let i = 0; i < 3; i++) {
+      const users = await api(app, admin, { method: 'GET', url: '/api/v1/users' });
+      assert.equal(users.statusCode, 503, users.body);
+      assert.equal(errorBody(users).error_code, 'SERVICE_UNAVAILABLE');
+    }
+
+    await server.query(`ALTER DATABASE ${name} ALLOW_CONNECTIONS true`);
+    assert.equal((await app.inject({ method: 'GET', url: '/ready' })).statusCode, 200);
+    const users = await api(app, admin, { method: 'GET', url: '/api/v1/users' });
+    assert.equal(users.statusCode, 200, users.body);
+  });
+});

@@ -1,112 +1,207 @@
-import { describe, it } from 'node:test';
-import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
-import crypto from 'node:crypto';
+import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs/promises';
 import net from 'node:net';
-import os from 'node:os';
 import path from 'node:path';
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import type { TestContext } from 'node:test';
 import pg from 'pg';
-import { defer, waitFor } from '../helpers/app.ts';
+import { Agent, request } from 'undici';
+import { defer, testConfig, waitFor } from '../helpers/app.ts';
 
-const NODE = path.resolve('node_modules/.bin/node');
+const NODE = 'node_modules/.bin/node';
+const ADMIN_EMAIL = 'ops-admin@example.com';
+const ADMIN_PASSWORD = 'ops-admin-password-123';
 
-async function freePort(): Promise<number> {
+/** A port nobody listens on right now (the kernel picks it). */
+function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = net.createServer();
+    srv.unref();
+    srv.on('error', reject);
     srv.listen(0, '127.0.0.1', () => {
       const { port } = srv.address() as net.AddressInfo;
       srv.close(() => resolve(port));
     });
-    srv.on('error', reject);
   });
 }
 
-describe('the server process', () => {
-  it('prints where the docs are, drains in-flight requests on SIGTERM and exits 0', async (t) => {
-    const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'oas-proc-'));
-    defer(t, () => fs.rm(dataDir, { recursive: true, force: true }));
-    const port = await freePort();
-    const child = spawn(NODE, ['src/server.ts'], {
-      env: {
-        ...process.env,
-        PORT: String(port),
-        HOST: '127.0.0.1',
-        DATA_DIR: dataDir,
-        DATABASE_URL: '',
-        REDIS_URL: '',
-        LOG_LEVEL: 'info',
-        BCRYPT_ROUNDS: '12',
-        ADMIN_EMAIL: 'ops-admin@example.com',
-        ADMIN_PASSWORD: 'ops-admin-password',
-        RATE_LIMIT_ANONYMOUS: '1000',
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stdout += d.toString()));
-    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-    defer(t, async () => {
-      if (child.exitCode === null) child.kill('SIGKILL');
-    });
-    const base = `http://127.0.0.1:${port}`;
-    await waitFor(async () => {
-      try {
-        return (await fetch(`${base}/health`)).ok ? true : undefined;
-      } catch {
-        return undefined;
-      }
-    }, 60000, 200);
-    assert.match(stdout, new RegExp(`http://127\\.0\\.0\\.1:${port}/docs`), 'start-up names the docs address');
+interface Proc {
+  child: ChildProcess;
+  stdout: () => string;
+  stderr: () => string;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
 
-    // logins at bcrypt cost 12 take a few hundred ms each: SIGTERM arrives while they are running
-    const logins = Array.from({ length: 6 }, () =>
-      fetch(`${base}/api/v1/auth/login`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ username: 'ops-admin@example.com', password: 'ops-admin-password' }),
-      }).then(async (r) => ({ status: r.status, body: (await r.json()) as { access_token?: string } })),
-    );
-    // SIGTERM once the server has received all six (its request log), so each is truly in flight
-    const received = () => stdout.split('\n').filter((l) => l.includes('incoming request') && l.includes('/api/v1/auth/login')).length;
-    await waitFor(async () => (received() >= 6 ? true : undefined), 20000, 5);
-    child.kill('SIGTERM');
-    const results = await Promise.all(logins);
-    for (const r of results) {
-      assert.equal(r.status, 200, JSON.stringify(r.body));
-      assert.ok(r.body.access_token);
-    }
-    const code = await Promise.race([exited, new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), 30000))]);
-    assert.equal(code, 0, `exit code; output:\n${stdout}`);
+function start(t: TestContext, script: string, env: Record<string, string>): Proc {
+  const child = spawn(NODE, [script], {
+    env: { PATH: process.env.PATH ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
+  let out = '';
+  let err = '';
+  child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr?.on('data', (d: Buffer) => (err += d.toString()));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.on('exit', (code, signal) => resolve({ code, signal })),
+  );
+  t.after(() => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  });
+  return { child, stdout: () => out, stderr: () => err, exited };
+}
 
-  it('npm run migrate applies the migrations to a PostgreSQL database, then reports it up to date', { skip: !process.env.TEST_DATABASE_URL }, async (t) => {
-    const server = process.env.TEST_DATABASE_URL as string;
-    const name = `oas_migrate_${crypto.randomBytes(4).toString('hex')}`;
-    const admin = new pg.Client({ connectionString: server });
-    await admin.connect();
-    await admin.query(`CREATE DATABASE ${name}`);
-    await admin.end();
-    defer(t, async () => {
-      const c = new pg.Client({ connectionString: server });
-      await c.connect();
-      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await c.end();
+/** Environment of a fresh server: its own data directory and (with TEST_DATABASE_URL) its own database. */
+async function serverEnv(t: TestContext, extra: Record<string, string> = {}): Promise<Record<string, string>> {
+  const config = await testConfig(t);
+  const env: Record<string, string> = {
+    DATA_DIR: config.dataDir,
+    HOST: '127.0.0.1',
+    BCRYPT_ROUNDS: '12',
+    LOG_LEVEL: 'warn',
+    ADMIN_EMAIL,
+    ADMIN_PASSWORD,
+    SEED_DEMO_CATALOG: 'false',
+    ...extra,
+  };
+  if (config.databaseUrl && config.databaseUrl !== ':memory:') env.DATABASE_URL = config.databaseUrl;
+  return env;
+}
+
+async function untilHealthy(base: string, proc: Proc): Promise<void> {
+  await waitFor(async () => {
+    if (proc.child.exitCode !== null) throw new Error(`server exited: ${proc.stderr()}${proc.stdout()}`);
+    try {
+      const res = await request(`${base}/health`);
+      await res.body.dump();
+      return res.statusCode === 200 ? true : undefined;
+    } catch {
+      return undefined;
+    }
+  }, 30000, 100);
+}
+
+describe('the server process', { timeout: 90000 }, () => {
+  it('prints the docs URL, finishes in-flight requests on SIGTERM and exits 0', async (t) => {
+    const port = await freePort();
+    const base = `http://127.0.0.1:${port}`;
+    // info: Fastify logs "incoming request" for each one, so the test knows when all are in flight
+    const proc = start(t, 'src/server.ts', await serverEnv(t, { PORT: String(port), LOG_LEVEL: 'info' }));
+    await untilHealthy(base, proc);
+    assert.match(proc.stdout(), new RegExp(`${base.replace(/[.]/g, '\\.')}/docs`));
+
+    // each login on its own connection: bcrypt at cost 12 keeps every one in flight for a while
+    const N = 8;
+    const agents = Array.from({ length: N }, () => new Agent({ connections: 1 }));
+    t.after(() => Promise.all(agents.map((a) => a.close())));
+    let done = 0;
+    const logins = agents.map(async (dispatcher) => {
+      const res = await request(`${base}/api/v1/auth/login`, {
+        method: 'POST',
+        dispatcher,
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ username: ADMIN_EMAIL, password: ADMIN_PASSWORD }),
+      });
+      const body = (await res.body.json()) as { access_token?: string };
+      done++;
+      return { status: res.statusCode, body, connection: res.headers.connection };
     });
-    const url = new URL(server);
-    url.pathname = `/${name}`;
-    const run = () => spawnSync(NODE, ['src/db/migrate-cli.ts'], { env: { ...process.env, DATABASE_URL: url.toString() }, encoding: 'utf8' });
-    const first = run();
-    assert.equal(first.status, 0, first.stderr);
-    assert.match(first.stdout, /applied: .*20261121000000_initial/);
-    const second = run();
-    assert.equal(second.status, 0, second.stderr);
-    assert.match(second.stdout, /up to date/);
-    const c = new pg.Client({ connectionString: url.toString() });
-    await c.connect();
-    const { rows } = await c.query<{ n: string }>(`SELECT count(*) AS n FROM information_schema.tables WHERE table_name IN ('users', 'orders', 'items')`);
-    await c.end();
-    assert.equal(Number(rows[0].n), 3);
+    const settled = Promise.allSettled(logins);
+    const arrived = () => proc.stdout().split('\n').filter((l) => l.includes('"incoming request"') && l.includes('/api/v1/auth/login')).length;
+    await waitFor(async () => (arrived() === N ? true : undefined), 15000, 5);
+    const signalled = Date.now();
+    proc.child.kill('SIGTERM');
+    const doneAtSignal = done;
+    assert.ok(doneAtSignal < N, `requests still in flight at SIGTERM (${doneAtSignal} of ${N} had finished)`);
+
+    const results = await settled;
+    for (const r of results) {
+      assert.equal(r.status, 'fulfilled', r.status === 'rejected' ? String(r.reason) : '');
+      if (r.status === 'fulfilled') {
+        assert.equal(r.value.status, 200);
+        assert.match(r.value.body.access_token ?? '', /^ey/);
+      }
+    }
+    const exit = await Promise.race([proc.exited, new Promise<undefined>((r) => setTimeout(() => r(undefined), 30000).unref())]);
+    assert.ok(exit, 'the process exits within 30 s of SIGTERM');
+    assert.deepEqual(exit, { code: 0, signal: null }, proc.stderr());
+    t.diagnostic(`exit ${Date.now() - signalled} ms after SIGTERM; ${doneAtSignal} of ${N} logins had finished when it was sent`);
+  });
+});
+
+describe('npm run migrate (src/db/migrate-cli.ts)', { timeout: 60000 }, () => {
+  it('applies every migration on a fresh database, then reports it up to date', async (t) => {
+    const env = await serverEnv(t);
+    const migrations = (await fs.readdir('src/db/migrations')).filter((f) => f.endsWith('.ts')).map((f) => f.replace(/\.ts$/, '')).sort();
+
+    const first = start(t, 'src/db/migrate-cli.ts', env);
+    assert.deepEqual(await first.exited, { code: 0, signal: null }, first.stderr());
+    const line = first.stdout().trim().split('\n').at(-1) ?? '';
+    assert.match(line, /^applied: /);
+    assert.deepEqual(line.replace(/^applied: /, '').split(', '), migrations);
+
+    const second = start(t, 'src/db/migrate-cli.ts', env);
+    assert.deepEqual(await second.exited, { code: 0, signal: null }, second.stderr());
+    assert.equal(second.stdout().trim(), 'database is up to date');
+
+    if (env.DATABASE_URL) {
+      const db = new pg.Client({ connectionString: env.DATABASE_URL });
+      await db.connect();
+      defer(t, () => db.end());
+      const { rows } = await db.query<{ name: string }>('SELECT name FROM kysely_migration ORDER BY name');
+      assert.deepEqual(rows.map((r) => r.name), migrations);
+      const users = await db.query("SELECT to_regclass('public.users') AS t");
+      assert.equal(users.rows[0].t, 'users');
+    }
+  });
+});
+
+describe('ROLE=worker and ROLE=api as separate processes (PostgreSQL)', { skip: !process.env.TEST_DATABASE_URL && 'needs TEST_DATABASE_URL', timeout: 90000 }, () => {
+  it('the worker does not listen on PORT and runs the jobs the API process enqueues', async (t) => {
+    const workerPort = await freePort();
+    const apiPort = await freePort();
+    const api = `http://127.0.0.1:${apiPort}`;
+    const apiEnv = await serverEnv(t, { PORT: String(apiPort), ROLE: 'api', BCRYPT_ROUNDS: '4' });
+    const apiProc = start(t, 'src/server.ts', apiEnv);
+    await untilHealthy(api, apiProc);
+
+    // the worker: the same database, its own data directory (its outbox is where its mail lands)
+    const workerEnv = await serverEnv(t, { PORT: String(workerPort), ROLE: 'worker', LOG_LEVEL: 'info', BCRYPT_ROUNDS: '4' });
+    workerEnv.DATABASE_URL = apiEnv.DATABASE_URL;
+    const worker = start(t, 'src/server.ts', workerEnv);
+    await waitFor(async () => {
+      if (worker.child.exitCode !== null) throw new Error(`worker exited: ${worker.stderr()}`);
+      return worker.stdout().includes('worker started') ? true : undefined;
+    }, 30000, 50);
+    await assert.rejects(request(`http://127.0.0.1:${workerPort}/health`), /ECONNREFUSED/, 'the worker serves no HTTP');
+
+    // an admin creates a user through the API process: the welcome e-mail job runs in the worker
+    const login = await request(`${api}/api/v1/auth/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ username: ADMIN_EMAIL, password: ADMIN_PASSWORD }),
+    });
+    assert.equal(login.statusCode, 200);
+    const { access_token: token } = (await login.body.json()) as { access_token: string };
+    const created = await request(`${api}/api/v1/users`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+      body: JSON.stringify({ email: 'split-roles@example.com', full_name: 'Split Roles', password: 'password123' }),
+    });
+    assert.equal(created.statusCode, 201, await created.body.text());
+    const outbox = path.join(workerEnv.DATA_DIR, 'outbox');
+    const mail = await waitFor(async () => {
+      const files = await fs.readdir(outbox).catch(() => []);
+      return files.length > 0 ? files : undefined;
+    }, 30000, 100);
+    assert.equal(mail.length, 1);
+    assert.match(await fs.readFile(path.join(outbox, mail[0]), 'utf8'), /split-roles@example\.com/);
+    const apiOutbox = await fs.readdir(path.join(apiEnv.DATA_DIR, 'outbox')).catch(() => []);
+    assert.deepEqual(apiOutbox, [], 'the API process (ROLE=api) runs no jobs');
+
+    worker.child.kill('SIGTERM');
+    apiProc.child.kill('SIGTERM');
+    assert.deepEqual(await worker.exited, { code: 0, signal: null }, worker.stderr());
+    assert.deepEqual(await apiProc.exited, { code: 0, signal: null }, apiProc.stderr());
   });
 });

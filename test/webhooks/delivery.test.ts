@@ -103,7 +103,11 @@ describe('outgoing webhook delivery', () => {
     });
     assert.equal(envelopes[2].data.total_amount, 19.99);
 
-    const log = await deliveries(alice, sub.id);
+    // the receiver answers before the worker records the attempt: wait for the third row
+    const log = await waitFor(async () => {
+      const l = await deliveries(alice, sub.id);
+      return l.items.length >= 3 ? l : undefined;
+    });
     assert.equal(log.total, 3);
     assert.ok(log.items.every((d) => d.success && d.status_code === 200 && d.attempt === 1 && d.error === null));
     assert.deepEqual(Object.keys(log.items[0]).sort(), ['attempt', 'created_at', 'duration_ms', 'error', 'event_id', 'event_type', 'id', 'message_id', 'status_code', 'success']);

@@ -19,6 +19,7 @@ export function registerAuthRoutes(root: FastifyInstance, deps: { auth: AuthServ
       tags,
       summary: 'Sign in with e-mail (as `username`) and password',
       description: 'Accepts JSON or an OAuth2 password-flow form (application/x-www-form-urlencoded).',
+      consumes: ['application/json', 'application/x-www-form-urlencoded'],
       body: LoginBody,
       response: { 200: TokenPair, ...errorResponses(401, 403, 422, 429) },
     },

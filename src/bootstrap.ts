@@ -1,10 +1,7 @@
 import crypto from 'node:crypto';
 import type { AppContext } from './app-context.ts';
 import { anyAdminExists, findUserByEmail, insertUser } from './modules/users/users.repository.ts';
-
-function isUniqueViolation(err: unknown): boolean {
-  return (err as { code?: string } | undefined)?.code === '23505';
-}
+import { isUniqueViolation } from './db/errors.ts';
 
 /**
  * Makes sure an administrator exists: ADMIN_EMAIL/ADMIN_PASSWORD when set (created once, never

@@ -1,4 +1,4 @@
-import { PgBoss, fromKysely, fromPglite, type Job, type JobResult, type JobWithMetadata, type KyselyTransactionLike, type SendOptions } from 'pg-boss';
+import { PgBoss, fromKysely, fromPglite, type JobResult, type JobWithMetadata, type KyselyTransactionLike, type SendOptions } from 'pg-boss';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../config.ts';
 import type { DatabaseHandle } from '../db/database.ts';
@@ -157,4 +157,4 @@ export class JobQueue {
   }
 }
 
-export type { Job, JobWithMetadata };
+export type { JobWithMetadata };

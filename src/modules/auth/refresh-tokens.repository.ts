@@ -12,7 +12,7 @@ export async function findLiveRefreshToken(db: Executor, jti: string) {
   return db
     .selectFrom('refresh_tokens as t')
     .innerJoin('users as u', 'u.id', 't.user_id')
-    .select(['t.jti', 't.user_id', 't.created_at', 'u.is_active', 'u.password_changed_at'])
+    .select(['t.jti', 't.user_id', 'u.is_active'])
     .where('t.jti', '=', jti)
     .where('t.revoked_at', 'is', null)
     .where('t.expires_at', '>', new Date())

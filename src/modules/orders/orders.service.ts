@@ -1,5 +1,6 @@
 import crypto from 'node:crypto';
 import type { Db } from '../../db/database.ts';
+import { isUniqueViolation } from '../../db/errors.ts';
 import type { OrderRow, UserRow } from '../../db/schema.ts';
 import { AppError } from '../../http/errors.ts';
 import { pageOf, type PageResult } from '../../http/common.schemas.ts';
@@ -95,7 +96,7 @@ export class OrdersService {
       });
       return { statusCode: 201, body: created, replayed: false };
     } catch (err) {
-      const duplicate = err instanceof KeyTaken || (err as { code?: string } | undefined)?.code === '23505';
+      const duplicate = err instanceof KeyTaken || isUniqueViolation(err);
       if (idempotencyKey === undefined || !duplicate) throw err;
       // a concurrent request with the same key committed first: answer as a repeat of it
       const earlier = await findIdempotencyKey(this.db, actor.id, idempotencyKey);

@@ -6,13 +6,10 @@ import { pageOf, type PageResult } from '../../http/common.schemas.ts';
 import { moneyToDecimal } from './money.ts';
 import { findProductById, findProductBySku, insertProduct, listProducts, updateProduct } from './products.repository.ts';
 import type { ProductCreateBody, ProductListQuery, ProductUpdateBody } from './products.schemas.ts';
+import { isUniqueViolation } from '../../db/errors.ts';
 
 const productNotFound = () => new AppError('NOT_FOUND', 'Product not found');
 const skuExists = () => new AppError('SKU_EXISTS', 'SKU already exists');
-
-function isUniqueViolation(err: unknown): boolean {
-  return (err as { code?: string } | undefined)?.code === '23505';
-}
 
 export class ProductsService {
   private readonly db: Db;

@@ -8,12 +8,9 @@ import { revokeUserRefreshTokens } from '../auth/refresh-tokens.repository.ts';
 import { findUserByEmail, findUserById, insertUser, listUsers, updateUser } from './users.repository.ts';
 import type { UserCreateBody, UserUpdateBody } from './users.schemas.ts';
 import { WELCOME_EMAIL_QUEUE } from './users.jobs.ts';
+import { isUniqueViolation } from '../../db/errors.ts';
 
 const userNotFound = () => new AppError('NOT_FOUND', 'User not found');
-
-function isUniqueViolation(err: unknown): boolean {
-  return (err as { code?: string } | undefined)?.code === '23505';
-}
 
 export class UsersService {
   private readonly db: Db;

@@ -18,6 +18,7 @@ import {
 } from './inbound.repository.ts';
 import { InboundRejection, mapShopifyOrder, SHOPIFY_SOURCE, type MappedShopifyOrder } from './shopify-order.ts';
 import { verifyShopifyHmac } from './webhook-signing.ts';
+import { isUniqueViolation } from '../../db/errors.ts';
 
 export const INBOUND_PROCESS_QUEUE = 'webhook-inbound-process';
 export const ORDERS_CREATE_TOPIC = 'orders/create';
@@ -47,10 +48,6 @@ function platformHeaders(headers: IncomingHttpHeaders): Record<string, string> {
     }
   }
   return kept;
-}
-
-function isUniqueViolation(err: unknown): boolean {
-  return (err as { code?: string } | undefined)?.code === '23505';
 }
 
 export class InboundWebhookService {

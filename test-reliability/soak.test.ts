@@ -20,13 +20,7 @@ describe('reliability: soak on two API and two worker processes', () => {
 
   before(async () => {
     d = await Deployment.create({ redis: true });
-    const started = await d.start(
-      d.options('api', {}, 'api-1'),
-      d.options('api', {}, 'api-2'),
-      d.options('worker', {}, 'worker-1'),
-      d.options('worker', {}, 'worker-2'),
-    );
-    apis = started.filter((p) => p.role === 'api');
+    apis = await d.startTwoApisTwoWorkers();
   });
 
   after(async () => {

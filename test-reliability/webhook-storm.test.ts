@@ -40,13 +40,7 @@ describe('reliability: inbound webhook storm', () => {
 
   before(async () => {
     d = await Deployment.create({ redis: true });
-    const started = await d.start(
-      d.options('api', {}, 'api-1'),
-      d.options('api', {}, 'api-2'),
-      d.options('worker', {}, 'worker-1'),
-      d.options('worker', {}, 'worker-2'),
-    );
-    apis = started.filter((p) => p.role === 'api');
+    apis = await d.startTwoApisTwoWorkers();
   });
 
   after(async () => {

@@ -62,6 +62,17 @@ export class Deployment {
     return started;
   }
 
+  /** The fleet shape of the soak and storm scenarios: two API and two worker processes; returns the API ones. */
+  async startTwoApisTwoWorkers(): Promise<ServiceProcess[]> {
+    const started = await this.start(
+      this.options('api', {}, 'api-1'),
+      this.options('api', {}, 'api-2'),
+      this.options('worker', {}, 'worker-1'),
+      this.options('worker', {}, 'worker-2'),
+    );
+    return started.filter((p) => p.role === 'api');
+  }
+
   async destroy(): Promise<void> {
     await destroyAll(this.processes);
     await this.inspector.close().catch(() => {});

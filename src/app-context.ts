@@ -7,6 +7,7 @@ import type { PasswordHasher } from './modules/auth/passwords.ts';
 import type { TokenService } from './modules/auth/token.service.ts';
 import type { ReadinessCheck } from './http/observability.ts';
 import type { OrderEventBus } from './modules/orders/order-events.ts';
+import type { UserCache } from './modules/users/user-cache.ts';
 
 /** What every module gets: configuration and the shared infrastructure, nothing module-specific. */
 export interface AppContext {
@@ -20,6 +21,8 @@ export interface AppContext {
   readonly log: FastifyBaseLogger;
   /** order creation and status changes, written in the changing transaction (see order-events.ts) */
   readonly orderEvents: OrderEventBus;
+  /** the user rows requests authenticate with (see user-cache.ts) */
+  readonly userCache: UserCache;
   /** extra readiness checks a module contributes (e.g. Redis) */
   readonly readiness: ReadinessCheck[];
 }

@@ -8,6 +8,7 @@ import type { Config } from './config.ts';
 import { createDatabase, type DatabaseHandle } from './db/database.ts';
 import { migrateToLatest } from './db/migrate.ts';
 import { registerAuth } from './http/auth.ts';
+import { UserCache, UserChangeFeed } from './modules/users/user-cache.ts';
 import { API_PREFIX, registerDocs } from './http/docs.ts';
 import { frameworkErrors, registerErrorHandling } from './http/errors.ts';
 import { registerObservability } from './http/observability.ts';
@@ -90,6 +91,8 @@ export async function buildApp(config: Config, opts: BuildOptions = {}): Promise
   const tokens = await TokenService.create(config);
   const queue = new JobQueue(database, config, app.log);
   const mailer = createMailer(config);
+  const userCache = new UserCache({ ttlMs: config.userCacheTtlSeconds * 1000 });
+  const userFeed = new UserChangeFeed({ cache: userCache, database, log: app.log });
   const ctx: AppContext = {
     config,
     db: database.db,
@@ -100,6 +103,7 @@ export async function buildApp(config: Config, opts: BuildOptions = {}): Promise
     hasher: new PasswordHasher(config.bcryptRounds),
     log: app.log,
     orderEvents: new OrderEventBus(),
+    userCache,
     readiness: [],
   };
   app.decorate('ctx', ctx);
@@ -118,7 +122,7 @@ export async function buildApp(config: Config, opts: BuildOptions = {}): Promise
   if (config.corsOrigins.length > 0) await app.register(cors, { origin: [...config.corsOrigins], credentials: false });
   // before authentication: rejected requests count too (see rate-limit.ts)
   registerRateLimit(app, ctx);
-  registerAuth(app, { db: ctx.db, tokens });
+  registerAuth(app, { db: ctx.db, tokens, userCache });
   registerSecurity(app);
   await app.register(formbody, { bodyLimit: config.bodyLimitBytes });
   await registerDocs(app);
@@ -155,11 +159,14 @@ export async function buildApp(config: Config, opts: BuildOptions = {}): Promise
   app.addHook('onClose', async () => {
     clearInterval(idleSweep);
     await queue.stop();
+    await userFeed.stop();
     mailer.close();
     if (!opts.database) await database.close();
   });
 
   try {
+    // only processes that serve requests authenticate users
+    if (config.role !== 'worker' && config.userCacheTtlSeconds > 0) await userFeed.start();
     await queue.start();
   } catch (err) {
     await app.close();

@@ -44,6 +44,8 @@ export interface Config {
   /** pg-boss polling interval for workers (seconds, >= 0.5) */
   readonly jobPollingSeconds: number;
   readonly orderWorkerConcurrency: number;
+  /** how long an API process may serve a user row from memory (0: never); see user-cache.ts */
+  readonly userCacheTtlSeconds: number;
   readonly webConcurrency: number;
 }
 
@@ -174,6 +176,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     logLevel: str(env, 'LOG_LEVEL') ?? 'info',
     jobPollingSeconds: num(env, 'JOB_POLLING_SECONDS', 0.5, 0.5),
     orderWorkerConcurrency: int(env, 'ORDER_WORKER_CONCURRENCY', 4, 1, 64),
+    userCacheTtlSeconds: num(env, 'USER_CACHE_TTL_SECONDS', 10, 0),
     webConcurrency: int(env, 'WEB_CONCURRENCY', 1, 1, 64),
     ...overrides,
   };

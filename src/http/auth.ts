@@ -3,6 +3,7 @@ import type { Db } from '../db/database.ts';
 import type { UserRow } from '../db/schema.ts';
 import type { TokenClaims, TokenService } from '../modules/auth/token.service.ts';
 import { findUserById } from '../modules/users/users.repository.ts';
+import type { UserCache } from '../modules/users/user-cache.ts';
 import { AppError } from './errors.ts';
 import { SECURITY_SCHEME } from './docs.ts';
 
@@ -11,7 +12,8 @@ import { SECURITY_SCHEME } from './docs.ts';
  * (deny by default).
  * - public: anyone; a valid bearer token, when sent, still identifies the caller (rate limiting)
  * - user: a valid access token of an existing, active user
- * - admin: as user, and the user is an administrator (read from the database on every request)
+ * - admin: as user, and the user is an administrator (the user row comes from the user cache, which
+ *   every change to a user evicts: see user-cache.ts)
  * - signature: no bearer token; the handler verifies a request signature itself
  */
 export type AuthLevel = 'public' | 'user' | 'admin' | 'signature';
@@ -59,7 +61,8 @@ export function verifiedAccessClaims(request: FastifyRequest, tokens: TokenServi
   return claims;
 }
 
-export function registerAuth(app: FastifyInstance, deps: { db: Db; tokens: TokenService }): void {
+export function registerAuth(app: FastifyInstance, deps: { db: Db; tokens: TokenService; userCache: UserCache }): void {
+  const loadUser = (id: number) => findUserById(deps.db, id);
   app.decorateRequest('user', null);
 
   app.addHook('onRoute', (route) => {
@@ -92,7 +95,7 @@ export function registerAuth(app: FastifyInstance, deps: { db: Db; tokens: Token
       if (level === 'public') return;
       throw invalid();
     }
-    const user = await findUserById(deps.db, Number(claims.sub));
+    const user = await deps.userCache.get(Number(claims.sub), loadUser);
     if (!user) {
       if (level === 'public') return;
       throw invalid();

@@ -97,6 +97,7 @@ describe('auth', () => {
     it('a deleted user cannot log in (401, same body as a wrong password)', async () => {
       const gone = await createUser(app);
       await app.ctx.db.updateTable('users').set({ deleted_at: new Date(), is_active: false }).where('id', '=', gone.user.id).execute();
+      await app.ctx.userCache.settle(); // the change reaches the user cache through its NOTIFY
       const res = await login(app, gone.email, TEST_PASSWORD);
       assert.equal(res.statusCode, 401);
       assert.deepEqual(errorBody(res), BAD_LOGIN);
@@ -207,6 +208,7 @@ describe('auth', () => {
 
       const gone = await createUser(app);
       await app.ctx.db.updateTable('users').set({ deleted_at: new Date() }).where('id', '=', gone.user.id).execute();
+      await app.ctx.userCache.settle(); // the change reaches the user cache through its NOTIFY
       const res2 = await refresh(app, gone.refreshToken);
       assert.equal(res2.statusCode, 401);
       assert.equal(errorBody(res2).error_code, 'INVALID_TOKEN');
@@ -264,6 +266,7 @@ describe('auth', () => {
 
       const gone = await createUser(app);
       await app.ctx.db.updateTable('users').set({ deleted_at: new Date() }).where('id', '=', gone.user.id).execute();
+      await app.ctx.userCache.settle(); // the change reaches the user cache through its NOTIFY
       const res2 = await api(app, gone, { method: 'GET', url: '/api/v1/auth/me' });
       assert.equal(res2.statusCode, 401);
       assert.deepEqual(errorBody(res2), CREDENTIALS);

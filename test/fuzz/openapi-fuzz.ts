@@ -443,6 +443,7 @@ async function restorePrincipals(app: FastifyInstance, fx: Fixtures): Promise<vo
   await app.ctx.db.updateTable('users').set({ is_active: true, deleted_at: null, password_changed_at: null }).where('id', 'in', ids).execute();
   await app.ctx.db.updateTable('users').set({ is_admin: true }).where('id', '=', fx.admin.user.id).execute();
   await app.ctx.db.updateTable('users').set({ is_admin: false }).where('id', '=', fx.user.user.id).execute();
+  await app.ctx.userCache.settle(); // the change reaches the user cache through its NOTIFY
 }
 
 function describeRequest(r: FuzzRequest): string {

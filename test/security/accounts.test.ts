@@ -274,6 +274,7 @@ describe('stale privilege', () => {
     const admin = await directUser(app, { admin: true });
     const victim = await directUser(app);
     await app.ctx.db.updateTable('users').set({ is_admin: false }).where('id', '=', admin.user.id).execute();
+    await app.ctx.userCache.settle(); // the change reaches the user cache through its NOTIFY
     const before = await snapshot(app);
     const created = await api(app, admin, {
       method: 'POST',
@@ -289,8 +290,10 @@ describe('stale privilege', () => {
     assert.equal(await snapshot(app), before);
     // deactivated and deleted through the database: 403 and 401 with the same token
     await app.ctx.db.updateTable('users').set({ is_active: false }).where('id', '=', admin.user.id).execute();
+    await app.ctx.userCache.settle(); // the change reaches the user cache through its NOTIFY
     assert.equal((await api(app, admin, { method: 'GET', url: '/api/v1/users' })).statusCode, 403);
     await app.ctx.db.updateTable('users').set({ deleted_at: new Date() }).where('id', '=', admin.user.id).execute();
+    await app.ctx.userCache.settle(); // the change reaches the user cache through its NOTIFY
     assert.equal((await api(app, admin, { method: 'GET', url: '/api/v1/users' })).statusCode, 401);
   });
 });

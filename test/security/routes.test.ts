@@ -42,6 +42,7 @@ describe('route audit (deny by default)', () => {
     user = await directUser(app);
     inactive = await directUser(app);
     await app.ctx.db.updateTable('users').set({ is_active: false }).where('id', '=', inactive.user.id).execute();
+    await app.ctx.userCache.settle(); // the change reaches the user cache through its NOTIFY
   });
   after(() => app.close());
 
@@ -57,7 +58,7 @@ describe('route audit (deny by default)', () => {
 
   it('a route without config.auth cannot even be registered', async () => {
     const bare = Fastify();
-    registerAuth(bare, { db: app.ctx.db, tokens: app.ctx.tokens });
+    registerAuth(bare, { db: app.ctx.db, tokens: app.ctx.tokens, userCache: app.ctx.userCache });
     assert.throws(() => bare.get('/forgotten', async () => ({ secret: true })), /does not declare config.auth/);
     assert.throws(() => bare.get('/typo', { config: { auth: 'users' as never } }, async () => ({})), /does not declare config.auth/);
     await bare.close();

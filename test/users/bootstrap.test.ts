@@ -114,6 +114,7 @@ describe('administrator bootstrap', () => {
     const app = await buildTestApp(t);
     const old = await createUser(app, { admin: true });
     await app.ctx.db.updateTable('users').set({ deleted_at: new Date(), is_active: false }).where('id', '=', old.user.id).execute();
+    await app.ctx.userCache.settle(); // the change reaches the user cache through its NOTIFY
     const out = await captureStdout(() => bootstrapAdmin(app.ctx));
     assert.match(out, /admin@example\.com/);
     assert.equal((await admins(app)).length, 1);

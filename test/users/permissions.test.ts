@@ -109,6 +109,7 @@ describe('permission matrix of /users', () => {
       case 'deleted user': {
         const u = await createUser(app, { admin: true });
         await app.ctx.db.updateTable('users').set({ deleted_at: new Date(), is_active: false }).where('id', '=', u.user.id).execute();
+        await app.ctx.userCache.settle(); // the change reaches the user cache through its NOTIFY
         return u.auth.authorization;
       }
       case 'no token':

@@ -10,7 +10,7 @@ export const PURGE_REFRESH_TOKENS_QUEUE = 'refresh-tokens-purge';
 
 /** Sign-in, tokens and users. */
 export const accountsModule: AppModule = (api, ctx) => {
-  const users = new UsersService({ db: ctx.db, queue: ctx.queue, hasher: ctx.hasher });
+  const users = new UsersService({ db: ctx.db, queue: ctx.queue, hasher: ctx.hasher, userCache: ctx.userCache });
   const auth = new AuthService({ db: ctx.db, tokens: ctx.tokens, hasher: ctx.hasher });
   registerAuthRoutes(api, { auth, users });
   registerUserRoutes(api, users);

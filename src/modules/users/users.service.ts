@@ -9,6 +9,7 @@ import { findUserByEmail, findUserById, insertUser, listUsers, updateUser } from
 import type { UserCreateBody, UserUpdateBody } from './users.schemas.ts';
 import { WELCOME_EMAIL_QUEUE } from './users.jobs.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
+import type { UserCache } from './user-cache.ts';
 
 const userNotFound = () => new AppError('NOT_FOUND', 'User not found');
 
@@ -16,11 +17,22 @@ export class UsersService {
   private readonly db: Db;
   private readonly queue: JobQueue;
   private readonly hasher: PasswordHasher;
+  private readonly userCache: UserCache;
 
-  constructor(deps: { db: Db; queue: JobQueue; hasher: PasswordHasher }) {
+  constructor(deps: { db: Db; queue: JobQueue; hasher: PasswordHasher; userCache: UserCache }) {
     this.db = deps.db;
     this.queue = deps.queue;
     this.hasher = deps.hasher;
+    this.userCache = deps.userCache;
+  }
+
+  /** Runs a change to user `id` and evicts the row from this process's cache once it has ended. */
+  private async changing<T>(id: number, change: () => Promise<T>): Promise<T> {
+    try {
+      return await change();
+    } finally {
+      this.userCache.evict(id);
+    }
   }
 
   /** Creates a user and queues the welcome e-mail in the same transaction. */
@@ -85,12 +97,12 @@ export class UsersService {
     if (input.is_active !== undefined) patch.is_active = input.is_active;
     if (input.is_admin !== undefined) patch.is_admin = input.is_admin;
     try {
-      return await this.db.transaction().execute(async (trx) => {
+      return await this.changing(id, () => this.db.transaction().execute(async (trx) => {
         const updated = await updateUser(trx, id, patch);
         if (!updated) throw userNotFound();
         if (input.is_active === false) await revokeUserRefreshTokens(trx, id);
         return updated;
-      });
+      }));
     } catch (err) {
       if (isUniqueViolation(err)) throw new AppError('EMAIL_EXISTS', 'Email already in use');
       throw err;
@@ -103,12 +115,12 @@ export class UsersService {
    */
   async remove(actor: UserRow, id: number): Promise<void> {
     if (actor.id === id) throw new AppError('FORBIDDEN', 'Administrators cannot delete their own account');
-    await this.db.transaction().execute(async (trx) => {
+    await this.changing(id, () => this.db.transaction().execute(async (trx) => {
       const now = new Date();
       const deleted = await updateUser(trx, id, { deleted_at: now, is_active: false, updated_at: now });
       if (!deleted) throw userNotFound();
       await revokeUserRefreshTokens(trx, id);
-    });
+    }));
   }
 
   async changePassword(user: UserRow, currentPassword: string, newPassword: string): Promise<void> {
@@ -117,10 +129,10 @@ export class UsersService {
     }
     assertPasswordLength(newPassword, 'new_password');
     const password_hash = await this.hasher.hash(newPassword);
-    await this.db.transaction().execute(async (trx) => {
+    await this.changing(user.id, () => this.db.transaction().execute(async (trx) => {
       const now = new Date();
       await updateUser(trx, user.id, { password_hash, password_changed_at: now, updated_at: now });
       await revokeUserRefreshTokens(trx, user.id);
-    });
+    }));
   }
 }

@@ -1,4 +1,4 @@
-import { sql, type Kysely, type Transaction, type Updateable } from 'kysely';
+import { sql, type Kysely, type SelectQueryBuilder, type Transaction, type Updateable } from 'kysely';
 import type { Database, OrderRow, OrderStatus, OrdersTable } from '../../db/schema.ts';
 
 type Executor = Kysely<Database>;
@@ -11,48 +11,60 @@ export interface OrderLineView {
   unit_price: string;
 }
 
-export async function findOrderById(db: Executor, id: number): Promise<OrderRow | undefined> {
-  return db.selectFrom('orders').selectAll().where('id', '=', id).executeTakeFirst();
-}
-
 /** The order row, locked until `trx` ends: every status change goes through this lock. */
 export async function lockOrder(trx: Transaction<Database>, id: number): Promise<OrderRow | undefined> {
   return trx.selectFrom('orders').selectAll().where('id', '=', id).forUpdate().executeTakeFirst();
 }
 
-/**
- * An order's lines in one query. Before processing a line has no name of its own yet, so the
- * product's current name stands in.
- */
-export async function findOrderLines(db: Executor, orderId: number): Promise<OrderLineView[]> {
-  return db
-    .selectFrom('order_items as oi')
-    .innerJoin('products as p', 'p.id', 'oi.product_id')
-    .select(['oi.id', 'oi.product_id', 'oi.quantity', 'oi.unit_price'])
-    .select(sql<string>`coalesce(oi.product_name, p.name)`.as('product_name'))
-    .where('oi.order_id', '=', orderId)
-    .orderBy('oi.id', 'asc')
-    .execute();
+/** An order and its lines in one round trip (the lines as a JSON array, in line order). */
+export async function findOrderWithLines(db: Executor, id: number): Promise<{ order: OrderRow; lines: OrderLineView[] } | undefined> {
+  const row = await db
+    .selectFrom('orders as o')
+    .selectAll('o')
+    .select(
+      sql<OrderLineView[]>`coalesce((
+        SELECT json_agg(json_build_object(
+          'id', oi.id, 'product_id', oi.product_id, 'quantity', oi.quantity,
+          'unit_price', oi.unit_price::text, 'product_name', coalesce(oi.product_name, p.name)
+        ) ORDER BY oi.id)
+        FROM order_items oi JOIN products p ON p.id = oi.product_id
+        WHERE oi.order_id = o.id
+      ), '[]'::json)`.as('lines'),
+    )
+    .where('o.id', '=', id)
+    .executeTakeFirst();
+  if (!row) return undefined;
+  const { lines, ...order } = row;
+  return { order, lines };
 }
 
-/** A page of one user's orders, newest first, and their count (both served by the user/status indexes). */
+/**
+ * A page of one user's orders, newest first, and their count, in one round trip: the count is an
+ * uncorrelated subquery, which PostgreSQL runs once (both are served by the user/status indexes).
+ * A page past the end has no row to carry the count, so only then is it asked for on its own.
+ */
 export async function listUserOrders(
   db: Executor,
   opts: { userId: number; status: OrderStatus | undefined; limit: number; offset: number },
 ): Promise<{ rows: OrderRow[]; total: number }> {
-  let base = db.selectFrom('orders').where('user_id', '=', opts.userId);
-  if (opts.status !== undefined) base = base.where('status', '=', opts.status);
-  const [rows, count] = await Promise.all([
-    base
-      .selectAll()
-      .orderBy('created_at', 'desc')
-      .orderBy('id', 'desc')
-      .limit(opts.limit)
-      .offset(opts.offset)
-      .execute(),
-    base.select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow(),
-  ]);
-  return { rows, total: Number(count.total) };
+  const where = <Q extends SelectQueryBuilder<Database, 'orders', object>>(q: Q): Q => {
+    const mine = q.where('orders.user_id', '=', opts.userId) as Q;
+    return opts.status === undefined ? mine : (mine.where('orders.status', '=', opts.status) as Q);
+  };
+  const count = () => where(db.selectFrom('orders').select((eb) => eb.fn.countAll<number>().as('total')));
+  const page = await where(db.selectFrom('orders').selectAll())
+    .select(() => count().as('total'))
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(opts.limit)
+    .offset(opts.offset)
+    .execute();
+  if (page.length === 0) {
+    const total = opts.offset === 0 ? 0 : Number((await count().executeTakeFirstOrThrow()).total);
+    return { rows: [], total };
+  }
+  const total = Number(page[0].total);
+  return { rows: page.map(({ total: _total, ...order }) => order), total };
 }
 
 export async function updateOrder(trx: Transaction<Database>, id: number, patch: Updateable<OrdersTable>): Promise<OrderRow> {

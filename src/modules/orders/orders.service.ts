@@ -12,8 +12,7 @@ import { changeOrderStatus } from './order-status.ts';
 import { toOrderCreated } from './orders.mapper.ts';
 import {
   findIdempotencyKey,
-  findOrderById,
-  findOrderLines,
+  findOrderWithLines,
   listUserOrders,
   lockOrder,
   saveIdempotencyKey,
@@ -141,10 +140,10 @@ export class OrdersService {
 
   /** One order with its lines: its owner, or an administrator. */
   async get(actor: UserRow, id: number): Promise<{ order: OrderRow; lines: OrderLineView[] }> {
-    const order = await findOrderById(this.db, id);
-    if (!order) throw orderNotFound();
-    if (order.user_id !== actor.id && !actor.is_admin) throw notYourOrder();
-    return { order, lines: await findOrderLines(this.db, id) };
+    const found = await findOrderWithLines(this.db, id);
+    if (!found) throw orderNotFound();
+    if (found.order.user_id !== actor.id && !actor.is_admin) throw notYourOrder();
+    return found;
   }
 
   /** A failed order back to pending, queued for processing again (owner or administrator). */

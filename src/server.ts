@@ -31,6 +31,7 @@ closeWithGrace({ delay: 30000 }, async ({ signal, err }) => {
 if (config.role === 'worker') {
   await app.ready();
   app.log.info('worker started (ROLE=worker): processing jobs, not serving HTTP');
+  if (!process.stdout.isTTY) process.stdout.write('Worker started: processing jobs\n');
 } else {
   await app.listen({ port: config.port, host: config.host });
   const base = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${config.port}`;

@@ -1,4 +1,4 @@
-import { sql, type Kysely, type SelectQueryBuilder, type Transaction, type Updateable } from 'kysely';
+import { sql, type ExpressionBuilder, type Kysely, type Transaction, type Updateable } from 'kysely';
 import type { Database, OrderRow, OrderStatus, OrdersTable } from '../../db/schema.ts';
 
 type Executor = Kysely<Database>;
@@ -47,12 +47,13 @@ export async function listUserOrders(
   db: Executor,
   opts: { userId: number; status: OrderStatus | undefined; limit: number; offset: number },
 ): Promise<{ rows: OrderRow[]; total: number }> {
-  const where = <Q extends SelectQueryBuilder<Database, 'orders', object>>(q: Q): Q => {
-    const mine = q.where('orders.user_id', '=', opts.userId) as Q;
-    return opts.status === undefined ? mine : (mine.where('orders.status', '=', opts.status) as Q);
-  };
-  const count = () => where(db.selectFrom('orders').select((eb) => eb.fn.countAll<number>().as('total')));
-  const page = await where(db.selectFrom('orders').selectAll())
+  const mine = (eb: ExpressionBuilder<Database, 'orders'>) =>
+    eb.and([eb('orders.user_id', '=', opts.userId), ...(opts.status === undefined ? [] : [eb('orders.status', '=', opts.status)])]);
+  const count = () => db.selectFrom('orders').select((eb) => eb.fn.countAll<number>().as('total')).where(mine);
+  const page = await db
+    .selectFrom('orders')
+    .selectAll()
+    .where(mine)
     .select(() => count().as('total'))
     .orderBy('created_at', 'desc')
     .orderBy('id', 'desc')

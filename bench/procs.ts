@@ -25,23 +25,30 @@ export function startNode(opts: { name: string; script: string; env: Record<stri
   return { name: opts.name, child, logPath, exited };
 }
 
-/** Polls `url` until it answers 200; fails early if the process exits, with the tail of its log. */
-export async function waitReady(proc: Proc, url: string, timeoutMs = 60_000): Promise<void> {
+/** Polls `ready` until it is true; fails early if the process exits, with the tail of its log. */
+export async function waitUntil(proc: Proc, ready: () => Promise<boolean>, timeoutMs = 60_000, intervalMs = 200): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let exited = false;
   void proc.exited.then(() => (exited = true));
   while (Date.now() < deadline) {
     if (exited) throw new Error(`${proc.name} exited during start-up:\n${tail(proc.logPath)}`);
+    if (await ready()) return;
+    await sleep(intervalMs);
+  }
+  throw new Error(`${proc.name} not ready after ${timeoutMs} ms:\n${tail(proc.logPath)}`);
+}
+
+/** Polls `url` until it answers 200. */
+export function waitReady(proc: Proc, url: string, timeoutMs = 60_000): Promise<void> {
+  return waitUntil(proc, async () => {
     try {
       const res = await fetch(url, { signal: AbortSignal.timeout(2000) });
       await res.arrayBuffer();
-      if (res.status === 200) return;
+      return res.status === 200;
     } catch {
-      // not listening yet
+      return false; // not listening yet
     }
-    await sleep(200);
-  }
-  throw new Error(`${proc.name} not ready after ${timeoutMs} ms:\n${tail(proc.logPath)}`);
+  }, timeoutMs);
 }
 
 export function tail(file: string, lines = 30): string {

@@ -1,7 +1,8 @@
-import { PgBoss, fromKysely, fromPglite, type JobResult, type JobWithMetadata, type KyselyTransactionLike, type SendOptions } from 'pg-boss';
+import { PgBoss, fromKysely, fromPglite, type JobWithMetadata, type KyselyTransactionLike, type SendOptions } from 'pg-boss';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../config.ts';
 import type { DatabaseHandle } from '../db/database.ts';
+import { PreparingClient } from '../db/prepared.ts';
 
 /** Internal jobs: the spec's "at most 3 attempts", with exponential backoff between them. */
 export const INTERNAL_RETRY = { retryLimit: 2, retryDelay: 1, retryBackoff: true } as const;
@@ -74,7 +75,13 @@ export class JobQueue {
     };
     this.boss = handle.pglite
       ? new PgBoss({ ...common, db: fromPglite(handle.pglite), backend: 'pglite' })
-      : new PgBoss({ ...common, connectionString: handle.connectionString, max: 10 });
+      : new PgBoss({
+          ...common,
+          connectionString: handle.connectionString,
+          max: 10,
+          // pg-boss passes its options on to its pg.Pool: its fetch and settle statements are prepared too
+          ...(config.databasePreparedStatements ? { Client: PreparingClient } : {}),
+        });
     this.boss.on('error', (err: Error) => this.log.error({ err }, 'job queue error'));
   }
 
@@ -105,7 +112,6 @@ export class JobQueue {
       const options = {
         batchSize: w.batchSize,
         burstWhenBatchFull: true,
-        perJobResults: true,
         includeMetadata: true,
         localConcurrency: w.concurrency,
         pollingIntervalSeconds: this.config.jobPollingSeconds,
@@ -114,18 +120,18 @@ export class JobQueue {
         notifyPollingIntervalSeconds: Math.max(this.config.jobPollingSeconds, INTERNAL_RETRY.retryDelay),
       } as const;
       await this.boss.work<unknown, unknown, typeof options>(w.name, options, async (jobs) => {
-        // each job settles on its own: one failure is retried without failing its batch-mates
-        const results: JobResult[] = [];
+        // Each job settles on its own: a failed one is failed (and so retried) here, by id, without
+        // failing its batch-mates; pg-boss then completes the batch's jobs that are still active.
+        // Not `perJobResults`: pg-boss 12.35 settles those through a join with a JSON recordset that
+        // the planner cannot size, and it scans every retained job of the queue (linear in history).
         for (const job of jobs) {
           try {
             await w.handler(job);
-            results.push({ id: job.id, status: 'completed' });
           } catch (err) {
             this.log.warn({ err, queue: w.name, jobId: job.id, attempt: job.retryCount + 1 }, 'job attempt failed');
-            results.push({ id: job.id, status: 'failed', output: { message: err instanceof Error ? err.message : String(err) } });
+            await this.boss.fail(w.name, job.id, { message: err instanceof Error ? err.message : String(err) });
           }
         }
-        return results;
       });
     }
     for (const s of this.schedules) await this.boss.schedule(s.name, s.cron);

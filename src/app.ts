@@ -81,7 +81,14 @@ export async function buildApp(config: Config, opts: BuildOptions = {}): Promise
     },
   });
 
-  const database = opts.database ?? (await createDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir }));
+  const database =
+    opts.database ??
+    (await createDatabase({
+      databaseUrl: config.databaseUrl,
+      dataDir: config.dataDir,
+      applicationName: `oas-${config.role}`,
+      preparedStatements: config.databasePreparedStatements,
+    }));
   try {
     await migrateToLatest(database.db);
   } catch (err) {

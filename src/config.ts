@@ -8,6 +8,8 @@ export interface Config {
   readonly dataDir: string;
   /** unset → embedded PGlite under dataDir; ':memory:' → in-memory PGlite (tests) */
   readonly databaseUrl: string | undefined;
+  /** send data statements as named prepared statements (off behind a transaction-pooling proxy) */
+  readonly databasePreparedStatements: boolean;
   readonly redisUrl: string | undefined;
   readonly role: Role;
   readonly adminEmail: string | undefined;
@@ -144,6 +146,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     host: str(env, 'HOST') ?? '127.0.0.1',
     dataDir: path.resolve(str(env, 'DATA_DIR') ?? './data'),
     databaseUrl,
+    databasePreparedStatements: bool(env, 'DATABASE_PREPARED_STATEMENTS', true),
     redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
     role,
     adminEmail,

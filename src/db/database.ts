@@ -3,6 +3,7 @@ import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { Kysely, PGliteDialect, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
+import { PreparingClient } from './prepared.ts';
 import type { Database } from './schema.ts';
 
 // int8 (count(*), bigint) as a JS number: every count here is far below 2^53.
@@ -23,13 +24,19 @@ export interface DatabaseOptions {
   databaseUrl: string | undefined;
   dataDir: string;
   poolSize?: number;
+  /** named prepared statements (src/db/prepared.ts); default true */
+  preparedStatements?: boolean;
+  /** shown in pg_stat_activity (the service uses oas-<role>) */
+  applicationName?: string;
 }
 
 /** PostgreSQL via pg.Pool when a URL is given; otherwise embedded PGlite (':memory:' for tests). */
 export async function createDatabase(opts: DatabaseOptions): Promise<DatabaseHandle> {
   if (opts.databaseUrl && opts.databaseUrl !== ':memory:') {
     const pool = new pg.Pool({
+      ...(opts.preparedStatements === false ? {} : { Client: PreparingClient }),
       connectionString: opts.databaseUrl,
+      application_name: opts.applicationName,
       max: opts.poolSize ?? 20,
       connectionTimeoutMillis: 5000,
       // a query stuck behind a dead server must fail, not hang the request

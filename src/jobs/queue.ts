@@ -2,7 +2,6 @@ import { PgBoss, fromKysely, fromPglite, type JobWithMetadata, type KyselyTransa
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../config.ts';
 import type { DatabaseHandle } from '../db/database.ts';
-import { PreparingClient } from '../db/prepared.ts';
 
 /** Internal jobs: the spec's "at most 3 attempts", with exponential backoff between them. */
 export const INTERNAL_RETRY = { retryLimit: 2, retryDelay: 1, retryBackoff: true } as const;
@@ -75,13 +74,9 @@ export class JobQueue {
     };
     this.boss = handle.pglite
       ? new PgBoss({ ...common, db: fromPglite(handle.pglite), backend: 'pglite' })
-      : new PgBoss({
-          ...common,
-          connectionString: handle.connectionString,
-          max: 10,
-          // pg-boss passes its options on to its pg.Pool: its fetch and settle statements are prepared too
-          ...(config.databasePreparedStatements ? { Client: PreparingClient } : {}),
-        });
+      : // Its own pool's statements stay unnamed: pg-boss settles jobs with `id = ANY($2)`, and a
+        // generic plan, which cannot see how long that array is, scans every retained job of the queue.
+        new PgBoss({ ...common, connectionString: handle.connectionString, max: 10 });
     this.boss.on('error', (err: Error) => this.log.error({ err }, 'job queue error'));
   }
 

@@ -1,10 +1,13 @@
 /** The bench's output: the stdout table, the target verdicts and the SVG chart. */
 import type { LoadResult, LoadSummary } from './types.ts';
+import type { CpuCost } from './cpu.ts';
 
 export interface ScenarioRow {
   name: string;
   service: LoadResult;
   baseline?: LoadResult;
+  /** CPU time per request, with the processing it queued (bench/cpu.ts) */
+  cpu?: CpuCost;
 }
 
 export interface Target {
@@ -39,7 +42,7 @@ export function failures(r: LoadResult): string {
 
 export function scenarioTable(rows: ScenarioRow[]): string {
   return table(
-    ['scenario', 'req/s', 'p50 ms', 'p95 ms', 'p99 ms', 'max ms', 'base req/s', 'base p99', 'ratio', 'non-2xx/errors'],
+    ['scenario', 'req/s', 'p50 ms', 'p95 ms', 'p99 ms', 'max ms', 'base req/s', 'base p99', 'ratio', 'CPU ms/req', 'non-2xx/errors'],
     rows.map((r) => [
       r.name,
       int(r.service.okRps),
@@ -50,6 +53,7 @@ export function scenarioTable(rows: ScenarioRow[]): string {
       r.baseline ? int(r.baseline.okRps) : '',
       r.baseline ? ms(r.baseline.latency.p99) : '',
       r.baseline ? (r.service.okRps / r.baseline.okRps).toFixed(2) : '',
+      r.cpu ? r.cpu.totalPerRequestMs.toFixed(2) : '',
       [failures(r.service), r.baseline ? failures(r.baseline) : ''].filter(Boolean).join(' | base: '),
     ]),
   );

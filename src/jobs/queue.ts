@@ -19,10 +19,11 @@ export const JOB_LIVENESS = { heartbeatSeconds: 10, expireInSeconds: 300 } as co
 export interface QueueDefinition {
   name: string;
   /**
-   * Jobs fetched per poll (run one after another). With more than one, a worker that comes back
-   * with a full batch fetches again at once instead of waiting for the next poll, so a backlog drains
-   * at processing speed. Keep it at 1 for slow, I/O-bound jobs (outgoing HTTP) so one slow job does
-   * not hold others behind it.
+   * Jobs fetched per poll (default 4, and at least the worker's concurrency). The jobs of a batch
+   * run `concurrency` at a time in one fetch loop, and a loop that comes back with a full batch
+   * fetches again at once, so a backlog drains at processing speed. 1: slow, I/O-bound jobs
+   * (outgoing HTTP), each of the `concurrency` loops fetching one job, so one slow job holds no
+   * other behind it.
    */
   batchSize?: number;
   retryLimit?: number;
@@ -41,6 +42,15 @@ interface Worker {
   batchSize: number;
   handler: JobHandler<unknown>;
   concurrency: number;
+}
+
+/** Runs `fn` over `items`, at most `limit` at a time. */
+async function eachLimited<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const runner = async () => {
+    while (next < items.length) await fn(items[next++]);
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, runner));
 }
 
 /** True when this attempt is the job's last one: a failure now is final. */
@@ -104,11 +114,14 @@ export class JobQueue {
     this.started = true;
     if (this.config.role === 'api') return;
     for (const w of this.workers) {
+      // pg-boss wakes every fetch loop of a queue on each NOTIFY: N loops would send N fetches per
+      // new job (N - 1 of them empty), so short jobs share one loop and run concurrently within it
+      const oneByOne = w.batchSize === 1;
       const options = {
-        batchSize: w.batchSize,
+        batchSize: oneByOne ? 1 : Math.max(w.batchSize, w.concurrency),
         burstWhenBatchFull: true,
         includeMetadata: true,
-        localConcurrency: w.concurrency,
+        localConcurrency: oneByOne ? w.concurrency : 1,
         pollingIntervalSeconds: this.config.jobPollingSeconds,
         // NOTIFY wakes workers for new jobs only; retries and delayed jobs are found by this
         // backstop poll, so it must be shorter than the first retry delay or it masks the backoff
@@ -119,14 +132,14 @@ export class JobQueue {
         // failing its batch-mates; pg-boss then completes the batch's jobs that are still active.
         // Not `perJobResults`: pg-boss 12.35 settles those through a join with a JSON recordset that
         // the planner cannot size, and it scans every retained job of the queue (linear in history).
-        for (const job of jobs) {
+        await eachLimited(jobs, oneByOne ? 1 : w.concurrency, async (job) => {
           try {
             await w.handler(job);
           } catch (err) {
             this.log.warn({ err, queue: w.name, jobId: job.id, attempt: job.retryCount + 1 }, 'job attempt failed');
             await this.boss.fail(w.name, job.id, { message: err instanceof Error ? err.message : String(err) });
           }
-        }
+        });
       });
     }
     for (const s of this.schedules) await this.boss.schedule(s.name, s.cron);

@@ -2,11 +2,11 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Db } from '../../db/database.ts';
 import type { OrderStatus } from '../../db/schema.ts';
 import { isLastAttempt, type JobWithMetadata } from '../../jobs/queue.ts';
-import { MAX_MONEY } from '../products/money.ts';
+import { exactTotal, MAX_MONEY } from '../products/money.ts';
 import type { OrderProcessJob } from './order-create.ts';
 import type { OrderEventBus } from './order-events.ts';
 import { changeOrderStatus } from './order-status.ts';
-import { lockOrder, lockProducts, orderDemand, orderTotalAtCurrentPrices, priceOrderLines, reserveStock } from './orders.repository.ts';
+import { lockOrder, lockOrderProducts, priceLinesAndReserveStock } from './orders.repository.ts';
 
 export type FailureReason = 'INSUFFICIENT_STOCK' | 'PRODUCT_UNAVAILABLE' | 'TOTAL_TOO_LARGE' | 'PROCESSING_ERROR';
 
@@ -65,23 +65,21 @@ export class OrderProcessor {
     return this.db.transaction().execute(async (trx) => {
       const order = await lockOrder(trx, orderId);
       if (!order || order.status !== 'processing') return order?.status;
-      const demand = await orderDemand(trx, orderId);
-      const products = new Map((await lockProducts(trx, demand.map((d) => d.product_id))).map((p) => [p.id, p]));
+      const products = await lockOrderProducts(trx, orderId);
       let failure: FailureReason | undefined;
-      for (const d of demand) {
-        const product = products.get(d.product_id);
-        if (!product || !product.is_active) {
+      for (const p of products) {
+        if (!p.is_active) {
           failure = 'PRODUCT_UNAVAILABLE';
           break;
         }
-        if (product.stock < d.quantity) failure ??= 'INSUFFICIENT_STOCK';
+        if (p.stock < p.quantity) failure ??= 'INSUFFICIENT_STOCK';
       }
       if (failure === undefined) {
-        const total = await orderTotalAtCurrentPrices(trx, orderId);
+        // the products are locked: these are the prices the lines get
+        const total = exactTotal(products);
         if (Number(total) > MAX_MONEY) failure = 'TOTAL_TOO_LARGE';
         else {
-          await priceOrderLines(trx, orderId);
-          await reserveStock(trx, orderId);
+          await priceLinesAndReserveStock(trx, orderId);
           return (await changeOrderStatus(trx, this.orderEvents, order, 'completed', { totalAmount: total, failureReason: null })).status;
         }
       }

@@ -72,65 +72,47 @@ export async function updateOrder(trx: Transaction<Database>, id: number, patch:
   return trx.updateTable('orders').set(patch).where('id', '=', id).returningAll().executeTakeFirstOrThrow();
 }
 
-/** Units wanted per product for one order (lines of the same product summed). */
-export async function orderDemand(trx: Transaction<Database>, orderId: number): Promise<{ product_id: number; quantity: number }[]> {
-  const rows = await trx
-    .selectFrom('order_items')
-    .select('product_id')
-    .select(sql<number>`sum(quantity)::integer`.as('quantity'))
-    .where('order_id', '=', orderId)
-    .groupBy('product_id')
-    .orderBy('product_id', 'asc')
-    .execute();
-  return rows.map((r) => ({ product_id: r.product_id, quantity: Number(r.quantity) }));
+/** One product an order wants: its locked row's state and price, and the units of all its lines. */
+export interface ProductDemand {
+  id: number;
+  stock: number;
+  is_active: boolean;
+  /** numeric(12,2) as exact decimal text */
+  price: string;
+  quantity: number;
 }
 
 /**
- * Locks the products in id order, so concurrent jobs always take their locks in the same order.
- * FOR NO KEY UPDATE (the lock an UPDATE of stock takes anyway), not FOR UPDATE: it does not conflict
- * with the KEY SHARE locks that inserting order lines takes on their products through the foreign
- * key, so creating an order never waits for (or deadlocks with) the processing of another one.
+ * Locks the products of an order's lines, in id order, and returns each with the units the order
+ * wants (lines of the same product summed). One round trip. The id order means concurrent jobs
+ * always take their locks in the same order. FOR NO KEY UPDATE (the lock an UPDATE of stock takes
+ * anyway), not FOR UPDATE: it does not conflict with the KEY SHARE locks that inserting order lines
+ * takes on their products through the foreign key, so creating an order never waits for (or
+ * deadlocks with) the processing of another one.
  */
-export async function lockProducts(
-  trx: Transaction<Database>,
-  ids: number[],
-): Promise<{ id: number; stock: number; is_active: boolean }[]> {
-  if (ids.length === 0) return [];
-  return trx
-    .selectFrom('products')
-    .select(['id', 'stock', 'is_active'])
-    .where('id', 'in', ids)
-    .orderBy('id', 'asc')
-    .forNoKeyUpdate()
-    .execute();
-}
-
-/** Copies the current price and name of each product into the order's lines. */
-export async function priceOrderLines(trx: Transaction<Database>, orderId: number): Promise<void> {
-  await sql`
-    UPDATE order_items AS oi SET unit_price = p.price, product_name = p.name
+export async function lockOrderProducts(trx: Transaction<Database>, orderId: number): Promise<ProductDemand[]> {
+  const { rows } = await sql<ProductDemand>`
+    SELECT p.id, p.stock, p.is_active, p.price::text AS price, d.quantity
     FROM products AS p
-    WHERE oi.product_id = p.id AND oi.order_id = ${orderId}
+    JOIN (SELECT product_id, sum(quantity)::integer AS quantity FROM order_items WHERE order_id = ${orderId} GROUP BY product_id) AS d
+      ON d.product_id = p.id
+    ORDER BY p.id
+    FOR NO KEY UPDATE OF p
   `.execute(trx);
+  return rows.map((r) => ({ ...r, quantity: Number(r.quantity) }));
 }
 
 /**
- * The exact total of the order at the products' current prices (numeric arithmetic in the
- * database, as decimal text); the products are locked, so these are the prices the lines get.
+ * Copies the current price and name of each product into the order's lines and takes the order's
+ * units out of stock, in one statement; the products are already locked and checked.
  */
-export async function orderTotalAtCurrentPrices(trx: Transaction<Database>, orderId: number): Promise<string> {
-  const row = await trx
-    .selectFrom('order_items as oi')
-    .innerJoin('products as p', 'p.id', 'oi.product_id')
-    .select(sql<string>`coalesce(sum(p.price * oi.quantity), 0)::text`.as('total'))
-    .where('oi.order_id', '=', orderId)
-    .executeTakeFirstOrThrow();
-  return row.total;
-}
-
-/** Takes the order's units out of stock; the products are already locked and checked. */
-export async function reserveStock(trx: Transaction<Database>, orderId: number): Promise<void> {
+export async function priceLinesAndReserveStock(trx: Transaction<Database>, orderId: number): Promise<void> {
   await sql`
+    WITH priced AS (
+      UPDATE order_items AS oi SET unit_price = p.price, product_name = p.name
+      FROM products AS p
+      WHERE oi.product_id = p.id AND oi.order_id = ${orderId}
+    )
     UPDATE products AS p SET stock = p.stock - d.quantity, updated_at = now()
     FROM (SELECT product_id, sum(quantity) AS quantity FROM order_items WHERE order_id = ${orderId} GROUP BY product_id) AS d
     WHERE p.id = d.product_id

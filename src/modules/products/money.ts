@@ -31,3 +31,13 @@ export function moneyToDecimal(value: number, field: string): string {
 export function moneyToNumber(value: string | number): number {
   return typeof value === 'number' ? value : Number(value);
 }
+
+/** The exact sum of `price × quantity` over `lines` (prices as numeric(12,2) decimal text), as decimal text. */
+export function exactTotal(lines: { price: string; quantity: number }[]): string {
+  let cents = 0n;
+  for (const l of lines) {
+    const [whole, frac = ''] = l.price.split('.');
+    cents += (BigInt(whole) * 100n + BigInt(frac.padEnd(2, '0').slice(0, 2))) * BigInt(l.quantity);
+  }
+  return `${cents / 100n}.${String(cents % 100n).padStart(2, '0')}`;
+}

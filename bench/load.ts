@@ -7,7 +7,9 @@
  * Latencies are recorded per response (autocannon's own summary has no p95).
  */
 import crypto from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import autocannon from 'autocannon';
+import { Pool } from 'undici';
 import { summarise } from './stats.ts';
 import type { LoadJob, LoadResult, Pattern, RequestShape } from './types.ts';
 
@@ -121,7 +123,11 @@ async function runOnce(job: LoadJob, durationSec: number, record: boolean): Prom
     latencies.push(responseTime);
     statuses[statusCode] = (statuses[statusCode] ?? 0) + 1;
   });
-  const result = await instance;
+  const done = await instance;
+  return result(job, durationSec, latencies, statuses, done.errors, done.timeouts);
+}
+
+function result(job: LoadJob, durationSec: number, latencies: number[], statuses: Record<string, number>, errors: number, timeouts: number): LoadResult {
   const ok = Object.entries(statuses)
     .filter(([code]) => code.startsWith('2'))
     .reduce((s, [, n]) => s + n, 0);
@@ -134,12 +140,53 @@ async function runOnce(job: LoadJob, durationSec: number, record: boolean): Prom
     okRps: ok / durationSec,
     latency: summarise(latencies),
     statuses,
-    errors: result.errors,
-    timeouts: result.timeouts,
+    errors,
+    timeouts,
   };
 }
 
+/** The open loop of `job.rate` (see LoadJob.rate), like wrk2's constant throughput. */
+async function runPaced(job: LoadJob, durationSec: number, record: boolean): Promise<LoadResult> {
+  const rate = job.rate ?? 1;
+  const next = generator(job.pattern);
+  const pool = new Pool(job.url, { connections: job.connections, headersTimeout: 10_000, bodyTimeout: 10_000 });
+  const latencies: number[] = [];
+  const statuses: Record<string, number> = {};
+  let errors = 0;
+  let timeouts = 0;
+  const sent: Promise<void>[] = [];
+  const start = performance.now();
+  for (let i = 0; i < Math.round(durationSec * rate); i++) {
+    const due = start + (i * 1000) / rate;
+    const wait = due - performance.now();
+    if (wait > 0) await sleep(wait);
+    const r = next();
+    sent.push(
+      pool.request({ method: r.method, path: r.path, headers: r.headers, body: r.body }).then(
+        async (res) => {
+          await res.body.dump();
+          if (!record) return;
+          latencies.push(performance.now() - due);
+          statuses[res.statusCode] = (statuses[res.statusCode] ?? 0) + 1;
+        },
+        (err: unknown) => {
+          if (!record) return;
+          if ((err as { code?: string }).code?.includes('TIMEOUT')) timeouts++;
+          else errors++;
+        },
+      ),
+    );
+  }
+  await Promise.all(sent);
+  await pool.close();
+  return result(job, durationSec, latencies, statuses, errors, timeouts);
+}
+
 async function runJob(job: LoadJob): Promise<LoadResult> {
+  if (job.rate !== undefined) {
+    if (job.warmupSec > 0) await runPaced(job, job.warmupSec, false);
+    return runPaced(job, job.durationSec, true);
+  }
   if (job.warmupSec > 0) await runOnce(job, job.warmupSec, false);
   return runOnce(job, job.durationSec, true);
 }

@@ -34,6 +34,13 @@ export interface LoadJob {
   /** run first, not recorded (JIT, pools, caches) */
   warmupSec: number;
   pattern: Pattern;
+  /**
+   * Open loop: requests per second at fixed intervals, on up to `connections` connections, each
+   * latency counted from when its request was due (so a request waiting for a free connection is
+   * counted as waiting). Unset: autocannon's closed loop (each connection sends as soon as it has
+   * its answer).
+   */
+  rate?: number;
 }
 
 export interface LoadSummary {

@@ -178,7 +178,8 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     requestTimeoutMs: int(env, 'REQUEST_TIMEOUT_MS', 30000, 100, 600000),
     logLevel: str(env, 'LOG_LEVEL') ?? 'info',
     jobPollingSeconds: num(env, 'JOB_POLLING_SECONDS', 0.5, 0.5),
-    orderWorkerConcurrency: int(env, 'ORDER_WORKER_CONCURRENCY', 4, 1, 64),
+    // PGlite runs one transaction at a time: more jobs at once would only queue in front of requests
+    orderWorkerConcurrency: int(env, 'ORDER_WORKER_CONCURRENCY', databaseUrl === undefined || databaseUrl === ':memory:' ? 4 : 12, 1, 64),
     userCacheTtlSeconds: num(env, 'USER_CACHE_TTL_SECONDS', 10, 0),
     webConcurrency: int(env, 'WEB_CONCURRENCY', 1, 1, 64),
     ...overrides,

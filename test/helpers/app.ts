@@ -2,7 +2,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import type { TestContext } from 'node:test';
+import { after, type TestContext } from 'node:test';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import pg from 'pg';
 import { buildApp } from '../../src/app.ts';
@@ -13,6 +13,11 @@ import type { UserRow } from '../../src/db/schema.ts';
 export const TEST_PASSWORD = 'correct-horse-battery';
 
 const cleanups = new WeakMap<TestContext, (() => Promise<unknown>)[]>();
+/** cleanups of what a suite built without a test context (in its `before`): run when the file's tests end */
+const fileCleanups: (() => Promise<unknown>)[] = [];
+after(async () => {
+  for (const f of fileCleanups.reverse()) await f();
+});
 
 /**
  * Registers `fn` to run when the test ends, last registered first (like `defer`): an app is closed
@@ -20,7 +25,10 @@ const cleanups = new WeakMap<TestContext, (() => Promise<unknown>)[]>();
  * registration order, which would remove the directory under a still-running job.
  */
 export function defer(t: TestContext | undefined, fn: () => Promise<unknown>): void {
-  if (!t) return;
+  if (!t) {
+    fileCleanups.push(fn);
+    return;
+  }
   let stack = cleanups.get(t);
   if (!stack) {
     const fresh: (() => Promise<unknown>)[] = [];

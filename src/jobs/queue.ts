@@ -115,7 +115,9 @@ export class JobQueue {
     if (this.config.role === 'api') return;
     for (const w of this.workers) {
       // pg-boss wakes every fetch loop of a queue on each NOTIFY: N loops would send N fetches per
-      // new job (N - 1 of them empty), so short jobs share one loop and run concurrently within it
+      // new job (N - 1 of them empty), so short jobs share one loop and run concurrently within it.
+      // The loop fetches again when its whole batch is done, so one job waiting on a row lock holds
+      // the next fetch until it ends; these jobs touch only the database and hold rows briefly.
       const oneByOne = w.batchSize === 1;
       const options = {
         batchSize: oneByOne ? 1 : Math.max(w.batchSize, w.concurrency),

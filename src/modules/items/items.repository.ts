@@ -1,4 +1,5 @@
 import type { Insertable, Kysely, Updateable } from 'kysely';
+import { compileOnce } from '../../db/compiled.ts';
 import type { Database, ItemRow, ItemsTable } from '../../db/schema.ts';
 
 type Executor = Kysely<Database>;
@@ -24,11 +25,27 @@ export async function updateOwnItem(db: Executor, id: number, userId: number, pa
     .executeTakeFirst();
 }
 
+interface ItemPageArgs extends Record<string, unknown> {
+  userId: number;
+  isActive: boolean;
+  limit: number;
+  offset: number;
+}
+
+function itemPageQuery(withActive: boolean) {
+  return compileOnce((db, a: ItemPageArgs) => {
+    let q = db.selectFrom('items').selectAll().where('user_id', '=', a.userId).where('deleted_at', 'is', null);
+    if (withActive) q = q.where('is_active', '=', a.isActive);
+    return q.orderBy('id', 'asc').limit(a.limit).offset(a.offset);
+  });
+}
+
+// by whether is_active is filtered on: one compiled statement per shape
+const itemPage = { all: itemPageQuery(false), ofActive: itemPageQuery(true) };
+
 export async function listOwnItems(
   db: Executor,
   opts: { userId: number; limit: number; offset: number; isActive: boolean | undefined },
 ): Promise<ItemRow[]> {
-  let q = db.selectFrom('items').selectAll().where('user_id', '=', opts.userId).where('deleted_at', 'is', null);
-  if (opts.isActive !== undefined) q = q.where('is_active', '=', opts.isActive);
-  return q.orderBy('id', 'asc').limit(opts.limit).offset(opts.offset).execute();
+  return opts.isActive === undefined ? itemPage.all(db, { ...opts, isActive: false }) : itemPage.ofActive(db, { ...opts, isActive: opts.isActive });
 }

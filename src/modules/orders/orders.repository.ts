@@ -1,4 +1,5 @@
 import { sql, type ExpressionBuilder, type Kysely, type Transaction, type Updateable } from 'kysely';
+import { compileOnce } from '../../db/compiled.ts';
 import type { Database, OrderRow, OrderStatus, OrdersTable } from '../../db/schema.ts';
 
 type Executor = Kysely<Database>;
@@ -16,9 +17,8 @@ export async function lockOrder(trx: Transaction<Database>, id: number): Promise
   return trx.selectFrom('orders').selectAll().where('id', '=', id).forUpdate().executeTakeFirst();
 }
 
-/** An order and its lines in one round trip (the lines as a JSON array, in line order). */
-export async function findOrderWithLines(db: Executor, id: number): Promise<{ order: OrderRow; lines: OrderLineView[] } | undefined> {
-  const row = await db
+const orderWithLines = compileOnce((db, a: { id: number }) =>
+  db
     .selectFrom('orders as o')
     .selectAll('o')
     .select(
@@ -31,12 +31,55 @@ export async function findOrderWithLines(db: Executor, id: number): Promise<{ or
         WHERE oi.order_id = o.id
       ), '[]'::json)`.as('lines'),
     )
-    .where('o.id', '=', id)
-    .executeTakeFirst();
+    .where('o.id', '=', a.id),
+);
+
+/** An order and its lines in one round trip (the lines as a JSON array, in line order). */
+export async function findOrderWithLines(db: Executor, id: number): Promise<{ order: OrderRow; lines: OrderLineView[] } | undefined> {
+  const [row] = await orderWithLines(db, { id });
   if (!row) return undefined;
   const { lines, ...order } = row;
   return { order, lines };
 }
+
+interface OrderPageArgs extends Record<string, unknown> {
+  userId: number;
+  status: OrderStatus;
+  limit: number;
+  offset: number;
+}
+
+/** One user's orders (of one status, or all of them): where both the page and its count look. */
+function ownOrders(withStatus: boolean) {
+  return (eb: ExpressionBuilder<Database, 'orders'>, a: OrderPageArgs) =>
+    eb.and([eb('orders.user_id', '=', a.userId), ...(withStatus ? [eb('orders.status', '=', a.status)] : [])]);
+}
+
+function orderCountQuery(withStatus: boolean) {
+  const mine = ownOrders(withStatus);
+  return (db: Executor, a: OrderPageArgs) =>
+    db.selectFrom('orders').select((eb) => eb.fn.countAll<number>().as('total')).where((eb) => mine(eb, a));
+}
+
+function orderPageQuery(withStatus: boolean) {
+  const mine = ownOrders(withStatus);
+  const count = orderCountQuery(withStatus);
+  return compileOnce((db, a: OrderPageArgs) =>
+    db
+      .selectFrom('orders')
+      .selectAll()
+      .where((eb) => mine(eb, a))
+      .select(() => count(db, a).as('total'))
+      .orderBy('created_at', 'desc')
+      .orderBy('id', 'desc')
+      .limit(a.limit)
+      .offset(a.offset),
+  );
+}
+
+// by whether a status is asked for: one compiled statement per shape
+const orderPage = { all: orderPageQuery(false), ofStatus: orderPageQuery(true) };
+const orderCount = { all: compileOnce(orderCountQuery(false)), ofStatus: compileOnce(orderCountQuery(true)) };
 
 /**
  * A page of one user's orders, newest first, and their count, in one round trip: the count is an
@@ -47,21 +90,11 @@ export async function listUserOrders(
   db: Executor,
   opts: { userId: number; status: OrderStatus | undefined; limit: number; offset: number },
 ): Promise<{ rows: OrderRow[]; total: number }> {
-  const mine = (eb: ExpressionBuilder<Database, 'orders'>) =>
-    eb.and([eb('orders.user_id', '=', opts.userId), ...(opts.status === undefined ? [] : [eb('orders.status', '=', opts.status)])]);
-  const count = () => db.selectFrom('orders').select((eb) => eb.fn.countAll<number>().as('total')).where(mine);
-  const page = await db
-    .selectFrom('orders')
-    .selectAll()
-    .where(mine)
-    .select(() => count().as('total'))
-    .orderBy('created_at', 'desc')
-    .orderBy('id', 'desc')
-    .limit(opts.limit)
-    .offset(opts.offset)
-    .execute();
+  const shape = opts.status === undefined ? 'all' : 'ofStatus';
+  const args = { ...opts, status: opts.status ?? 'pending' };
+  const page = await orderPage[shape](db, args);
   if (page.length === 0) {
-    const total = opts.offset === 0 ? 0 : Number((await count().executeTakeFirstOrThrow()).total);
+    const total = opts.offset === 0 ? 0 : Number((await orderCount[shape](db, args))[0].total);
     return { rows: [], total };
   }
   const total = Number(page[0].total);

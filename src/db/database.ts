@@ -4,10 +4,13 @@ import { PGlite } from '@electric-sql/pglite';
 import { Kysely, PGliteDialect, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import { PreparingClient } from './prepared.ts';
+import { timestamptzParser } from './timestamps.ts';
 import type { Database } from './schema.ts';
 
 // int8 (count(*), bigint) as a JS number: every count here is far below 2^53.
 pg.types.setTypeParser(20, (v) => Number(v));
+// timestamptz: a short path for PostgreSQL's ISO output, pg-types' general parser for the rest
+pg.types.setTypeParser(pg.types.builtins.TIMESTAMPTZ, timestamptzParser(pg.types.getTypeParser(pg.types.builtins.TIMESTAMPTZ)));
 
 export type Db = Kysely<Database>;
 

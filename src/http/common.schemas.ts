@@ -1,4 +1,5 @@
 import { Type, type TSchema } from 'typebox';
+import { toIsoString } from '../db/timestamps.ts';
 
 /** Integer ids in paths: positive and within PostgreSQL's integer range (anything else is 422). */
 export const Id = Type.Integer({ minimum: 1, maximum: 2147483647 });
@@ -37,7 +38,7 @@ export function pageOf<T>(items: T[], total: number, page: number, pageSize: num
 }
 
 export function iso(d: Date | string): string {
-  return (d instanceof Date ? d : new Date(d)).toISOString();
+  return toIsoString(d instanceof Date ? d : new Date(d));
 }
 
 export function isoOrNull(d: Date | string | null | undefined): string | null {

@@ -1,6 +1,5 @@
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import formbody from '@fastify/formbody';
-import helmet from '@fastify/helmet';
 import cors from '@fastify/cors';
 import crypto from 'node:crypto';
 import type { AppContext, AppModule } from './app-context.ts';
@@ -14,6 +13,7 @@ import { frameworkErrors, registerErrorHandling } from './http/errors.ts';
 import { registerObservability } from './http/observability.ts';
 import { registerRateLimit } from './http/rate-limit.ts';
 import { registerSecurity, serverLimits } from './http/security.ts';
+import { registerSecurityHeaders } from './http/security-headers.ts';
 import { registerValidation } from './http/validation.ts';
 import { JobQueue } from './jobs/queue.ts';
 import { createMailer } from './mail/mailer.ts';
@@ -121,7 +121,7 @@ export async function buildApp(config: Config, opts: BuildOptions = {}): Promise
   // authentication, so a 401 or 429 carries them too (a browser app can read it), and CORS
   // preflights are answered before anything asks for a token. The preflight route of @fastify/cors
   // is registered before the auth check exists; it only ever answers 204 or 404.
-  await app.register(helmet, {
+  registerSecurityHeaders(app, {
     // the docs page loads its own scripts and styles; the API itself serves only JSON
     contentSecurityPolicy: false,
     crossOriginEmbedderPolicy: false,

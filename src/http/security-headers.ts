@@ -1,0 +1,39 @@
+import type { FastifyInstance } from 'fastify';
+import helmet, { type HelmetOptions } from 'helmet';
+
+type Header = readonly [name: string, value: string];
+
+/**
+ * The headers helmet sets for `options`, worked out once. Without a per-request CSP nonce they are
+ * the same for every response, and @fastify/helmet built helmet's middleware chain anew on every
+ * request: about 4 % of the API's CPU on a cheap read (bench finding 17).
+ */
+export function helmetHeaders(options: HelmetOptions): Header[] {
+  const headers = new Map<string, string>();
+  const res = {
+    setHeader(name: string, value: string) {
+      headers.set(name, value);
+    },
+    removeHeader(name: string) {
+      headers.delete(name);
+    },
+  };
+  let failure: unknown;
+  helmet(options)({} as never, res as never, (err?: unknown) => {
+    failure = err;
+  });
+  if (failure) throw failure instanceof Error ? failure : new Error(String(failure));
+  return [...headers];
+}
+
+/**
+ * Sets helmet's headers on every response, 401, 404 and 429 included: the hook runs first, on the
+ * raw response as @fastify/helmet did, so an error reply keeps them too.
+ */
+export function registerSecurityHeaders(app: FastifyInstance, options: HelmetOptions): void {
+  const headers = helmetHeaders(options);
+  app.addHook('onRequest', (_request, reply, done) => {
+    for (const [name, value] of headers) reply.raw.setHeader(name, value);
+    done();
+  });
+}

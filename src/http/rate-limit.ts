@@ -1,10 +1,11 @@
 import { once } from 'node:events';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { Redis } from 'ioredis';
-import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type IRateLimiterOptions } from 'rate-limiter-flexible';
+import { RateLimiterMemory, RateLimiterRedis, type RateLimiterRes, type IRateLimiterOptions } from 'rate-limiter-flexible';
 import type { AppContext } from '../app-context.ts';
 import { verifiedAccessClaims } from './auth.ts';
 import { AppError } from './errors.ts';
+import { consumeNow, WriteBehindCounter, type Verdict } from './rate-limit-counter.ts';
 
 /**
  * Rate limiting (spec §8, DESIGN §4): one counter per caller and window, shared by every API
@@ -23,10 +24,11 @@ import { AppError } from './errors.ts';
  * result is memoised on the request and reused by the authentication hook. A rejected request
  * costs no database query at all.
  *
- * One Redis round trip per counted request (rate-limiter-flexible's INCR + PTTL Lua script).
- * When Redis fails, each bucket continues on its per-process memory insurance limiter (so N
- * processes allow up to N times the limit until Redis is back); the switch is logged once each way
- * and /ready reports `redis: degraded`.
+ * With Redis, a request waits for it (rate-limiter-flexible's INCR + PTTL Lua script) only when
+ * its key starts a window or nears the limit; the others are counted in this process and sent in
+ * batches (rate-limit-counter.ts). When Redis fails, each bucket continues on its per-process
+ * memory insurance limiter (so N processes allow up to N times the limit until Redis is back); the
+ * switch is logged once each way and /ready reports `redis: degraded`.
  */
 
 export type RateLimitMode = 'default' | 'webhook' | 'none';
@@ -34,13 +36,15 @@ export type RateLimitMode = 'default' | 'webhook' | 'none';
 interface Bucket {
   readonly name: 'user' | 'ip' | 'webhook';
   readonly points: number;
-  readonly limiter: RateLimiterMemory | RateLimiterRedis;
+  consume(key: string): Verdict | Promise<Verdict>;
 }
 
 /** Logs the move to per-process counters once, and the return to Redis once. */
 class FallbackState {
   private fallingBack = false;
   private readonly log: FastifyBaseLogger;
+  /** told of every switch, either way */
+  readonly onSwitch: (() => void)[] = [];
 
   constructor(log: FastifyBaseLogger) {
     this.log = log;
@@ -53,12 +57,14 @@ class FallbackState {
   enter(): void {
     if (this.fallingBack) return;
     this.fallingBack = true;
+    for (const listener of this.onSwitch) listener();
     this.log.warn('rate limiting: Redis unavailable, falling back to per-process counters');
   }
 
   leave(): void {
     if (!this.fallingBack) return;
     this.fallingBack = false;
+    for (const listener of this.onSwitch) listener();
     this.log.info('rate limiting: Redis is back, counters are shared again');
   }
 }
@@ -82,6 +88,8 @@ function createRedis(url: string, log: FastifyBaseLogger): Redis {
   const client = new Redis(url, {
     // fail fast instead of queueing: a request never waits for Redis to come back
     enableOfflineQueue: false,
+    // the counts of many keys sent in the same tick go out in one write
+    enableAutoPipelining: true,
     maxRetriesPerRequest: 1,
     connectTimeout: 1000,
     commandTimeout: 500,
@@ -100,19 +108,31 @@ export function registerRateLimit(app: FastifyInstance, ctx: AppContext): void {
   const redis = config.redisUrl ? createRedis(config.redisUrl, ctx.log) : undefined;
   redis?.on('ready', () => fallback.leave());
 
+  const counters: WriteBehindCounter[] = [];
+  const shared = () => redis?.status === 'ready' && !fallback.active;
+  fallback.onSwitch.push(() => {
+    for (const counter of counters) counter.forget();
+  });
   const limiter = (name: Bucket['name'], points: number): Bucket => {
     const opts = { points, duration, keyPrefix: `${config.rateLimitKeyPrefix}:${name}` };
-    if (!redis) return { name, points, limiter: new RateLimiterMemory(opts) };
-    return {
-      name,
-      points,
+    if (!redis) {
+      const memory = new RateLimiterMemory(opts);
+      return { name, points, consume: (key) => consumeNow(memory, key) };
+    }
+    const counter = new WriteBehindCounter({
       limiter: new RateLimiterRedis({
         ...opts,
         storeClient: redis,
         rejectIfRedisNotReady: true,
         insuranceLimiter: new InsuranceLimiter(opts, () => fallback.enter()),
       }),
-    };
+      points,
+      windowMs: duration * 1000,
+      shared,
+      onSendError: (err) => ctx.log.warn({ err }, 'rate limiting: a batch of counts was lost'),
+    });
+    counters.push(counter);
+    return { name, points, consume: (key) => counter.consume(key) };
   };
   const buckets = {
     user: limiter('user', config.rateLimitAuthenticated),
@@ -133,23 +153,14 @@ export function registerRateLimit(app: FastifyInstance, ctx: AppContext): void {
       bucket = claims ? buckets.user : buckets.ip;
       key = claims ? claims.sub : request.ip;
     }
-    let res: RateLimiterRes;
-    let exceeded = false;
-    try {
-      res = await bucket.limiter.consume(key);
-    } catch (err) {
-      // a rejection is either "over the limit" (a RateLimiterRes) or a store error without insurance
-      if (!(err instanceof RateLimiterRes)) throw err;
-      res = err;
-      exceeded = true;
-    }
-    const reset = Math.max(0, Math.ceil(res.msBeforeNext / 1000));
+    const verdict = await bucket.consume(key);
+    const reset = Math.max(0, Math.ceil(verdict.msBeforeNext / 1000));
     void reply.headers({
       'x-ratelimit-limit': bucket.points,
-      'x-ratelimit-remaining': res.remainingPoints,
+      'x-ratelimit-remaining': verdict.remaining,
       'x-ratelimit-reset': reset,
     });
-    if (exceeded) {
+    if (verdict.exceeded) {
       const retryAfter = Math.max(1, reset);
       throw new AppError('RATE_LIMITED', `Rate limit exceeded, retry in ${retryAfter} seconds`, {
         headers: { 'retry-after': String(retryAfter) },
@@ -179,6 +190,7 @@ export function registerRateLimit(app: FastifyInstance, ctx: AppContext): void {
     });
   });
   app.addHook('onClose', async () => {
+    await Promise.all(counters.map((counter) => counter.close()));
     await redis.quit().catch(() => redis.disconnect());
   });
 }

@@ -97,8 +97,9 @@ export async function listUserOrders(
     const total = opts.offset === 0 ? 0 : Number((await orderCount[shape](db, args))[0].total);
     return { rows: [], total };
   }
-  const total = Number(page[0].total);
-  return { rows: page.map(({ total: _total, ...order }) => order), total };
+  // the rows keep their `total` column: the mapper picks the fields it shows, and copying 20 rows
+  // without it cost more than the rest of the mapping
+  return { rows: page, total: Number(page[0].total) };
 }
 
 export async function updateOrder(trx: Transaction<Database>, id: number, patch: Updateable<OrdersTable>): Promise<OrderRow> {

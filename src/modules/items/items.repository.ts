@@ -47,5 +47,6 @@ export async function listOwnItems(
   db: Executor,
   opts: { userId: number; limit: number; offset: number; isActive: boolean | undefined },
 ): Promise<ItemRow[]> {
+  // the shape without the filter has no parameter for it: any value will do
   return opts.isActive === undefined ? itemPage.all(db, { ...opts, isActive: false }) : itemPage.ofActive(db, { ...opts, isActive: opts.isActive });
 }

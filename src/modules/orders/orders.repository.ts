@@ -91,6 +91,7 @@ export async function listUserOrders(
   opts: { userId: number; status: OrderStatus | undefined; limit: number; offset: number },
 ): Promise<{ rows: OrderRow[]; total: number }> {
   const shape = opts.status === undefined ? 'all' : 'ofStatus';
+  // the shape without a status filter has no parameter for it: any status will do
   const args = { ...opts, status: opts.status ?? 'pending' };
   const page = await orderPage[shape](db, args);
   if (page.length === 0) {
@@ -98,7 +99,7 @@ export async function listUserOrders(
     return { rows: [], total };
   }
   // the rows keep their `total` column: the mapper picks the fields it shows, and copying 20 rows
-  // without it cost more than the rest of the mapping
+  // without it cost about as much as the mapping itself
   return { rows: page, total: Number(page[0].total) };
 }
 

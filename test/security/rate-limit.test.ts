@@ -2,6 +2,7 @@ import { describe, it } from 'node:test';
 import type { TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
+import { setTimeout } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { buildApp } from '../../src/app.ts';
@@ -179,6 +180,22 @@ describe('rate limiting (Redis)', () => {
     const redis = new Redis(REDIS_URL);
     t.after(() => redis.quit());
     await waitFor(async () => (Number(await redis.get(`${prefix}:user:${alice.user.id}`)) === 120 ? true : undefined));
+  });
+
+  it('with Redis a new window starts from zero: nothing counted in the last one carries over', async (t) => {
+    if (!(await redisAvailable())) return t.skip(`no Redis at ${REDIS_URL}`);
+    const app = await limitedApp(t, { redisUrl: REDIS_URL, rateLimitAuthenticated: 10, rateLimitWindowSeconds: 3 });
+    const alice = await directUser(app);
+    const me = () => app.inject({ method: 'GET', url: '/api/v1/auth/me', headers: alice.auth });
+    for (let i = 1; i <= 6; i++) assertLimitHeaders(await me(), 10, 10 - i, 3);
+    const reset = Number((await me()).headers['x-ratelimit-reset']);
+    await setTimeout(reset * 1000 + 300);
+    for (let i = 1; i <= 10; i++) {
+      const res = await me();
+      assert.equal(res.statusCode, 200, `request ${i} of the new window: ${res.body}`);
+      assertLimitHeaders(res, 10, 10 - i, 3);
+    }
+    assert429(await me());
   });
 
   it('two instances sharing Redis: one bucket; the last tenth of it is counted in Redis itself, so the 101st is 429', async (t) => {

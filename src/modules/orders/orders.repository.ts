@@ -126,6 +126,7 @@ export interface ProductDemand {
  * deadlocks with) the processing of another one.
  */
 export async function lockOrderProducts(trx: Transaction<Database>, orderId: number): Promise<ProductDemand[]> {
+  // the summed quantity is cast to integer, which both drivers return as a number
   const { rows } = await sql<ProductDemand>`
     SELECT p.id, p.stock, p.is_active, p.price::text AS price, d.quantity
     FROM products AS p
@@ -134,7 +135,7 @@ export async function lockOrderProducts(trx: Transaction<Database>, orderId: num
     ORDER BY p.id
     FOR NO KEY UPDATE OF p
   `.execute(trx);
-  return rows.map((r) => ({ ...r, quantity: Number(r.quantity) }));
+  return rows;
 }
 
 /**

@@ -72,7 +72,10 @@ export async function buildApp(config: Config, opts: BuildOptions = {}): Promise
   const app = Fastify({
     logger: loggerOptions(config, opts.logStream),
     ...serverLimits(config),
-    trustProxy: config.trustProxy,
+    // TRUST_PROXY=true trusts the immediate peer only: the client IP is the X-Forwarded-For entry
+    // the balancer appended, never one a client wrote into the header itself (Fastify's own `true`
+    // trusts every hop, so the left-most entry, which the client controls, would be the key)
+    trustProxy: config.trustProxy === true ? (_address: string, hop: number) => hop === 0 : config.trustProxy,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
     frameworkErrors,
     genReqId: (req) => {

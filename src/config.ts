@@ -1,3 +1,5 @@
+import crypto from 'node:crypto';
+import net from 'node:net';
 import path from 'node:path';
 
 export type Role = 'api' | 'worker' | 'all';
@@ -29,7 +31,12 @@ export interface Config {
   readonly rateLimitWindowSeconds: number;
   /** prefix of the rate-limit keys in Redis (one per deployment sharing a Redis) */
   readonly rateLimitKeyPrefix: string;
-  readonly trustProxy: boolean;
+  /**
+   * false: X-Forwarded-For is ignored. true: only the immediate peer (the load balancer) is trusted,
+   * so the client IP is the right-most X-Forwarded-For entry, the one the balancer added. A string:
+   * the addresses or CIDRs of trusted proxies (proxy-addr syntax, e.g. `10.0.0.0/8,loopback`).
+   */
+  readonly trustProxy: boolean | string;
   readonly corsOrigins: readonly string[];
   readonly shopifyWebhookSecret: string | undefined;
   readonly platformApiUrl: string | undefined;
@@ -77,13 +84,20 @@ function num(env: Env, name: string, def: number, min: number): number {
   return n;
 }
 
-function bool(env: Env, name: string, def: boolean): boolean {
-  const raw = str(env, name);
-  if (raw === undefined) return def;
+/** A boolean setting's value, or undefined when `raw` is not one of the words for true or false. */
+function boolWord(raw: string): boolean | undefined {
   const v = raw.trim().toLowerCase();
   if (['1', 'true', 'yes', 'on'].includes(v)) return true;
   if (['0', 'false', 'no', 'off'].includes(v)) return false;
-  throw new ConfigError(`${name} must be true or false, got "${raw}"`);
+  return undefined;
+}
+
+function bool(env: Env, name: string, def: boolean): boolean {
+  const raw = str(env, name);
+  if (raw === undefined) return def;
+  const value = boolWord(raw);
+  if (value === undefined) throw new ConfigError(`${name} must be true or false, got "${raw}"`);
+  return value;
 }
 
 function url(env: Env, name: string, protocols: string[]): string | undefined {
@@ -101,7 +115,51 @@ function url(env: Env, name: string, protocols: string[]): string | undefined {
   return raw;
 }
 
-export const DEFAULT_WEBHOOK_RETRY_SCHEDULE = [5, 300, 1800, 7200, 18000, 36000, 36000];
+/** TRUST_PROXY: true/false, or a comma-separated list of trusted proxy addresses, CIDRs or proxy-addr names. */
+function trustProxy(env: Env): boolean | string {
+  const raw = str(env, 'TRUST_PROXY');
+  if (raw === undefined) return false;
+  const word = boolWord(raw);
+  if (word !== undefined) return word;
+  const parts = raw.split(',').map((p) => p.trim());
+  const named = ['loopback', 'linklocal', 'uniquelocal'];
+  for (const part of parts) {
+    const [address, prefix] = part.split('/');
+    const validPrefix = prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= (net.isIPv4(address) ? 32 : 128));
+    if (!named.includes(part) && !(net.isIP(address) !== 0 && validPrefix)) {
+      throw new ConfigError(`TRUST_PROXY must be true, false or a list of proxy addresses or CIDRs, got "${part}"`);
+    }
+  }
+  return parts.join(',');
+}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+function oneOf(env: Env, name: string, values: readonly string[], fallback: string): string {
+  const raw = str(env, name);
+  if (raw === undefined) return fallback;
+  if (!values.includes(raw)) throw new ConfigError(`${name} must be one of ${values.join(', ')}, got "${raw}"`);
+  return raw;
+}
+
+/** A PEM key that signs or verifies tokens: it must parse, and be P-256 (ES256) or Ed25519 (DESIGN §5). */
+function signingKey(env: Env, name: string, kind: 'private' | 'public'): string | undefined {
+  const pem = str(env, name);
+  if (pem === undefined) return undefined;
+  let key: crypto.KeyObject;
+  try {
+    key = kind === 'private' ? crypto.createPrivateKey(pem) : crypto.createPublicKey(pem);
+  } catch {
+    throw new ConfigError(`${name} must be a PEM-encoded ${kind === 'private' ? 'PKCS#8 private' : 'SPKI public'} key`);
+  }
+  const p256 = key.asymmetricKeyType === 'ec' && key.asymmetricKeyDetails?.namedCurve === 'prime256v1';
+  if (!p256 && key.asymmetricKeyType !== 'ed25519') {
+    throw new ConfigError(`${name} must be an ES256 (P-256) or Ed25519 key, got ${key.asymmetricKeyType ?? 'an unknown type'}`);
+  }
+  return pem;
+}
+
+export const DEFAULT_WEBHOOK_RETRY_SCHEDULE: readonly number[] = Object.freeze([5, 300, 1800, 7200, 18000, 36000, 36000]);
 
 /** Reads the environment once, validates every value and returns a frozen Config. */
 export function loadConfig(env: Env = process.env, overrides: Partial<Config> = {}): Config {
@@ -115,10 +173,8 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
   if (jwtSecret !== undefined && Buffer.byteLength(jwtSecret) < 32) {
     throw new ConfigError('JWT_SECRET must be at least 32 bytes');
   }
-  const jwtPrivateKey = str(env, 'JWT_PRIVATE_KEY');
-  if (jwtPrivateKey !== undefined && !jwtPrivateKey.includes('PRIVATE KEY')) {
-    throw new ConfigError('JWT_PRIVATE_KEY must be a PEM-encoded PKCS#8 private key');
-  }
+  const jwtPrivateKey = signingKey(env, 'JWT_PRIVATE_KEY', 'private');
+  const jwtPreviousPublicKey = signingKey(env, 'JWT_PREVIOUS_PUBLIC_KEY', 'public');
   const adminEmail = str(env, 'ADMIN_EMAIL');
   const adminPassword = str(env, 'ADMIN_PASSWORD');
   if ((adminEmail === undefined) !== (adminPassword === undefined)) {
@@ -130,16 +186,24 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
   const schedule = str(env, 'WEBHOOK_RETRY_SCHEDULE');
   let webhookRetrySchedule = DEFAULT_WEBHOOK_RETRY_SCHEDULE;
   if (schedule !== undefined) {
-    const parts = schedule.split(',').map((s) => Number(s.trim()));
-    if (parts.length === 0 || parts.some((n) => !Number.isFinite(n) || n < 0)) {
+    const texts = schedule.split(',').map((s) => s.trim());
+    // an empty part ("5,,300") is a typo, not a retry after 0 s
+    if (texts.some((t) => !/^\d+(\.\d+)?$/.test(t))) {
       throw new ConfigError('WEBHOOK_RETRY_SCHEDULE must be a comma-separated list of seconds');
     }
-    webhookRetrySchedule = parts;
+    webhookRetrySchedule = Object.freeze(texts.map(Number));
   }
-  const corsOrigins = (str(env, 'CORS_ORIGINS') ?? '')
-    .split(',')
-    .map((s) => s.trim())
-    .filter(Boolean);
+  const corsOrigins = Object.freeze(
+    (str(env, 'CORS_ORIGINS') ?? '')
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean),
+  );
+  // the embedded database, on disk or (tests) in memory: it serves one process only
+  const embedded = databaseUrl === undefined || databaseUrl === ':memory:';
+  if ((str(env, 'PLATFORM_API_URL') === undefined) !== (str(env, 'PLATFORM_API_TOKEN') === undefined)) {
+    throw new ConfigError('PLATFORM_API_URL and PLATFORM_API_TOKEN must be set together');
+  }
 
   const config: Config = {
     port: int(env, 'PORT', 8000, 0, 65535),
@@ -151,9 +215,9 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     role,
     adminEmail,
     adminPassword,
-    seedDemoCatalog: bool(env, 'SEED_DEMO_CATALOG', databaseUrl === undefined),
+    seedDemoCatalog: bool(env, 'SEED_DEMO_CATALOG', embedded),
     jwtPrivateKey,
-    jwtPreviousPublicKey: str(env, 'JWT_PREVIOUS_PUBLIC_KEY'),
+    jwtPreviousPublicKey,
     jwtSecret,
     jwtIssuer: str(env, 'JWT_ISSUER') ?? 'order-account-service',
     jwtAudience: str(env, 'JWT_AUDIENCE') ?? 'order-account-service',
@@ -165,7 +229,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     rateLimitWebhook: int(env, 'RATE_LIMIT_WEBHOOK', 1000, 1),
     rateLimitWindowSeconds: int(env, 'RATE_LIMIT_WINDOW_SECONDS', 60, 1),
     rateLimitKeyPrefix: str(env, 'RATE_LIMIT_KEY_PREFIX') ?? 'oas:rl',
-    trustProxy: bool(env, 'TRUST_PROXY', false),
+    trustProxy: trustProxy(env),
     corsOrigins,
     shopifyWebhookSecret: str(env, 'SHOPIFY_WEBHOOK_SECRET'),
     platformApiUrl: url(env, 'PLATFORM_API_URL', ['http:', 'https:']),
@@ -176,20 +240,34 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     mailFrom: str(env, 'MAIL_FROM') ?? 'Order Service <no-reply@example.com>',
     bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES', 1024 * 1024, 1024),
     requestTimeoutMs: int(env, 'REQUEST_TIMEOUT_MS', 30000, 100, 600000),
-    logLevel: str(env, 'LOG_LEVEL') ?? 'info',
+    logLevel: oneOf(env, 'LOG_LEVEL', LOG_LEVELS, 'info'),
     jobPollingSeconds: num(env, 'JOB_POLLING_SECONDS', 0.5, 0.5),
     // PGlite runs one transaction at a time: more jobs at once would only queue in front of requests
-    orderWorkerConcurrency: int(env, 'ORDER_WORKER_CONCURRENCY', databaseUrl === undefined || databaseUrl === ':memory:' ? 4 : 12, 1, 64),
+    orderWorkerConcurrency: int(env, 'ORDER_WORKER_CONCURRENCY', embedded ? 4 : 12, 1, 64),
     userCacheTtlSeconds: num(env, 'USER_CACHE_TTL_SECONDS', 10, 0),
     webConcurrency: int(env, 'WEB_CONCURRENCY', 1, 1, 64),
     ...overrides,
   };
   // PGlite lives inside one process: splitting roles or running several API processes needs a server.
-  if (config.databaseUrl === undefined && config.role !== 'all') {
+  // An in-memory database named in the environment is private to each process too. (Tests pass
+  // ':memory:' as an override, and build API-only apps on it on purpose.)
+  const oneProcessOnly = config.databaseUrl === undefined || (databaseUrl === ':memory:' && config.databaseUrl === ':memory:');
+  if (oneProcessOnly && config.role !== 'all') {
     throw new ConfigError(`ROLE=${config.role} needs DATABASE_URL (the embedded database serves one process)`);
   }
-  if (config.databaseUrl === undefined && config.webConcurrency > 1) {
+  if (oneProcessOnly && config.webConcurrency > 1) {
     throw new ConfigError('WEB_CONCURRENCY > 1 needs DATABASE_URL (the embedded database serves one process)');
   }
   return Object.freeze(config);
+}
+
+/** loadConfig for a process's entry point: a wrong value ends the process with one line naming it. */
+export function loadConfigOrExit(): Config {
+  try {
+    return loadConfig();
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    console.error(`configuration error: ${err.message}`);
+    process.exit(1);
+  }
 }

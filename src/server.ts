@@ -2,18 +2,9 @@ import closeWithGrace from 'close-with-grace';
 import { buildApp } from './app.ts';
 import { bootstrapAdmin } from './bootstrap.ts';
 import { runClusterPrimary, shouldRunCluster } from './cluster.ts';
-import { ConfigError, loadConfig, type Config } from './config.ts';
+import { loadConfigOrExit } from './config.ts';
 
-let config: Config;
-try {
-  config = loadConfig();
-} catch (err) {
-  if (err instanceof ConfigError) {
-    console.error(`configuration error: ${err.message}`);
-    process.exit(1);
-  }
-  throw err;
-}
+const config = loadConfigOrExit();
 
 // WEB_CONCURRENCY > 1: this process only supervises the forked API (and worker) processes; it never returns
 if (shouldRunCluster(config)) await runClusterPrimary(config);

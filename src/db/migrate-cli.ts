@@ -1,9 +1,16 @@
-import { loadConfig } from '../config.ts';
+import { loadConfigOrExit } from '../config.ts';
 import { createDatabase } from './database.ts';
 import { migrateToLatest } from './migrate.ts';
 
-const config = loadConfig();
-const handle = await createDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: 2 });
+const config = loadConfigOrExit();
+// the same connection settings as the service: no named statements behind a transaction-pooling proxy
+const handle = await createDatabase({
+  databaseUrl: config.databaseUrl,
+  dataDir: config.dataDir,
+  poolSize: 2,
+  applicationName: 'oas-migrate',
+  preparedStatements: config.databasePreparedStatements,
+});
 try {
   const applied = await migrateToLatest(handle.db);
   console.log(applied.length ? `applied: ${applied.join(', ')}` : 'database is up to date');

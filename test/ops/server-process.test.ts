@@ -156,6 +156,17 @@ describe('npm run migrate (src/db/migrate-cli.ts)', { timeout: 60000 }, () => {
   });
 });
 
+describe('a wrong setting stops start-up with one line naming it', { timeout: 60000 }, () => {
+  for (const script of ['src/server.ts', 'src/db/migrate-cli.ts']) {
+    it(script, async (t) => {
+      const env = await serverEnv(t);
+      const proc = start(t, script, { ...env, LOG_LEVEL: 'verbose' });
+      assert.deepEqual(await proc.exited, { code: 1, signal: null });
+      assert.equal(proc.stderr().trim(), 'configuration error: LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got "verbose"');
+    });
+  }
+});
+
 describe('ROLE=worker and ROLE=api as separate processes (PostgreSQL)', { skip: !process.env.TEST_DATABASE_URL && 'needs TEST_DATABASE_URL', timeout: 90000 }, () => {
   it('the worker does not listen on PORT and runs the jobs the API process enqueues', async (t) => {
     const workerPort = await freePort();

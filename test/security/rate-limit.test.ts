@@ -131,6 +131,27 @@ describe('rate limiting (in memory)', () => {
     assertLimitHeaders(other, 20, 19);
   });
 
+  it('with TRUST_PROXY=true a client cannot pick its IP: entries it writes before the balancer\'s are ignored', async (t) => {
+    // the balancer (the immediate peer, 127.0.0.1 here) appends the address it saw to what the client sent
+    const app = await limitedApp(t, { trustProxy: true });
+    for (let i = 0; i < 20; i++) {
+      const res = await app.inject({ method: 'GET', url: '/api/v1/users', headers: { 'x-forwarded-for': `198.18.0.${i}, 203.0.113.5` } });
+      assertLimitHeaders(res, 20, 19 - i);
+    }
+    assert429(await app.inject({ method: 'GET', url: '/api/v1/users', headers: { 'x-forwarded-for': '198.18.9.9, 203.0.113.5' } }));
+  });
+
+  it('with TRUST_PROXY as a list of proxies, the client IP is the right-most address that is not one of them', async (t) => {
+    const app = await limitedApp(t, { trustProxy: 'loopback,10.0.0.0/8' });
+    for (let i = 0; i < 20; i++) {
+      const res = await app.inject({ method: 'GET', url: '/api/v1/users', headers: { 'x-forwarded-for': `198.18.0.${i}, 203.0.113.6, 10.1.2.3` } });
+      assertLimitHeaders(res, 20, 19 - i);
+    }
+    assert429(await app.inject({ method: 'GET', url: '/api/v1/users', headers: { 'x-forwarded-for': '203.0.113.6, 10.9.9.9' } }));
+    const other = await app.inject({ method: 'GET', url: '/api/v1/users', headers: { 'x-forwarded-for': '203.0.113.7, 10.1.2.3' } });
+    assertLimitHeaders(other, 20, 19);
+  });
+
   it('health, readiness, metrics, docs and the OpenAPI document are not limited', async (t) => {
     const app = await limitedApp(t, { rateLimitAnonymous: 1 });
     for (let i = 0; i < 3; i++) {

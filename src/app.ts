@@ -11,6 +11,7 @@ import { UserCache, UserChangeFeed } from './modules/users/user-cache.ts';
 import { API_PREFIX, registerDocs } from './http/docs.ts';
 import { frameworkErrors, registerErrorHandling } from './http/errors.ts';
 import { registerObservability } from './http/observability.ts';
+import { registerPathIds } from './http/path-ids.ts';
 import { registerRateLimit } from './http/rate-limit.ts';
 import { registerSecurity, serverLimits } from './http/security.ts';
 import { registerSecurityHeaders } from './http/security-headers.ts';
@@ -134,6 +135,7 @@ export async function buildApp(config: Config, opts: BuildOptions = {}): Promise
   registerRateLimit(app, ctx);
   registerAuth(app, { db: ctx.db, tokens, userCache });
   registerSecurity(app);
+  registerPathIds(app);
   await app.register(formbody, { bodyLimit: config.bodyLimitBytes });
   await registerDocs(app);
   ctx.readiness.push(

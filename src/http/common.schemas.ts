@@ -1,8 +1,8 @@
 import { Type, type TSchema } from 'typebox';
 import { toIsoString } from '../db/timestamps.ts';
 
-/** Integer ids in paths: positive and within PostgreSQL's integer range (anything else is 422). */
-export const Id = Type.Integer({ minimum: 1, maximum: 2147483647 });
+/** Integer ids in paths. Any integer is well-formed; one that no row can have is a 404 (path-ids.ts). */
+export const Id = Type.Integer();
 
 export const Timestamp = Type.String({ format: 'date-time' });
 export const NullableTimestamp = Type.Union([Type.String({ format: 'date-time' }), Type.Null()]);

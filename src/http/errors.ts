@@ -139,8 +139,9 @@ function fromFrameworkError(err: FastifyError): AppError | undefined {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return new AppError('PAYLOAD_TOO_LARGE', 'Request body is too large');
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return new AppError('UNSUPPORTED_MEDIA_TYPE', 'Unsupported content type; send application/json');
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return new AppError('BAD_REQUEST', 'Content-Length does not match the request body');
     case 'FST_ERR_CTP_INVALID_TYPE':
       return new AppError('VALIDATION_ERROR', 'Invalid content type');
     default:

@@ -1,4 +1,4 @@
-import { Ajv, type Options } from 'ajv';
+import { Ajv, type Options, type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import type { FastifyInstance } from 'fastify';
 
@@ -17,5 +17,62 @@ function makeAjv(opts: Options): Ajv {
 export function registerValidation(app: FastifyInstance): void {
   const bodyAjv = makeAjv({ coerceTypes: false });
   const textAjv = makeAjv({ coerceTypes: 'array' });
-  app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? bodyAjv : textAjv).compile(schema));
+  app.setValidatorCompiler(({ schema, httpPart }) => {
+    if (httpPart === 'body') return bodyAjv.compile(schema);
+    return withBooleanWords(textAjv.compile(schema), booleanProperties(schema));
+  });
+  registerJsonParser(app);
+}
+
+/**
+ * The words a boolean query parameter may be written as, in any case: ajv alone coerces only
+ * `true` and `false`, while clients send `True` (Python's requests), `1`, `yes` or `on`.
+ */
+const BOOLEAN_WORDS = new Map<string, boolean>([
+  ...['true', 't', 'yes', 'y', 'on', '1'].map((w) => [w, true] as const),
+  ...['false', 'f', 'no', 'n', 'off', '0'].map((w) => [w, false] as const),
+]);
+
+function booleanProperties(schema: unknown): string[] {
+  const props = (schema as { properties?: Record<string, { type?: unknown }> }).properties ?? {};
+  return Object.keys(props).filter((k) => props[k].type === 'boolean');
+}
+
+function withBooleanWords(validate: ValidateFunction, keys: string[]) {
+  if (keys.length === 0) return validate;
+  const wrapped = (data: unknown): boolean => {
+    if (data !== null && typeof data === 'object') {
+      const record = data as Record<string, unknown>;
+      for (const key of keys) {
+        const value = record[key];
+        if (typeof value !== 'string') continue;
+        const word = BOOLEAN_WORDS.get(value.toLowerCase());
+        if (word !== undefined) record[key] = word;
+      }
+    }
+    const ok = validate(data);
+    wrapped.errors = validate.errors;
+    return ok;
+  };
+  wrapped.errors = null as ValidateFunction['errors'];
+  return wrapped;
+}
+
+/**
+ * JSON bodies with Fastify's own parser (prototype-poisoning checks included), except that an
+ * empty body is no body: a client that sends `Content-Type: application/json` on every request
+ * must be able to DELETE, or call an action that takes no body. A route that needs a body still
+ * answers 422, from its schema.
+ */
+function registerJsonParser(app: FastifyInstance): void {
+  const parse = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    const text = body as string; // parseAs: 'string'
+    if (text.length === 0) {
+      done(null, undefined);
+      return;
+    }
+    void parse(request, text, done); // Fastify's parser answers through `done`
+  });
 }

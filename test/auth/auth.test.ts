@@ -83,11 +83,14 @@ describe('auth', () => {
       assert.equal(res.statusCode, 200);
     });
 
-    it('wrong password, unknown e-mail and an over-long password give the same 401', async () => {
+    it('wrong password, unknown e-mail, an over-long password and empty strings give the same 401', async () => {
       const wrong = await login(app, alice.email, 'wrong-password');
       const unknown = await login(app, 'nobody@example.com', 'wrong-password');
       const tooLong = await login(app, alice.email, 'x'.repeat(100));
-      for (const res of [wrong, unknown, tooLong]) {
+      // an empty string is well-formed JSON text: a wrong credential, not a format error
+      const emptyPassword = await login(app, alice.email, '');
+      const emptyUsername = await login(app, '', TEST_PASSWORD);
+      for (const res of [wrong, unknown, tooLong, emptyPassword, emptyUsername]) {
         assert.equal(res.statusCode, 401);
         assert.deepEqual(errorBody(res), BAD_LOGIN);
         assert.equal(res.headers['www-authenticate'], 'Bearer');
@@ -119,7 +122,6 @@ describe('auth', () => {
         [{ password: TEST_PASSWORD }, ['body', 'username']],
         [{ username: alice.email, password: 12345678 }, ['body', 'password']],
         [{ username: alice.email, password: TEST_PASSWORD, admin: true }, ['body', 'admin']],
-        [{ username: '', password: TEST_PASSWORD }, ['body', 'username']],
       ];
       for (const [payload, loc] of cases) {
         const res = await app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: payload as object });
@@ -214,12 +216,13 @@ describe('auth', () => {
       assert.equal(errorBody(res2).error_code, 'INVALID_TOKEN');
     });
 
-    it('a missing or empty refresh_token is 422', async () => {
+    it('a missing refresh_token is 422; an empty one is an invalid token, 401', async () => {
       const missing = await app.inject({ method: 'POST', url: '/api/v1/auth/refresh', payload: {} });
       assert.equal(missing.statusCode, 422);
       assert.equal(errorBody(missing).error_code, 'VALIDATION_ERROR');
       const empty = await refresh(app, '');
-      assert.equal(empty.statusCode, 422);
+      assert.equal(empty.statusCode, 401);
+      assert.equal(errorBody(empty).error_code, 'INVALID_TOKEN');
       const wrongType = await refresh(app, 42);
       assert.equal(wrongType.statusCode, 422);
     });

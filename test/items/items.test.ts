@@ -96,6 +96,11 @@ describe('items', () => {
     assert.deepEqual(active.json().map((i: { id: number }) => i.id), [ids[0], ids[2]]);
     const inactive = await api(app, dave, { method: 'GET', url: '/api/v1/items?is_active=false' });
     assert.deepEqual(inactive.json().map((i: { id: number }) => i.id), [ids[1], ids[3]]);
+    // the spellings Python's requests (True) and form-minded clients (1, off) send
+    for (const [word, expected] of [['True', [ids[0], ids[2]]], ['1', [ids[0], ids[2]]], ['off', [ids[1], ids[3]]]] as const) {
+      const res = await api(app, dave, { method: 'GET', url: `/api/v1/items?is_active=${word}` });
+      assert.deepEqual(res.json().map((i: { id: number }) => i.id), expected, word);
+    }
   });
 
   it('GET /items with bad parameters is 422', async () => {
@@ -143,7 +148,7 @@ describe('items', () => {
     assert.equal(row.name, 'Keep');
     const missing = await api(app, alice, { method: 'PATCH', url: '/api/v1/items/999999', payload: { name: 'x' } });
     assert.equal(missing.statusCode, 404);
-    for (const payload of [{ price: 0 }, { name: '' }, { description: 'd'.repeat(501) }, { user_id: bob.user.id }]) {
+    for (const payload of [{ price: 0 }, { name: '' }, { description: 'd'.repeat(501) }, { user_id: bob.user.id }, { name: 'a\u0000b' }]) {
       const res = await api(app, alice, { method: 'PATCH', url: `/api/v1/items/${item.id}`, payload });
       assert.equal(res.statusCode, 400, JSON.stringify(payload));
       const body = errorBody(res);

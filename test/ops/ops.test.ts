@@ -74,6 +74,53 @@ describe('operations endpoints and framework errors', () => {
     assert.deepEqual((body.errors as { loc: unknown[]; type: string }[]).map((e) => [e.loc, e.type]), [[['body'], 'json_invalid']]);
   });
 
+  it('an empty body sent as application/json is no body: DELETE and body-less actions work, a route that needs a body is 422', async () => {
+    const admin = await createUser(app, { admin: true });
+    const json = { 'content-type': 'application/json' };
+    const victim = await createUser(app);
+    const deleted = await api(app, admin, { method: 'DELETE', url: `/api/v1/users/${victim.user.id}`, headers: { ...json, 'content-length': '0' } });
+    assert.equal(deleted.statusCode, 204, deleted.body);
+    assert.equal(deleted.body, '');
+    const item = await api(app, user, { method: 'POST', url: '/api/v1/items', payload: { name: 'Lamp', price: 5 } });
+    assert.equal(item.statusCode, 201);
+    const gone = await api(app, user, { method: 'DELETE', url: `/api/v1/items/${item.json().id}`, headers: json, payload: '' });
+    assert.equal(gone.statusCode, 204, gone.body);
+    const session = await createUser(app);
+    const logout = await app.inject({ method: 'POST', url: '/api/v1/auth/logout', headers: json, payload: '' });
+    assert.equal(logout.statusCode, 422, 'logout needs its refresh token');
+    assert.equal(errorBody(logout).error_code, 'VALIDATION_ERROR');
+    const noBody = await api(app, admin, { method: 'POST', url: '/api/v1/users', headers: json, payload: '' });
+    assert.equal(noBody.statusCode, 422);
+    assert.equal(errorBody(noBody).error_code, 'VALIDATION_ERROR');
+    const me = await api(app, session, { method: 'GET', url: '/api/v1/auth/me', headers: json });
+    assert.equal(me.statusCode, 200);
+  });
+
+  it('a path id no row can have (0, negative, past the integer range) is that resource\'s 404; a non-integer is 422', async () => {
+    const admin = await createUser(app, { admin: true });
+    const cases: [string, string][] = [
+      ['/api/v1/users/0', 'User not found'],
+      ['/api/v1/users/-5', 'User not found'],
+      ['/api/v1/users/2147483648', 'User not found'],
+      ['/api/v1/items/0', 'Item not found'],
+      ['/api/v1/items/99999999999', 'Item not found'],
+      ['/api/v1/products/-1', 'Product not found'],
+      ['/api/v1/webhooks/subscriptions/0', 'Subscription not found'],
+    ];
+    for (const [url, detail] of cases) {
+      const res = await api(app, admin, { method: 'GET', url });
+      assert.equal(res.statusCode, 404, url);
+      assert.deepEqual(errorBody(res), { detail, error_code: 'NOT_FOUND' }, url);
+    }
+    const del = await api(app, admin, { method: 'DELETE', url: '/api/v1/users/0' });
+    assert.equal(del.statusCode, 404);
+    // the role check still comes first: a non-admin is 403 whatever the id
+    const notAdmin = await api(app, user, { method: 'DELETE', url: '/api/v1/users/0' });
+    assert.equal(notAdmin.statusCode, 403);
+    const bad = await api(app, admin, { method: 'GET', url: '/api/v1/users/1.5' });
+    assert.equal(bad.statusCode, 422);
+  });
+
   it('a body over the limit is 413 PAYLOAD_TOO_LARGE and nothing is written', async () => {
     const before = await app.ctx.db.selectFrom('users').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
     const limit = app.ctx.config.bodyLimitBytes;

@@ -114,6 +114,17 @@ describe('GET /users (pagination and filter)', () => {
     assert.equal(paged.has_next, true);
   });
 
+  it('is_active takes the usual spellings of a boolean, in any case (Python requests sends True)', async () => {
+    for (const word of ['True', 'TRUE', '1', 'yes', 'on', 't']) {
+      const body = await page(`?is_active=${word}&page_size=100`);
+      assert.equal(body.total, 21, word);
+    }
+    for (const word of ['False', '0', 'no', 'OFF', 'f']) {
+      const body = await page(`?is_active=${word}`);
+      assert.equal(body.total, 5, word);
+    }
+  });
+
   it('invalid page, page_size or is_active is 422 VALIDATION_ERROR naming the parameter', async () => {
     const cases: [string, string][] = [
       ['?page_size=0', 'page_size'],

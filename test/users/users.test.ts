@@ -184,11 +184,16 @@ describe('users', () => {
       assert.deepEqual(errorBody(deleted), NOT_FOUND);
     });
 
-    it('a malformed id is 422', async () => {
-      for (const id of ['abc', '0', '-1', '1.5', '2147483648', '99999999999999999999']) {
+    it('a malformed id is 422; an integer no user can have is 404 User not found', async () => {
+      for (const id of ['abc', '1.5', '1x']) {
         const res = await get(alice, id);
         assert.equal(res.statusCode, 422, id);
         assert.equal(errorBody(res).error_code, 'VALIDATION_ERROR');
+      }
+      for (const id of ['0', '-1', '2147483648', '99999999999999999999']) {
+        const res = await get(alice, id);
+        assert.equal(res.statusCode, 404, id);
+        assert.deepEqual(errorBody(res), { detail: 'User not found', error_code: 'NOT_FOUND' });
       }
     });
   });

@@ -3,8 +3,8 @@ import { Password } from '../users/users.schemas.ts';
 
 export const LoginBody = Type.Object(
   {
-    username: Type.String({ minLength: 1, maxLength: 320, description: 'the e-mail address' }),
-    password: Type.String({ minLength: 1, maxLength: 1024 }),
+    username: Type.String({ maxLength: 320, description: 'the e-mail address (an empty or unknown one is 401)' }),
+    password: Type.String({ maxLength: 1024 }),
     // sent by OAuth2 password-flow clients such as the docs page's Authorize dialog
     grant_type: Type.Optional(Type.String({ maxLength: 32 })),
     scope: Type.Optional(Type.String({ maxLength: 1024 })),
@@ -16,7 +16,7 @@ export const LoginBody = Type.Object(
 export type LoginBody = Static<typeof LoginBody>;
 
 export const RefreshBody = Type.Object(
-  { refresh_token: Type.String({ minLength: 1, maxLength: 4096 }) },
+  { refresh_token: Type.String({ maxLength: 4096 }) },
   { additionalProperties: false },
 );
 export type RefreshBody = Static<typeof RefreshBody>;

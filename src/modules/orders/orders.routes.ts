@@ -53,7 +53,7 @@ export function registerOrderRoutes(root: FastifyInstance, orders: OrdersService
     config: { auth: 'user' },
     schema: {
       tags,
-      summary: 'Read an order with its lines (owner or administrator)',
+      summary: 'Read one of your orders with its lines',
       params: OrderIdParams,
       response: { 200: OrderDetail, ...errorResponses(401, 403, 404, 422, 429) },
     },

@@ -138,11 +138,14 @@ export class OrdersService {
     return pageOf(rows, total, q.page, q.page_size);
   }
 
-  /** One order with its lines: its owner, or an administrator. */
+  /**
+   * One order with its lines, for its owner only: the specification's permission matrix gives
+   * "Read order" to the owner, and another user's order is 403, administrators included.
+   */
   async get(actor: UserRow, id: number): Promise<{ order: OrderRow; lines: OrderLineView[] }> {
     const found = await findOrderWithLines(this.db, id);
     if (!found) throw orderNotFound();
-    if (found.order.user_id !== actor.id && !actor.is_admin) throw notYourOrder();
+    if (found.order.user_id !== actor.id) throw notYourOrder();
     return found;
   }
 

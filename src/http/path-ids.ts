@@ -1,0 +1,42 @@
+import type { FastifyInstance, preHandlerHookHandler } from 'fastify';
+import { AppError } from './errors.ts';
+
+/** The largest id a row can have: ids are PostgreSQL `integer`s. */
+export const MAX_ID = 2147483647;
+
+/** The path parameters that name a row, and the resource each one names (for its 404). */
+const RESOURCES: Record<string, string> = {
+  user_id: 'User',
+  order_id: 'Order',
+  item_id: 'Item',
+  product_id: 'Product',
+  subscription_id: 'Subscription',
+};
+
+/**
+ * Any integer is a well-formed id (anything else is 422, from the route's schema), but one outside
+ * 1..MAX_ID names no row: it is that resource's 404, the same answer as for an id that is not
+ * there, and it is never sent to the database (which would refuse it as out of range). Runs as the
+ * first preHandler, after authentication, role checks and validation, as a missing row would.
+ */
+export function registerPathIds(app: FastifyInstance): void {
+  app.addHook('onRoute', (route) => {
+    const props = (route.schema?.params as { properties?: Record<string, unknown> } | undefined)?.properties ?? {};
+    const keys = Object.keys(props).filter((k) => k in RESOURCES);
+    if (keys.length === 0) return;
+    const check: preHandlerHookHandler = (request, _reply, done) => {
+      const params = request.params as Record<string, unknown>;
+      for (const key of keys) {
+        const id = params[key];
+        if (typeof id === 'number' && !(id >= 1 && id <= MAX_ID)) {
+          done(new AppError('NOT_FOUND', `${RESOURCES[key]} not found`));
+          return;
+        }
+      }
+      done();
+    };
+    const existing = route.preHandler;
+    route.preHandler = existing === undefined ? [check] : [check, ...(Array.isArray(existing) ? existing : [existing])];
+  });
+}
+

@@ -100,6 +100,7 @@ export interface ItemsTable {
 }
 
 export type InboundWebhookStatus = 'received' | 'processed' | 'failed';
+export type InboundBodyEncoding = 'utf8' | 'base64';
 
 export interface InboundWebhooksTable {
   id: Generated<number>;
@@ -107,7 +108,10 @@ export interface InboundWebhooksTable {
   topic: string | null;
   shop_domain: string | null;
   headers: Json;
+  /** the body as received: its text, or its bytes in base64 when `raw_body_encoding` says so */
   raw_body: string;
+  /** `base64` for a body that is not UTF-8 text PostgreSQL can hold (invalid UTF-8, or a NUL byte) */
+  raw_body_encoding: ColumnType<InboundBodyEncoding, InboundBodyEncoding | undefined, InboundBodyEncoding>;
   status: ColumnType<InboundWebhookStatus, InboundWebhookStatus | undefined, InboundWebhookStatus>;
   error: string | null;
   order_id: number | null;

@@ -16,6 +16,22 @@ export const INTERNAL_RETRY = { retryLimit: 2, retryDelay: 1, retryBackoff: true
  */
 export const JOB_LIVENESS = { heartbeatSeconds: 10, expireInSeconds: 300 } as const;
 
+/**
+ * Dead-letter queues record an outcome (a row marked failed) for a job its own queue gave up on, so
+ * they keep trying longer than the jobs they stand in for: 9 attempts, the last about 20 to 40
+ * minutes after the first, enough to outlast a database failover. (pg-boss gives a dead-lettered
+ * copy its dead-letter queue's retry limit, delay and backoff, but not `retryDelayMax`: no cap here.)
+ */
+export const DEAD_LETTER_RETRY = { retryLimit: 8, retryDelay: 5, retryBackoff: true } as const;
+
+/** The schema of pg-boss's tables (its default; `attachDeadLetter` writes to one of them). */
+const BOSS_SCHEMA = 'pgboss';
+
+/** The name of the dead-letter queue of `queue`. */
+export function deadLetterQueueOf(queue: string): string {
+  return `${queue}-dead-letter`;
+}
+
 export interface QueueDefinition {
   name: string;
   /**
@@ -31,6 +47,13 @@ export interface QueueDefinition {
   retryBackoff?: boolean;
   expireInSeconds?: number;
   heartbeatSeconds?: number;
+  /**
+   * A queue (defined too) that pg-boss copies each job of this one into, with its data, when it gives
+   * up on it for good: the last attempt threw, or it was failed by expiry (`expireInSeconds`), by a
+   * stale heartbeat (its worker died) or by a shutdown that could not wait for it. The dead-letter
+   * job's `sourceOutput` is the given-up job's last error and `sourceCreatedOn` its creation time.
+   */
+  deadLetter?: string;
 }
 
 export type JobHandler<T> = (job: JobWithMetadata<T>) => Promise<void>;
@@ -51,6 +74,17 @@ async function eachLimited<T>(items: readonly T[], limit: number, fn: (item: T) 
     while (next < items.length) await fn(items[next++]);
   };
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, runner));
+}
+
+/** The error message pg-boss kept as a failed job's output, whichever way the job failed. */
+export function jobFailureMessage(output: unknown): string | undefined {
+  if (typeof output === 'string') return output;
+  if (output !== null && typeof output === 'object') {
+    const o = output as { message?: unknown; value?: unknown };
+    if (typeof o.message === 'string') return o.message;
+    if (o.value !== undefined) return jobFailureMessage(o.value);
+  }
+  return undefined;
 }
 
 /** True when this attempt is the job's last one: a failure now is final. */
@@ -76,6 +110,7 @@ export class JobQueue {
     this.log = log;
     const runsWorkers = config.role !== 'api';
     const common = {
+      schema: BOSS_SCHEMA,
       useListenNotify: true,
       supervise: runsWorkers,
       schedule: runsWorkers,
@@ -101,16 +136,26 @@ export class JobQueue {
     this.workers.push({ name, batchSize, handler: handler as JobHandler<unknown>, concurrency });
   }
 
+  /**
+   * Jobs of the defined queue `name` that pg-boss gives up on go to its dead-letter queue
+   * (`deadLetterQueueOf(name)`, with DEAD_LETTER_RETRY), where `handler` records the outcome.
+   */
+  workGivenUp<T>(name: string, handler: JobHandler<T>): void {
+    const def = this.definitions.get(name);
+    if (!def) throw new Error(`queue ${name} is not defined`);
+    const deadLetter = deadLetterQueueOf(name);
+    this.define({ ...def, deadLetter });
+    this.define({ name: deadLetter, ...DEAD_LETTER_RETRY });
+    this.work(deadLetter, handler);
+  }
+
   scheduleCron(name: string, cron: string): void {
     this.schedules.push({ name, cron });
   }
 
   async start(): Promise<void> {
     await this.boss.start();
-    for (const def of this.definitions.values()) {
-      const { name, batchSize: _batchSize, ...options } = def;
-      await this.boss.createQueue(name, { ...INTERNAL_RETRY, ...JOB_LIVENESS, ...options, notify: true });
-    }
+    await this.syncQueues();
     this.started = true;
     if (this.config.role === 'api') return;
     for (const w of this.workers) {
@@ -147,6 +192,55 @@ export class JobQueue {
     for (const s of this.schedules) await this.boss.schedule(s.name, s.cron);
   }
 
+  /**
+   * Creates the defined queues, or brings the settings of queues that already exist (created by an
+   * earlier version: pg-boss's `createQueue` leaves an existing queue as it is) in line with their
+   * definitions. Dead-letter queues first: a queue can only name an existing one.
+   */
+  private async syncQueues(): Promise<void> {
+    const defs = [...this.definitions.values()].sort((a, b) => Number(a.deadLetter !== undefined) - Number(b.deadLetter !== undefined));
+    for (const def of defs) {
+      if (def.deadLetter !== undefined && !this.definitions.has(def.deadLetter)) throw new Error(`queue ${def.deadLetter} is not defined`);
+    }
+    const existing = new Map((await this.boss.getQueues(defs.map((d) => d.name))).map((q) => [q.name, q as unknown as Record<string, unknown>]));
+    const touched: string[] = [];
+    for (const def of defs) {
+      const { name, batchSize: _batchSize, ...own } = def;
+      const options = { ...INTERNAL_RETRY, ...JOB_LIVENESS, ...own, notify: true };
+      const current = existing.get(name);
+      if (!current) {
+        await this.boss.createQueue(name, options);
+        touched.push(name);
+        continue;
+      }
+      const changed = Object.entries(options)
+        .filter(([key, value]) => current[key] !== value)
+        .map(([key]) => key);
+      if (changed.length === 0) continue;
+      await this.boss.updateQueue(name, options);
+      touched.push(name);
+      this.log.info({ queue: name, changed }, 'job queue settings updated');
+      if (def.deadLetter !== undefined && current.deadLetter !== def.deadLetter) await this.attachDeadLetter(name, def.deadLetter);
+    }
+    // Creating or updating a queue drops it from pg-boss's queue cache, and a send that misses the
+    // cache looks the queue up on pg-boss's own connection, outside the sender's transaction. On
+    // PGlite (one session) that lookup waits for the transaction, which waits for the send: the
+    // first order after start-up could hang until a worker's first fetch refilled the cache. Any
+    // call by queue name refills it; this one reads one row by primary key. (pg-boss's start filled
+    // the cache with every queue that already existed.)
+    for (const name of touched) await this.boss.getJobById(name, '00000000-0000-0000-0000-000000000000');
+  }
+
+  /**
+   * A job takes its queue's dead letter when it is sent and keeps it through its retries, so the jobs
+   * already queued or running when a queue gets its dead letter (a database of an earlier version)
+   * are given it here; without it, one of them given up on would leave its record unfinished.
+   */
+  private async attachDeadLetter(name: string, deadLetter: string): Promise<void> {
+    const sql = `UPDATE ${BOSS_SCHEMA}.job SET dead_letter = $2 WHERE name = $1 AND state < 'completed' AND dead_letter IS DISTINCT FROM $2`;
+    await this.boss.getDb().executeSql(sql, [name, deadLetter]);
+  }
+
   /** Enqueues inside `trx` (the job exists only if the transaction commits). */
   async send<T extends object>(trx: KyselyTransactionLike, name: string, data: T, options: SendOptions = {}): Promise<string | null> {
     return this.boss.send(name, data, { ...options, db: fromKysely(trx) });
@@ -157,8 +251,10 @@ export class JobQueue {
     return this.boss.send(name, data, options);
   }
 
+  /** Started, and pg-boss's own connections reach its tables (on PostgreSQL they are a separate pool). */
   async ping(): Promise<void> {
     if (!this.started) throw new Error('job queue not started');
+    await this.boss.getDb().executeSql(`SELECT 1 FROM ${BOSS_SCHEMA}.version LIMIT 1`, []);
   }
 
   /**

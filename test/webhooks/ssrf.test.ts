@@ -20,6 +20,7 @@ const INTERNAL_URLS = [
   'https://0177.0.0.1/hook',
   'https://[::1]/hook',
   'https://[::ffff:127.0.0.1]/hook',
+  'https://[::a00:1]/hook',
   'https://[::ffff:7f00:1]/hook',
   'https://169.254.169.254/latest/meta-data',
   'https://100.64.0.1/hook',
@@ -115,9 +116,9 @@ describe('SSRF guard: subscription URLs (guard on)', () => {
 });
 
 describe('SSRF guard: address checks', () => {
-  it('isPublicAddress accepts only public unicast, judging IPv4-mapped IPv6 by its IPv4', () => {
+  it('isPublicAddress accepts only public unicast, judging IPv4-mapped IPv6 by its IPv4 and refusing IPv6 forms that embed one', () => {
     for (const a of ['93.184.216.34', '8.8.8.8', '2606:4700:4700::1111', '::ffff:93.184.216.34']) assert.equal(isPublicAddress(a), true, a);
-    for (const a of ['127.0.0.1', '::1', '10.1.2.3', '172.16.5.4', '192.168.0.1', '169.254.169.254', '0.0.0.0', '::', '100.64.0.1', 'fd00::1', 'fe80::1', '::ffff:127.0.0.1', '::ffff:10.0.0.1', '224.0.0.1', 'ff02::1', '255.255.255.255', '240.0.0.1', 'not-an-ip']) {
+    for (const a of ['127.0.0.1', '::1', '10.1.2.3', '172.16.5.4', '192.168.0.1', '169.254.169.254', '0.0.0.0', '::', '100.64.0.1', 'fd00::1', 'fe80::1', '::ffff:127.0.0.1', '::ffff:10.0.0.1', '::127.0.0.1', '::a00:1', '::7f00:1', '64:ff9b::7f00:1', '2002:7f00:1::1', '2001:db8::1', '224.0.0.1', 'ff02::1', '255.255.255.255', '240.0.0.1', 'not-an-ip']) {
       assert.equal(isPublicAddress(a), false, a);
     }
   });

@@ -20,7 +20,7 @@ let counter = 0;
 /** POSTs a body to the inbound route, signed unless told otherwise. */
 export function sendInbound(
   app: FastifyInstance,
-  body: string,
+  body: string | Buffer,
   opts: { webhookId?: string | null; hmac?: string | null; secret?: string; topic?: string } = {},
 ): Promise<LightMyRequestResponse> {
   const headers: Record<string, string> = {

@@ -1,12 +1,12 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Db } from '../../db/database.ts';
 import type { OrderStatus } from '../../db/schema.ts';
-import { isLastAttempt, type JobWithMetadata } from '../../jobs/queue.ts';
+import { isLastAttempt, jobFailureMessage, type JobWithMetadata } from '../../jobs/queue.ts';
 import { exactTotal, MAX_MONEY } from '../products/money.ts';
 import type { OrderProcessJob } from './order-create.ts';
 import type { OrderEventBus } from './order-events.ts';
 import { changeOrderStatus } from './order-status.ts';
-import { lockOrder, lockOrderProducts, priceLinesAndReserveStock } from './orders.repository.ts';
+import { lockOrder, lockOrderProducts, priceLinesAndReserveStock, requeuedSince } from './orders.repository.ts';
 
 export type FailureReason = 'INSUFFICIENT_STOCK' | 'PRODUCT_UNAVAILABLE' | 'TOTAL_TOO_LARGE' | 'PROCESSING_ERROR';
 
@@ -14,7 +14,18 @@ export type FailureReason = 'INSUFFICIENT_STOCK' | 'PRODUCT_UNAVAILABLE' | 'TOTA
 export interface OrderProcessorHooks {
   /** runs in every attempt between "processing" and the reservation; a throw is a transient failure */
   beforeReserve?: (orderId: number, attempt: number) => void | Promise<void>;
+  /** runs when the job's last attempt records the failure; a throw is a failure the handler cannot record */
+  beforeFail?: (orderId: number) => void | Promise<void>;
 }
+
+/**
+ * How far a retry's `pending` event must follow the creation of a given-up job to count as a new
+ * round of processing. The job sent with the order (or with its retry) has the same timestamp as
+ * that `pending` event (same transaction), but it reaches JavaScript cut to milliseconds while the
+ * database keeps microseconds: one millisecond keeps that event from looking newer than its job. A
+ * retry comes far later: the order must have been processed and failed first.
+ */
+const REQUEUE_MARGIN_MS = 1;
 
 /**
  * The background job of an order: pending → processing (committed, with its event), then in one
@@ -87,12 +98,45 @@ export class OrderProcessor {
     });
   }
 
+  /**
+   * The dead-letter handler: pg-boss gave up on the order's job without the handler recording it
+   * (the last attempt expired or lost its worker, or the handler's own `fail` threw). Fails the order
+   * with PROCESSING_ERROR like a last attempt does. Changes nothing when the order is final already, or
+   * when it was retried after the given-up job was created (a newer job owns it now), so running it
+   * again, or late, is harmless. Returns whether it failed the order.
+   */
+  async abandon(job: JobWithMetadata<OrderProcessJob>): Promise<boolean> {
+    const { orderId } = job.data;
+    const requeuedAfter = job.sourceCreatedOn === null ? undefined : new Date(new Date(job.sourceCreatedOn).getTime() + REQUEUE_MARGIN_MS);
+    const failed = await this.failUnlessFinal(orderId, 'PROCESSING_ERROR', requeuedAfter);
+    if (failed) {
+      const cause = jobFailureMessage(job.sourceOutput);
+      this.log.error({ orderId, jobId: job.sourceId, attempts: (job.sourceRetryCount ?? 0) + 1, cause }, 'order processing given up by the queue; order failed');
+    }
+    return failed;
+  }
+
   /** Marks a not-yet-final order failed (the last attempt gave up). */
   async fail(orderId: number, reason: FailureReason): Promise<void> {
-    await this.db.transaction().execute(async (trx) => {
+    await this.hooks.beforeFail?.(orderId);
+    await this.failUnlessFinal(orderId, reason);
+  }
+
+  /**
+   * Fails the order unless it is final already, or (with `requeuedAfter`) was retried after that
+   * time, when a newer job owns it. An order still `pending` (every attempt failed before its move
+   * to `processing` committed) goes through `processing` first, in the same transaction: the only
+   * transitions are pending → processing → completed | failed (DESIGN §4), and subscribers see each
+   * of them. Returns whether it failed the order.
+   */
+  private async failUnlessFinal(orderId: number, reason: FailureReason, requeuedAfter?: Date): Promise<boolean> {
+    return this.db.transaction().execute(async (trx) => {
       const order = await lockOrder(trx, orderId);
-      if (!order || order.status === 'completed' || order.status === 'failed') return;
-      await changeOrderStatus(trx, this.orderEvents, order, 'failed', { failureReason: reason });
+      if (!order || order.status === 'completed' || order.status === 'failed') return false;
+      if (requeuedAfter && (await requeuedSince(trx, orderId, requeuedAfter))) return false;
+      const from = order.status === 'pending' ? await changeOrderStatus(trx, this.orderEvents, order, 'processing') : order;
+      await changeOrderStatus(trx, this.orderEvents, from, 'failed', { failureReason: reason });
+      return true;
     });
   }
 }

@@ -1,4 +1,5 @@
 import type { AppContext, AppModule } from '../../app-context.ts';
+import { deadLetterQueueOf } from '../../jobs/queue.ts';
 import { ORDER_PROCESS_QUEUE, type OrderProcessJob } from './order-create.ts';
 import { OrderProcessor } from './order-processor.ts';
 import { purgeExpiredIdempotencyKeys } from './orders.repository.ts';
@@ -6,6 +7,8 @@ import { registerOrderRoutes } from './orders.routes.ts';
 import { OrdersService } from './orders.service.ts';
 
 export const PURGE_IDEMPOTENCY_KEYS_QUEUE = 'idempotency-keys-purge';
+/** Receives each order job pg-boss gave up on: its handler fails the order (DESIGN §4, PROCESSING_ERROR). */
+export const ORDER_PROCESS_DEAD_LETTER_QUEUE = deadLetterQueueOf(ORDER_PROCESS_QUEUE);
 
 const processors = new WeakMap<AppContext, OrderProcessor>();
 
@@ -25,6 +28,9 @@ export const ordersModule: AppModule = (api, ctx) => {
   processors.set(ctx, processor);
   ctx.queue.define({ name: ORDER_PROCESS_QUEUE });
   ctx.queue.work<OrderProcessJob>(ORDER_PROCESS_QUEUE, (job) => processor.handle(job), ctx.config.orderWorkerConcurrency);
+  ctx.queue.workGivenUp<OrderProcessJob>(ORDER_PROCESS_QUEUE, async (job) => {
+    await processor.abandon(job);
+  });
 
   ctx.queue.define({ name: PURGE_IDEMPOTENCY_KEYS_QUEUE });
   ctx.queue.work(PURGE_IDEMPOTENCY_KEYS_QUEUE, async () => {

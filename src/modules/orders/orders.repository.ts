@@ -213,3 +213,19 @@ export async function purgeExpiredIdempotencyKeys(db: Executor): Promise<number>
   const result = await db.deleteFrom('idempotency_keys').where('expires_at', '<=', new Date()).executeTakeFirst();
   return Number(result.numDeletedRows);
 }
+
+/**
+ * True when the order went back to `pending` (POST /orders/{id}/retry) after `since`: a job created
+ * before then stands for an earlier round of processing.
+ */
+export async function requeuedSince(trx: Transaction<Database>, orderId: number, since: Date): Promise<boolean> {
+  const row = await trx
+    .selectFrom('order_events')
+    .select('id')
+    .where('order_id', '=', orderId)
+    .where('status', '=', 'pending')
+    .where('created_at', '>', since)
+    .limit(1)
+    .executeTakeFirst();
+  return row !== undefined;
+}

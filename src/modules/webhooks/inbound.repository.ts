@@ -1,12 +1,19 @@
 import type { Kysely } from 'kysely';
-import type { Database, InboundWebhookRow, ProductRow } from '../../db/schema.ts';
+import type { Database, InboundBodyEncoding, InboundWebhookRow, ProductRow } from '../../db/schema.ts';
 
 type Executor = Kysely<Database>;
 
 /** Stores a received payload once per webhook id; undefined when that id was already stored. */
 export async function insertInboundWebhook(
   db: Executor,
-  values: { webhookId: string; topic: string | null; shopDomain: string | null; headers: Record<string, string>; rawBody: string },
+  values: {
+    webhookId: string;
+    topic: string | null;
+    shopDomain: string | null;
+    headers: Record<string, string>;
+    rawBody: string;
+    rawBodyEncoding: InboundBodyEncoding;
+  },
 ): Promise<number | undefined> {
   const row = await db
     .insertInto('inbound_webhooks')
@@ -16,6 +23,7 @@ export async function insertInboundWebhook(
       shop_domain: values.shopDomain,
       headers: JSON.stringify(values.headers),
       raw_body: values.rawBody,
+      raw_body_encoding: values.rawBodyEncoding,
     })
     .onConflict((oc) => oc.column('webhook_id').doNothing())
     .returning('id')

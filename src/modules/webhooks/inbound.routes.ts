@@ -26,7 +26,8 @@ export async function registerInboundRoutes(root: FastifyInstance, inbound: Inbo
         summary: 'Receive an order-created webhook from the e-commerce platform',
         description:
           'Authenticated by `X-Shopify-Hmac-Sha256` (base64 HMAC-SHA256 of the raw body with the shared secret), not by a token. ' +
-          'The payload is stored and processed in the background; the answer is sent as soon as it is committed. ' +
+          'A correctly signed body is stored, whatever it contains, and processed in the background; the answer is sent as soon as it is committed. ' +
+          'A body that is not a JSON object describing an order is recorded as failed by that processing, not refused here. ' +
           'A repeated `X-Shopify-Webhook-Id` is acknowledged and not processed again.',
         headers: Type.Object({
           'x-shopify-hmac-sha256': Type.Optional(Type.String({ description: 'base64 HMAC-SHA256 of the raw body' })),

@@ -1,10 +1,12 @@
+import { isUtf8 } from 'node:buffer';
 import crypto from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../../config.ts';
 import type { Db } from '../../db/database.ts';
 import { AppError } from '../../http/errors.ts';
-import type { JobQueue } from '../../jobs/queue.ts';
+import { jobFailureMessage, type JobQueue, type JobWithMetadata } from '../../jobs/queue.ts';
+import type { InboundWebhookRow } from '../../db/schema.ts';
 import { insertOrderWithJob } from '../orders/order-create.ts';
 import type { OrderEventBus } from '../orders/order-events.ts';
 import { findUserByEmail, insertUser } from '../users/users.repository.ts';
@@ -25,6 +27,12 @@ export const ORDERS_CREATE_TOPIC = 'orders/create';
 
 export interface InboundProcessJob {
   inboundWebhookId: number;
+}
+
+/** Seams for tests: fault injection without touching the database. */
+export interface InboundProcessHooks {
+  /** runs in every attempt before the stored payload is read; a throw is a transient failure */
+  beforeProcess?: (inboundWebhookId: number, lastAttempt: boolean) => void | Promise<void>;
 }
 
 export interface Receipt {
@@ -50,7 +58,25 @@ function platformHeaders(headers: IncomingHttpHeaders): Record<string, string> {
   return kept;
 }
 
+/**
+ * The stored payload as the JSON object processing needs. Whatever else a correctly signed body is
+ * (not UTF-8 text, not JSON, not an object) was stored and acknowledged all the same, and is recorded
+ * as failed with the reason here, never retried.
+ */
+function storedPayload(row: InboundWebhookRow): object {
+  if (row.raw_body_encoding !== 'utf8') throw new InboundRejection('payload is not UTF-8 text');
+  let payload: unknown;
+  try {
+    payload = JSON.parse(row.raw_body);
+  } catch {
+    throw new InboundRejection('payload is not valid JSON');
+  }
+  if (payload === null || typeof payload !== 'object' || Array.isArray(payload)) throw new InboundRejection('payload is not a JSON object');
+  return payload;
+}
+
 export class InboundWebhookService {
+  hooks: InboundProcessHooks = {};
   private readonly db: Db;
   private readonly queue: JobQueue;
   private readonly orderEvents: OrderEventBus;
@@ -67,8 +93,9 @@ export class InboundWebhookService {
 
   /**
    * The acknowledgement path, kept to one transaction: verify the HMAC over the raw bytes (before
-   * anything is parsed), check the body is a JSON object, store it once per webhook id and enqueue
-   * its processing with it. A repeated webhook id is acknowledged and not processed again.
+   * anything is parsed), store the body once per webhook id, whatever it contains, and enqueue its
+   * processing with it. A repeated webhook id is acknowledged and not processed again. Whether the
+   * body is a usable order is for processing to decide and record (`failed`, with the reason).
    */
   async receive(rawBody: Buffer, headers: IncomingHttpHeaders): Promise<Receipt> {
     const secret = this.config.shopifyWebhookSecret;
@@ -76,20 +103,8 @@ export class InboundWebhookService {
     if (!verifyShopifyHmac(secret, rawBody, header(headers, 'x-shopify-hmac-sha256'))) {
       throw new AppError('INVALID_SIGNATURE', 'Invalid webhook signature');
     }
-    const text = rawBody.toString('utf8');
-    let payload: unknown;
-    try {
-      payload = JSON.parse(text);
-    } catch {
-      throw new AppError('VALIDATION_ERROR', 'Webhook payload is not valid JSON', {
-        errors: [{ loc: ['body'], msg: 'invalid JSON', type: 'json_invalid' }],
-      });
-    }
-    if (payload === null || typeof payload !== 'object' || Array.isArray(payload)) {
-      throw new AppError('VALIDATION_ERROR', 'Webhook payload must be a JSON object', {
-        errors: [{ loc: ['body'], msg: 'expected a JSON object', type: 'object_type' }],
-      });
-    }
+    // byte for byte: as text when PostgreSQL can hold it as text, else in base64
+    const asText = isUtf8(rawBody) && !rawBody.includes(0);
     // Without the platform's id, the body's digest identifies the delivery: an identical signed body
     // sent again is the same webhook, and a signed payload is never refused for a missing header.
     const givenId = header(headers, 'x-shopify-webhook-id');
@@ -105,7 +120,8 @@ export class InboundWebhookService {
         topic: header(headers, 'x-shopify-topic') ?? null,
         shopDomain: header(headers, 'x-shopify-shop-domain') ?? null,
         headers: platformHeaders(headers),
-        rawBody: text,
+        rawBody: asText ? rawBody.toString('utf8') : rawBody.toString('base64'),
+        rawBodyEncoding: asText ? 'utf8' : 'base64',
       });
       if (id !== undefined) {
         const job: InboundProcessJob = { inboundWebhookId: id };
@@ -126,8 +142,9 @@ export class InboundWebhookService {
     const row = await findInboundWebhook(this.db, inboundWebhookId);
     if (!row || row.status !== 'received') return;
     try {
+      await this.hooks.beforeProcess?.(inboundWebhookId, lastAttempt);
       if (row.topic !== null && row.topic !== ORDERS_CREATE_TOPIC) throw new InboundRejection(`unsupported topic: ${row.topic}`);
-      const mapped = mapShopifyOrder(JSON.parse(row.raw_body));
+      const mapped = mapShopifyOrder(storedPayload(row));
       try {
         await this.createOrLinkOrder(row.id, mapped);
       } catch (err) {
@@ -147,6 +164,22 @@ export class InboundWebhookService {
       }
       throw err;
     }
+  }
+
+  /**
+   * The dead-letter handler: pg-boss gave up on the event's processing job without the handler
+   * recording it (the last attempt expired or lost its worker, or the recording itself failed).
+   * Records the event `failed` with the job's last error; an event already settled is left as it is,
+   * so running this again, or after a late success, changes nothing. Returns whether it recorded.
+   */
+  async abandon(job: JobWithMetadata<InboundProcessJob>): Promise<boolean> {
+    const cause = jobFailureMessage(job.sourceOutput) ?? 'the job queue gave up on it';
+    const id = job.data.inboundWebhookId;
+    const settled = await settleInboundWebhook(this.db, id, { status: 'failed', orderId: null, error: `processing error: ${cause}`.slice(0, 1000) });
+    if (settled) {
+      this.log.error({ inboundWebhookId: id, jobId: job.sourceId, attempts: (job.sourceRetryCount ?? 0) + 1, cause }, 'inbound webhook processing given up by the queue');
+    }
+    return settled;
   }
 
   private async createOrLinkOrder(inboundId: number, mapped: MappedShopifyOrder): Promise<void> {

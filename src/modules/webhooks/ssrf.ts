@@ -21,11 +21,19 @@ export class UnsafeTargetError extends Error {
   }
 }
 
-/** Only globally routable unicast addresses; IPv4-mapped IPv6 is judged as the IPv4 it carries. */
+/** IPv6's global unicast block: outside it are the IPv4-compatible (::a.b.c.d), NAT64 and other special forms. */
+const GLOBAL_UNICAST_V6 = ipaddr.parseCIDR('2000::/3');
+
+/**
+ * Only globally routable unicast addresses; IPv4-mapped IPv6 is judged as the IPv4 it carries.
+ * IPv6 must also lie in 2000::/3, and ranges that embed an IPv4 there (6to4, Teredo) have their own
+ * names, so they are refused too.
+ */
 export function isPublicAddress(address: string): boolean {
   if (!ipaddr.isValid(address)) return false;
   const parsed = ipaddr.process(address); // unmaps ::ffff:a.b.c.d
-  return parsed.range() === 'unicast';
+  if (parsed.range() !== 'unicast') return false;
+  return parsed.kind() === 'ipv4' || (parsed as ipaddr.IPv6).match(GLOBAL_UNICAST_V6);
 }
 
 /** Why `raw` may not be a delivery target, or undefined when it may. */

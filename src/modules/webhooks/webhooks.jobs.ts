@@ -1,7 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../../config.ts';
 import type { Db } from '../../db/database.ts';
-import { isLastAttempt, type JobQueue } from '../../jobs/queue.ts';
+import { deadLetterQueueOf, isLastAttempt, type JobQueue } from '../../jobs/queue.ts';
 import { findOrderForReport } from './inbound.repository.ts';
 import { INBOUND_PROCESS_QUEUE, type InboundProcessJob, type InboundWebhookService } from './inbound.service.ts';
 import { reportFulfilment } from './platform-client.ts';
@@ -10,6 +10,8 @@ import { WEBHOOK_DELIVER_QUEUE, type DeliverJob, type WebhookDeliveryService } f
 import { DELIVERY_TIMEOUT_MS } from './webhook-sender.ts';
 
 export const PLATFORM_REPORT_QUEUE = 'webhook-platform-report';
+/** Receives each inbound processing job pg-boss gave up on: its handler records the event `failed`. */
+export const INBOUND_PROCESS_DEAD_LETTER_QUEUE = deadLetterQueueOf(INBOUND_PROCESS_QUEUE);
 /** Deliveries wait on the network; more of them run at once than CPU-bound jobs. */
 const DELIVERY_CONCURRENCY = 8;
 
@@ -24,6 +26,9 @@ export function registerWebhookJobs(
   // the spec's internal retry policy (3 attempts, exponential backoff) applies to these two
   queue.define({ name: INBOUND_PROCESS_QUEUE });
   queue.work<InboundProcessJob>(INBOUND_PROCESS_QUEUE, (job) => deps.inbound.process(job.data.inboundWebhookId, isLastAttempt(job)), 2);
+  queue.workGivenUp<InboundProcessJob>(INBOUND_PROCESS_QUEUE, async (job) => {
+    await deps.inbound.abandon(job);
+  });
 
   queue.define({ name: PLATFORM_REPORT_QUEUE });
   queue.work<PlatformReportJob>(PLATFORM_REPORT_QUEUE, async (job) => {

@@ -1,4 +1,4 @@
-import type { AppModule } from '../../app-context.ts';
+import type { AppContext, AppModule } from '../../app-context.ts';
 import { SHOPIFY_SOURCE } from './shopify-order.ts';
 import { orderSource } from './inbound.repository.ts';
 import { registerInboundRoutes } from './inbound.routes.ts';
@@ -10,6 +10,15 @@ import { WebhookDeliveryService } from './webhook-delivery.service.ts';
 import { DELIVERY_TIMEOUT_MS } from './webhook-sender.ts';
 import { PLATFORM_REPORT_QUEUE, registerWebhookJobs, type PlatformReportJob } from './webhooks.jobs.ts';
 
+const inboundServices = new WeakMap<AppContext, InboundWebhookService>();
+
+/** The inbound webhook service of an app (tests use it to inject faults through its hooks). */
+export function inboundServiceOf(ctx: AppContext): InboundWebhookService {
+  const service = inboundServices.get(ctx);
+  if (!service) throw new Error('the webhooks module is not registered');
+  return service;
+}
+
 /** Inbound platform orders and outgoing subscriptions (spec 4.5 and 6, DESIGN §6). */
 export const webhooksModule: AppModule = async (api, ctx) => {
   const { config, db, queue, log } = ctx;
@@ -19,6 +28,7 @@ export const webhooksModule: AppModule = async (api, ctx) => {
   });
   const delivery = new WebhookDeliveryService({ db, queue, config, dispatcher, log });
   const inbound = new InboundWebhookService({ db, queue, orderEvents: ctx.orderEvents, config, log });
+  inboundServices.set(ctx, inbound);
   const subscriptions = new SubscriptionsService({ db, config, delivery });
 
   await registerInboundRoutes(api, inbound);

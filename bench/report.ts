@@ -15,6 +15,8 @@ export interface Target {
   value: string;
   target: string;
   pass: boolean;
+  /** shown beside the targets for context, but not one of the issue's targets: not counted in the tally */
+  informative?: boolean;
 }
 
 const ms = (v: number): string => (Number.isFinite(v) ? v.toFixed(v < 10 ? 2 : 1) : '-');
@@ -62,8 +64,21 @@ export function scenarioTable(rows: ScenarioRow[]): string {
 export function targetTable(targets: Target[]): string {
   return table(
     ['target', 'measured', 'goal', 'verdict'],
-    targets.map((t) => [t.name, t.value, t.target, t.pass ? 'PASS' : 'MISS']),
+    targets.map((t) => [t.informative ? `${t.name} (informative)` : t.name, t.value, t.target, verdict(t)]),
   );
+}
+
+function verdict(t: Target): string {
+  if (t.informative) return t.pass ? '(within)' : '(over)';
+  return t.pass ? 'PASS' : 'MISS';
+}
+
+/** "15/15 targets met", then how the informative rows stood */
+export function targetTally(targets: Target[]): string {
+  const judged = targets.filter((t) => !t.informative);
+  const info = targets.filter((t) => t.informative);
+  const met = `${judged.filter((t) => t.pass).length}/${judged.length} targets met`;
+  return info.length ? `${met}; informative rows within their goal: ${info.filter((t) => t.pass).length}/${info.length}` : met;
 }
 
 export function summaryLine(s: LoadSummary): string {

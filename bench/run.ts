@@ -16,7 +16,7 @@ import { createDatabase } from '../src/db/database.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
 import { LoadRunner, startNode, stopProc, tail, waitReady, waitUntil, type Proc } from './procs.ts';
 import { costLine, cpuMeter } from './cpu.ts';
-import { failures, latencyChart, scenarioTable, summaryLine, table, targetTable, type ScenarioRow, type Target } from './report.ts';
+import { failures, latencyChart, scenarioTable, summaryLine, table, targetTable, targetTally, type ScenarioRow, type Target } from './report.ts';
 import { emailOf, growOrders, growUsers, seed, skuOf, vacuumAnalyze, type SeedPlan } from './seed.ts';
 import { summarise } from './stats.ts';
 import type { LoadJob, LoadResult, LoadSummary, Pattern } from './types.ts';
@@ -39,6 +39,7 @@ const { values: args } = parseArgs({
     'keep-db': { type: 'boolean', default: false },
     port: { type: 'string', default: '18400' },
     rate: { type: 'string', default: '50' },
+    headroom: { type: 'string' },
     only: { type: 'string' },
     // split: one ROLE=api process plus one ROLE=worker process (the fleet topology); all: one ROLE=all process
     topology: { type: 'string', default: 'split' },
@@ -69,6 +70,9 @@ const drainTimeoutMs = quick ? 15_000 : 60_000;
 const port = Number(args.port);
 /** requests per second of the paced write scenarios (latency below saturation, open loop) */
 const RATE = Number(args.rate);
+/** higher paced rates tried after RATE (informative, stopping at the first miss): full run 2× and 4× RATE, quick none */
+const HEADROOM = (args.headroom ?? (quick ? '' : `${2 * RATE},${4 * RATE}`)).split(',').filter(Boolean).map(Number);
+if (HEADROOM.some((r) => !(r > 0))) throw new Error(`--headroom: comma-separated rates, got ${args.headroom}`);
 const basePort = port + 1;
 const LOGGED_IN = 50;
 const PASSWORD = 'bench-password-1';
@@ -651,7 +655,7 @@ async function main(): Promise<void> {
       rows.push({ name: 'POST /orders', service: post, cpu: postCost });
       log(`  ${Math.round(post.okRps)} req/s ${summaryLine(post.latency)} ${failures(post)}`);
       log(`  ${costLine(postCost)} (processing included)`);
-      targets.push({ name: `POST /orders p99 at saturation (${connections} conn., informative)`, value: `${f1(post.latency.p99)} ms`, target: '< 50 ms', pass: post.latency.p99 < 50 && failures(post) === '' });
+      targets.push({ name: `POST /orders p99 at saturation (${connections} conn.)`, informative: true, value: `${f1(post.latency.p99)} ms`, target: '< 50 ms', pass: post.latency.p99 < 50 && failures(post) === '' });
       // jobs/s: orders finalised during the load and the drain, over that time
       const jobsPerSecond = postBg.orders / (post.durationSec + (saturatedWrite.warmupSec ?? warmup) + postDrain.ms / 1000);
       report.jobs = { ordersProcessed: postBg.orders, jobsPerSecond, drainMs: postDrain.ms, drainRate: postDrain.finalisedPerSecond, unfinished: postDrain.unfinishedOrders };
@@ -664,25 +668,27 @@ async function main(): Promise<void> {
       // full run gives them three times the duration: at 50/s, 10 s would leave the p99 resting on
       // the 5 slowest of 500 requests, one hiccup of the host apart
       const pacedSeconds = quick ? duration : duration * 3;
-      const pacedWrite = async (label: string, pattern: Pattern, goalMs: number): Promise<void> => {
-        log(`[${elapsed()}] ${label} at ${RATE} req/s`);
+      const pacedRun = async (label: string, pattern: Pattern, goalMs: number, rate: number, seconds: number, informative: boolean): Promise<boolean> => {
+        log(`[${elapsed()}] ${label} at ${rate} req/s`);
         // from an idle worker: what an earlier scenario left would be measured here
         await drain(client, 0, 0, drainTimeoutMs * 4);
         const fromOrder = await maxId(client, 'orders');
         const fromInbound = await maxId(client, 'inbound_webhooks');
         const pacedCpu = await meter();
-        const paced = await runOne(job(`${label} (${RATE}/s)`, svcUrl, pattern, { rate: RATE, durationSec: pacedSeconds }));
+        const paced = await runOne(job(`${label} (${rate}/s)`, svcUrl, pattern, { rate, durationSec: seconds }));
         await drain(client, fromOrder, fromInbound, drainTimeoutMs);
         const pacedCost = await pacedCpu.stop((await maxId(client, 'orders')) - fromOrder);
-        rows.push({ name: `${label} (${RATE}/s)`, service: paced, cpu: pacedCost });
+        rows.push({ name: `${label} (${rate}/s)`, service: paced, cpu: pacedCost });
         log(`  ${Math.round(paced.okRps)} req/s ${summaryLine(paced.latency)} ${failures(paced)}`);
         log(`  ${costLine(pacedCost)} (processing included)`);
-        targets.push({
-          name: `${label} p99 at ${RATE} req/s`,
-          value: `${f1(paced.latency.p99)} ms`,
-          target: `< ${goalMs} ms`,
-          pass: paced.latency.p99 < goalMs && failures(paced) === '',
-        });
+        const pass = paced.latency.p99 < goalMs && failures(paced) === '';
+        targets.push({ name: `${label} p99 at ${rate} req/s`, informative, value: `${f1(paced.latency.p99)} ms`, target: `< ${goalMs} ms`, pass });
+        return pass;
+      };
+      // the target's rate, then (full run) higher rates until one misses: how much headroom it has
+      const pacedWrite = async (label: string, pattern: Pattern, goalMs: number): Promise<void> => {
+        if (!(await pacedRun(label, pattern, goalMs, RATE, pacedSeconds, false))) return;
+        for (const rate of HEADROOM) if (!(await pacedRun(label, pattern, goalMs, rate, duration, true))) return;
       };
       await pacedWrite('POST /orders', writes.order, 50);
 
@@ -703,7 +709,7 @@ async function main(): Promise<void> {
       report.webhooks = { ack: hook.latency, stored, drainMs: hookDrain.ms };
       log(`  ${Math.round(hook.okRps)} req/s ${summaryLine(hook.latency)} ${failures(hook)}; after ${f1(hookDrain.ms / 1000)} s: ${JSON.stringify(stored)}`);
       log(`  ${costLine(hookCost)} (processing included)`);
-      targets.push({ name: `webhook ack p99 at saturation (${connections} conn., informative)`, value: `${f1(hook.latency.p99)} ms`, target: '< 20 ms', pass: hook.latency.p99 < 20 && failures(hook) === '' });
+      targets.push({ name: `webhook ack p99 at saturation (${connections} conn.)`, informative: true, value: `${f1(hook.latency.p99)} ms`, target: '< 20 ms', pass: hook.latency.p99 < 20 && failures(hook) === '' });
 
       await pacedWrite('webhook ack', writes.webhook, 20);
     }
@@ -736,7 +742,7 @@ async function main(): Promise<void> {
       );
     }
     log(`\n${targetTable(targets)}\n`);
-    log(`${targets.filter((t) => t.pass).length}/${targets.length} targets met; total ${elapsed()}`);
+    log(`${targetTally(targets)}; total ${elapsed()}`);
     log(`results: ${path.relative(root, file)}${rows.length ? `, chart: ${path.relative(root, path.join(resultsDir, 'latency.svg'))}` : ''}`);
   } finally {
     loader.close();
@@ -819,13 +825,14 @@ async function scalePhase(loader: LoadRunner, targets: Target[]): Promise<Record
       pass: orderQueries.p95 < 5,
     });
     targets.push({
-      name: `users count query p95 @ ${label} users (informative)`,
+      name: `users count query p95 @ ${label} users`,
+      informative: true,
       value: `${queries.perQuery['users count'].p95.toFixed(2)} ms`,
       target: '< 5 ms',
       pass: queries.perQuery['users count'].p95 < 5,
     });
     targets.push({ name: `GET /orders p95 @ ${label} vs @ 10k`, value: `${f1(o1m)} vs ${f1(o10)} ms (${(o1m / o10).toFixed(2)}×)`, target: '≤ 2×', pass: o1m <= 2 * o10 });
-    targets.push({ name: `GET /users p95 @ ${label} vs @ 10k (informative)`, value: `${f1(u1m)} vs ${f1(u10)} ms (${(u1m / u10).toFixed(2)}×)`, target: '≤ 2×', pass: u1m <= 2 * u10 });
+    targets.push({ name: `GET /users p95 @ ${label} vs @ 10k`, informative: true, value: `${f1(u1m)} vs ${f1(u10)} ms (${(u1m / u10).toFixed(2)}×)`, target: '≤ 2×', pass: u1m <= 2 * u10 });
   } finally {
     await stop(service);
     await client.end();

@@ -35,8 +35,8 @@ describe('reliability: SIGTERM under load', () => {
     let slow: ServiceProcess;
     let worker: ServiceProcess;
     [slow, other, worker] = await d.start(
-      // info logs: its "incoming request" lines show when the slow requests have reached it
-      d.options('api', { BCRYPT_ROUNDS: '11', LOG_LEVEL: 'info' }, 'api-slow'),
+      // debug logs: its "incoming request" lines show when the slow requests have reached it
+      d.options('api', { BCRYPT_ROUNDS: '11', LOG_LEVEL: 'debug' }, 'api-slow'),
       d.options('api', {}, 'api-other'),
       d.options('worker', {}, 'worker-a'),
     );

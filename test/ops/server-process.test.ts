@@ -85,8 +85,8 @@ describe('the server process', { timeout: 90000 }, () => {
   it('prints the docs URL, finishes in-flight requests on SIGTERM and exits 0', async (t) => {
     const port = await freePort();
     const base = `http://127.0.0.1:${port}`;
-    // info: Fastify logs "incoming request" for each one, so the test knows when all are in flight
-    const proc = start(t, 'src/server.ts', await serverEnv(t, { PORT: String(port), LOG_LEVEL: 'info' }));
+    // debug: the access log writes "incoming request" for each one, so the test knows when all are in flight
+    const proc = start(t, 'src/server.ts', await serverEnv(t, { PORT: String(port), LOG_LEVEL: 'debug' }));
     await untilHealthy(base, proc);
     assert.match(proc.stdout(), new RegExp(`${base.replace(/[.]/g, '\\.')}/docs`));
 

@@ -97,11 +97,13 @@ export function latencyChart(rows: ScenarioRow[], title: string): string {
   const bottom = 110;
   const plotW = W - left - right;
   const plotH = H - top - bottom;
+  // a log scale: the reads (a few ms) and the saturated writes and logins (hundreds) on one chart
   const values = rows.flatMap((r) => [r.service.latency.p99, r.baseline?.latency.p99 ?? 0]).filter(Number.isFinite);
-  const rawMax = Math.max(1, ...values);
-  const step = [1, 2, 5, 10, 20, 25, 50, 100, 200, 500, 1000].find((s) => rawMax / s <= 8) ?? 2000;
-  const yMax = Math.ceil(rawMax / step) * step;
-  const y = (v: number) => top + plotH - (Math.min(v, yMax) / yMax) * plotH;
+  const rawMax = Math.max(10, ...values);
+  const ticks = [0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000];
+  const yMin = 0.5;
+  const yMax = ticks.find((t) => t >= rawMax) ?? rawMax;
+  const y = (v: number) => top + plotH - (Math.log(Math.min(Math.max(v, yMin), yMax) / yMin) / Math.log(yMax / yMin)) * plotH;
   const series = [
     { key: 'p50', color: '#9ecae1' },
     { key: 'p95', color: '#4292c6' },
@@ -114,11 +116,14 @@ export function latencyChart(rows: ScenarioRow[], title: string): string {
   out.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="sans-serif" font-size="12">`);
   out.push(`<rect width="${W}" height="${H}" fill="white"/>`);
   out.push(`<text x="${W / 2}" y="24" text-anchor="middle" font-size="16" font-weight="bold">${esc(title)}</text>`);
-  for (let v = 0; v <= yMax; v += step) {
+  for (const v of ticks.filter((t) => t <= yMax)) {
     out.push(`<line x1="${left}" x2="${W - right}" y1="${y(v)}" y2="${y(v)}" stroke="#eee"/>`);
     out.push(`<text x="${left - 6}" y="${y(v) + 4}" text-anchor="end">${v}</text>`);
   }
-  out.push(`<text x="16" y="${top + plotH / 2}" transform="rotate(-90 16 ${top + plotH / 2})" text-anchor="middle">latency (ms)</text>`);
+  // the goal of the read p99s at 32 connections (issue 6)
+  out.push(`<line x1="${left}" x2="${W - right}" y1="${y(25)}" y2="${y(25)}" stroke="#d62728" stroke-dasharray="6 4"/>`);
+  out.push(`<text x="${W - right - 4}" y="${y(25) - 5}" text-anchor="end" fill="#d62728">read p99 goal 25 ms</text>`);
+  out.push(`<text x="16" y="${top + plotH / 2}" transform="rotate(-90 16 ${top + plotH / 2})" text-anchor="middle">latency (ms, log scale)</text>`);
   rows.forEach((r, i) => {
     const x0 = left + i * groupW + (groupW - barW * 6 - 4) / 2;
     series.forEach((s, j) => {

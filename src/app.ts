@@ -78,10 +78,12 @@ function loggerOptions(
       censor: '[redacted]',
     },
   };
-  // a terminal gets pino-pretty (a worker thread of its own), with Fastify's own request lines
-  if (!stream && process.stdout.isTTY && config.logLevel !== 'silent') return { logger: { ...logger, transport: { target: 'pino-pretty' } } };
+  // a terminal gets pino-pretty (a worker thread of its own), and the access lines through it
+  if (!stream && process.stdout.isTTY && config.logLevel !== 'silent') {
+    return { logger: { ...logger, transport: { target: 'pino-pretty' } }, logController: new AccessLogController() };
+  }
   const destination = stream ?? stdoutLog();
-  return { logger: { ...logger, stream: destination }, logController: new AccessLogController(config.logLevel, destination) };
+  return { logger: { ...logger, stream: destination }, logController: new AccessLogController(pino({ level: config.logLevel }, destination)) };
 }
 
 export interface BuildOptions {

@@ -1,5 +1,5 @@
 import { LogController, type FastifyReply, type FastifyRequest } from 'fastify';
-import pino from 'pino';
+import type { Logger } from 'pino';
 
 /**
  * The access log: one line per request at `info` when it completes ("request completed", with
@@ -13,17 +13,19 @@ import pino from 'pino';
  * application's own) still goes through the redacting logger.
  */
 export class AccessLogController extends LogController {
-  private readonly access: pino.Logger;
+  private readonly access: Logger | undefined;
 
-  /** `level` and `destination` as the service logger's, so the lines interleave with its own */
-  constructor(level: string, destination: pino.DestinationStream) {
+  /**
+   * @param access the logger of these lines (the service logger's level and destination, without
+   *   its redaction); without one (a terminal's pretty-printed log) they go through the request's logger
+   */
+  constructor(access?: Logger) {
     super();
-    this.access = pino({ level }, destination);
+    this.access = access;
   }
 
   override incomingRequest(request: FastifyRequest): void {
-    if (!this.access.isLevelEnabled('debug')) return;
-    this.access.debug({ reqId: request.id, req: requestFields(request) }, 'incoming request');
+    this.write(request, 'debug', { req: requestFields(request) }, 'incoming request');
   }
 
   override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
@@ -31,11 +33,16 @@ export class AccessLogController extends LogController {
       super.requestCompleted(error, request, reply);
       return;
     }
-    if (!this.access.isLevelEnabled('info')) return;
-    this.access.info(
-      { reqId: request.id, req: requestFields(request), res: { statusCode: reply.statusCode }, responseTime: reply.elapsedTime },
-      'request completed',
-    );
+    const line = { req: requestFields(request), res: { statusCode: reply.statusCode }, responseTime: reply.elapsedTime };
+    this.write(request, 'info', line, 'request completed');
+  }
+
+  private write(request: FastifyRequest, level: 'debug' | 'info', fields: object, msg: string): void {
+    if (this.access === undefined) {
+      request.log[level](fields, msg);
+    } else if (this.access.isLevelEnabled(level)) {
+      this.access[level]({ reqId: request.id, ...fields }, msg);
+    }
   }
 }
 

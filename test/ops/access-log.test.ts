@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import Fastify from 'fastify';
+import { AccessLogController } from '../../src/http/access-log.ts';
 import { api } from '../helpers/app.ts';
 import { directUser, LogCapture, securityApp } from '../security/helpers.ts';
 
@@ -56,5 +58,21 @@ describe('access log', () => {
     const app = await securityApp(t, { logLevel: 'warn' }, { logStream: logs });
     await app.inject({ method: 'GET', url: '/health' });
     assert.equal(linesOf(logs, 'request completed').length + linesOf(logs, 'incoming request').length, 0);
+  });
+});
+
+describe('access log without a logger of its own (a terminal)', () => {
+  it('writes the same line through the request'"'"'s own logger', async () => {
+    const logs = new LogCapture();
+    const app = Fastify({ logger: { level: 'info', stream: logs }, logController: new AccessLogController() });
+    app.get('/ping', async () => ({ ok: true }));
+    const res = await app.inject({ method: 'GET', url: '/ping', headers: { 'x-request-id': 'ignored' } });
+    assert.equal(res.statusCode, 200);
+    await app.close();
+    const lines = logs.parsed();
+    assert.deepEqual(
+      lines.map((l) => [l.msg, (l.req as { url: string }).url, (l.res as { statusCode: number }).statusCode, typeof l.reqId]),
+      [['request completed', '/ping', 200, 'string']],
+    );
   });
 });

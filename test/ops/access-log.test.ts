@@ -62,7 +62,7 @@ describe('access log', () => {
 });
 
 describe('access log without a logger of its own (a terminal)', () => {
-  it('writes the same line through the request'"'"'s own logger', async () => {
+  it("writes the same line through the request's own logger", async () => {
     const logs = new LogCapture();
     const app = Fastify({ logger: { level: 'info', stream: logs }, logController: new AccessLogController() });
     app.get('/ping', async () => ({ ok: true }));

@@ -77,7 +77,7 @@ async function eachLimited<T>(items: readonly T[], limit: number, fn: (item: T) 
 }
 
 /** The error message pg-boss kept as a failed job's output, whichever way the job failed. */
-export function jobFailureMessage(output: unknown): string | undefined {
+function jobFailureMessage(output: unknown): string | undefined {
   if (typeof output === 'string') return output;
   if (output !== null && typeof output === 'object') {
     const o = output as { message?: unknown; value?: unknown };
@@ -85,6 +85,11 @@ export function jobFailureMessage(output: unknown): string | undefined {
     if (o.value !== undefined) return jobFailureMessage(o.value);
   }
   return undefined;
+}
+
+/** What a dead-letter job says of the job it stands for, for the log line of its handler. */
+export function givenUpJob(job: JobWithMetadata<unknown>): { jobId: string | null; attempts: number; cause: string | undefined } {
+  return { jobId: job.sourceId, attempts: (job.sourceRetryCount ?? 0) + 1, cause: jobFailureMessage(job.sourceOutput) };
 }
 
 /** True when this attempt is the job's last one: a failure now is final. */

@@ -1,7 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Db } from '../../db/database.ts';
 import type { OrderStatus } from '../../db/schema.ts';
-import { isLastAttempt, jobFailureMessage, type JobWithMetadata } from '../../jobs/queue.ts';
+import { givenUpJob, isLastAttempt, type JobWithMetadata } from '../../jobs/queue.ts';
 import { exactTotal, MAX_MONEY } from '../products/money.ts';
 import type { OrderProcessJob } from './order-create.ts';
 import type { OrderEventBus } from './order-events.ts';
@@ -110,8 +110,7 @@ export class OrderProcessor {
     const requeuedAfter = job.sourceCreatedOn === null ? undefined : new Date(new Date(job.sourceCreatedOn).getTime() + REQUEUE_MARGIN_MS);
     const failed = await this.failUnlessFinal(orderId, 'PROCESSING_ERROR', requeuedAfter);
     if (failed) {
-      const cause = jobFailureMessage(job.sourceOutput);
-      this.log.error({ orderId, jobId: job.sourceId, attempts: (job.sourceRetryCount ?? 0) + 1, cause }, 'order processing given up by the queue; order failed');
+      this.log.error({ orderId, ...givenUpJob(job) }, 'order processing given up by the queue; order failed');
     }
     return failed;
   }

@@ -5,7 +5,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../../config.ts';
 import type { Db } from '../../db/database.ts';
 import { AppError } from '../../http/errors.ts';
-import { jobFailureMessage, type JobQueue, type JobWithMetadata } from '../../jobs/queue.ts';
+import { givenUpJob, type JobQueue, type JobWithMetadata } from '../../jobs/queue.ts';
 import type { InboundWebhookRow } from '../../db/schema.ts';
 import { insertOrderWithJob } from '../orders/order-create.ts';
 import type { OrderEventBus } from '../orders/order-events.ts';
@@ -173,12 +173,11 @@ export class InboundWebhookService {
    * so running this again, or after a late success, changes nothing. Returns whether it recorded.
    */
   async abandon(job: JobWithMetadata<InboundProcessJob>): Promise<boolean> {
-    const cause = jobFailureMessage(job.sourceOutput) ?? 'the job queue gave up on it';
+    const given = givenUpJob(job);
+    const cause = given.cause ?? 'the job queue gave up on it';
     const id = job.data.inboundWebhookId;
     const settled = await settleInboundWebhook(this.db, id, { status: 'failed', orderId: null, error: `processing error: ${cause}`.slice(0, 1000) });
-    if (settled) {
-      this.log.error({ inboundWebhookId: id, jobId: job.sourceId, attempts: (job.sourceRetryCount ?? 0) + 1, cause }, 'inbound webhook processing given up by the queue');
-    }
+    if (settled) this.log.error({ inboundWebhookId: id, ...given, cause }, 'inbound webhook processing given up by the queue');
     return settled;
   }
 

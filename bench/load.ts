@@ -1,6 +1,7 @@
 /**
- * The load generator, run as its own process (forked by bench/run.ts with an IPC channel) so that
- * building requests and parsing responses never shares an event loop with the orchestrator.
+ * The load generator, run as its own process (forked by LoadRunner in bench/procs.ts, with an IPC
+ * channel) so that building requests and parsing responses never shares an event loop with the
+ * orchestrator.
  *
  * It receives { id, jobs: LoadJob[] }, runs the jobs at the same time (several jobs = concurrent
  * workloads, e.g. logins alongside /auth/me), and answers { id, results: LoadResult[] }.

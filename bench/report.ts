@@ -1,6 +1,15 @@
-/** The bench's output: the stdout table, the target verdicts and the SVG chart. */
-import type { LoadResult, LoadSummary } from './types.ts';
+/**
+ * The report phase and the bench's output: the run's header, the stdout tables, the target verdicts,
+ * the SVG chart and the results file.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { elapsed, log, type RunContext } from './context.ts';
 import type { CpuCost } from './cpu.ts';
+import { HIGH_LIMIT } from './options.ts';
+import type { Bench } from './scenario.ts';
+import type { LoadResult, LoadSummary } from './types.ts';
 
 export interface ScenarioRow {
   name: string;
@@ -19,6 +28,8 @@ export interface Target {
   informative?: boolean;
 }
 
+/** One decimal, or '-' for NaN and infinities. */
+export const f1 = (v: number): string => (Number.isFinite(v) ? v.toFixed(1) : '-');
 const ms = (v: number): string => (Number.isFinite(v) ? v.toFixed(v < 10 ? 2 : 1) : '-');
 const int = (v: number): string => (Number.isFinite(v) ? Math.round(v).toLocaleString('en-US') : '-');
 
@@ -149,4 +160,53 @@ export function latencyChart(rows: ScenarioRow[], title: string): string {
   });
   out.push('</svg>');
   return out.join('\n') + '\n';
+}
+
+/** Prints what the run is about to measure, and starts the report (bench/results/bench-<time>.json). */
+export function startReport(ctx: RunContext): Record<string, unknown> {
+  const { quick, connections, duration, warmup, orders, users, scaleSmall, scaleLarge, split, topology } = ctx.opts;
+  log(`oas bench ${quick ? '(quick) ' : ''}— run ${ctx.runId}`);
+  log(
+    `  ${os.cpus().length} CPUs, Node ${process.version}, ${connections} connections, ${duration} s per scenario (+${warmup} s warm-up), ` +
+      `${orders.toLocaleString('en-US')} orders, ${users.toLocaleString('en-US')} users; logs in ${ctx.logDir}`,
+  );
+  log(`  service: ${split ? 'one ROLE=api process + one ROLE=worker process (--topology split)' : 'one ROLE=all process (--topology all)'}`);
+  log(`  rate limits set to ${HIGH_LIMIT} per window for the throughput scenarios (every request is still counted in Redis)`);
+  return {
+    runId: ctx.runId,
+    startedAt: new Date().toISOString(),
+    mode: quick ? 'quick' : 'full',
+    machine: { cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, node: process.version, loadavg: os.loadavg() },
+    config: { connections, duration, warmup, orders, users, scaleSmall, scaleLarge, bcryptRounds: 10, topology },
+  };
+}
+
+/** bench/results/latency.svg, when the run measured any scenario on the main database. */
+export function writeChart(ctx: RunContext, rows: ScenarioRow[]): void {
+  if (!rows.length) return;
+  const title = `Latency per scenario, service vs bare baseline (${ctx.opts.connections} connections, ${os.cpus().length} CPUs)`;
+  fs.writeFileSync(path.join(ctx.resultsDir, 'latency.svg'), latencyChart(rows, title));
+}
+
+/** The report phase: the results file, then the scenario, query and target tables and the tally. */
+export function writeResults(b: Bench): void {
+  const { ctx, report, rows, targets, queriesUnderLoad } = b;
+  report.targets = targets;
+  report.finishedAt = new Date().toISOString();
+  report.totalSeconds = (Date.now() - ctx.started) / 1000;
+  const file = path.join(ctx.resultsDir, `bench-${new Date().toISOString().replace(/[:.]/g, '-')}${ctx.opts.quick ? '-quick' : ''}.json`);
+  fs.writeFileSync(file, JSON.stringify(report, null, 2));
+  if (rows.length) log(`\n${scenarioTable(rows)}\n`);
+  if (queriesUnderLoad) {
+    log(
+      table(
+        ['query (under mixed load)', 'p50 ms', 'p95 ms', 'p99 ms', 'n'],
+        Object.entries(queriesUnderLoad.perQuery).map(([n, q]) => [n, q.p50.toFixed(2), q.p95.toFixed(2), q.p99.toFixed(2), String(q.n)]),
+      ),
+    );
+  }
+  log(`\n${targetTable(targets)}\n`);
+  log(`${targetTally(targets)}; total ${elapsed(ctx)}`);
+  const chart = path.join(ctx.resultsDir, 'latency.svg');
+  log(`results: ${path.relative(ctx.root, file)}${rows.length ? `, chart: ${path.relative(ctx.root, chart)}` : ''}`);
 }

@@ -1,10 +1,15 @@
 /**
- * Set-based seeding (INSERT … SELECT generate_series) in chunks, so a progress bar can follow it and
- * no statement runs for long. Everything is derived from the row number: the same flags give the
- * same data set.
+ * The seeding phase, and the seeding the scale phase grows its database with. Set-based
+ * (INSERT … SELECT generate_series) in chunks, so a progress bar can follow it and no statement runs
+ * for long. Everything is derived from the row number: the same flags give the same data set.
  */
+import bcrypt from 'bcrypt';
 import cliProgress from 'cli-progress';
 import type pg from 'pg';
+import { elapsed, log, type RunContext } from './context.ts';
+import { f1 } from './report.ts';
+import { PASSWORD, PRODUCTS } from './options.ts';
+import { freshDatabase } from './services.ts';
 
 const CHUNK = 50_000;
 
@@ -16,6 +21,24 @@ export interface SeedPlan {
   orders: number;
   itemsPerCustomer: number;
   passwordHash: string;
+}
+
+/**
+ * The seeding phase: the main bench database, created, migrated and filled (`--users` users who all
+ * own orders and 30 items each); returns a client connected to it.
+ */
+export async function seedPhase(ctx: RunContext, report: Record<string, unknown>): Promise<pg.Client> {
+  const passwordHash = await bcrypt.hash(PASSWORD, 10);
+  log(`\n[${elapsed(ctx)}] seeding ${ctx.dbName}`);
+  const client = await freshDatabase(ctx, ctx.dbName);
+  const tSeed = Date.now();
+  const { users, orders } = ctx.opts;
+  await seed(client, { users, customers: users, products: PRODUCTS, orders, itemsPerCustomer: 30, passwordHash });
+  report.seedSeconds = (Date.now() - tSeed) / 1000;
+  const pgVersion = (await client.query<{ server_version: string }>('SHOW server_version')).rows[0].server_version;
+  (report.machine as Record<string, unknown>).postgres = pgVersion;
+  log(`  seeded in ${f1(report.seedSeconds as number)} s (PostgreSQL ${pgVersion})`);
+  return client;
 }
 
 export const emailOf = (n: number): string => `user${n}@bench.example`;

@@ -1,4 +1,4 @@
-/** Messages between the orchestrator (run.ts) and the load generator process (load.ts). */
+/** Messages between the orchestrator (run.ts and its phases) and the load generator process (load.ts). */
 
 export interface RequestShape {
   method: 'GET' | 'POST';

@@ -1,0 +1,22 @@
+/** The reads phase: each read scenario on the service, right after the same query on the bare baseline. */
+import { elapsed, log } from './context.ts';
+import { costLine } from './cpu.ts';
+import { f1, failures, summaryLine } from './report.ts';
+import { job, meter, runOne, sent, type Bench } from './scenario.ts';
+
+export async function readsPhase(b: Bench): Promise<void> {
+  const { ctx, rows, targets } = b;
+  for (const [name, p] of Object.entries(b.reads)) {
+    log(`[${elapsed(ctx)}] ${name}`);
+    const base = await runOne(b, job(b, `${name} (baseline)`, ctx.baselineUrl, p.baseline));
+    const cpu = await meter(b);
+    const svc = await runOne(b, job(b, name, ctx.serviceUrl, p.service));
+    const cost = await cpu.stop(sent(b, svc));
+    rows.push({ name, service: svc, baseline: base, cpu: cost });
+    log(`  service ${Math.round(svc.okRps)} req/s ${summaryLine(svc.latency)} | baseline ${Math.round(base.okRps)} req/s ${summaryLine(base.latency)} ${failures(svc)}`);
+    log(`  ${costLine(cost)}`);
+    const ratio = svc.okRps / base.okRps;
+    targets.push({ name: `${name} throughput vs baseline`, value: `${ratio.toFixed(2)}×`, target: '≥ 0.60×', pass: ratio >= 0.6 });
+    targets.push({ name: `${name} p99`, value: `${f1(svc.latency.p99)} ms`, target: '< 25 ms', pass: svc.latency.p99 < 25 && failures(svc) === '' });
+  }
+}

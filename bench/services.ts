@@ -1,0 +1,130 @@
+/**
+ * The bench's databases and processes: a fresh migrated database, the service (API and, in the split
+ * topology, its job worker), the bare baseline, the load generator, and the clean-up at the end.
+ * Everything started or created is recorded in the run's context, so `cleanup` finds it.
+ */
+import path from 'node:path';
+import { Redis } from 'ioredis';
+import pg from 'pg';
+import { createDatabase } from '../src/db/database.ts';
+import { migrateToLatest } from '../src/db/migrate.ts';
+import { dbUrl, type RunContext } from './context.ts';
+import { ADMIN_PASSWORD, HIGH_LIMIT, WEBHOOK_SECRET } from './options.ts';
+import { LoadRunner, startNode, stopProc, tail, waitReady, waitUntil, type Proc } from './procs.ts';
+
+async function adminQuery(ctx: RunContext, sqlText: string): Promise<void> {
+  const c = new pg.Client({ connectionString: ctx.adminUrl.toString() });
+  await c.connect();
+  try {
+    await c.query(sqlText);
+  } finally {
+    await c.end();
+  }
+}
+
+/** Creates database `name`, migrates it, and returns a client connected to it. */
+export async function freshDatabase(ctx: RunContext, name: string): Promise<pg.Client> {
+  await adminQuery(ctx, `CREATE DATABASE ${name}`);
+  ctx.databases.push(name);
+  const handle = await createDatabase({ databaseUrl: dbUrl(ctx, name), dataDir: ctx.logDir, poolSize: 2 });
+  await migrateToLatest(handle.db);
+  await handle.close();
+  const client = new pg.Client({ connectionString: dbUrl(ctx, name) });
+  await client.connect();
+  return client;
+}
+
+function serviceEnv(ctx: RunContext, database: string, extra: Record<string, string> = {}): Record<string, string> {
+  return {
+    DATABASE_URL: dbUrl(ctx, database),
+    REDIS_URL: ctx.redisUrl,
+    PORT: String(ctx.opts.port),
+    HOST: '127.0.0.1',
+    ROLE: ctx.opts.split ? 'api' : 'all',
+    // the production default: one access-log line per request (src/http/access-log.ts), so the
+    // bench measures the CPU that logging costs in production
+    LOG_LEVEL: 'info',
+    NODE_ENV: 'production',
+    BCRYPT_ROUNDS: '10',
+    ADMIN_EMAIL: 'admin@bench.example',
+    ADMIN_PASSWORD,
+    RATE_LIMIT_AUTHENTICATED: HIGH_LIMIT,
+    RATE_LIMIT_ANONYMOUS: HIGH_LIMIT,
+    RATE_LIMIT_WEBHOOK: HIGH_LIMIT,
+    RATE_LIMIT_KEY_PREFIX: ctx.redisPrefix,
+    SHOPIFY_WEBHOOK_SECRET: WEBHOOK_SECRET,
+    DATA_DIR: path.join(ctx.logDir, 'data'),
+    WEB_CONCURRENCY: '1',
+    ...(process.env.BENCH_SERVICE_ENV ? (JSON.parse(process.env.BENCH_SERVICE_ENV) as Record<string, string>) : {}),
+    ...extra,
+  };
+}
+
+/** Starts src/server.ts on `database` and waits until it is ready (its job worker too, topology split). */
+export async function startService(ctx: RunContext, name: string, database: string, extra: Record<string, string> = {}): Promise<Proc> {
+  const { port, split, cpuProf } = ctx.opts;
+  const profDir = path.join(ctx.resultsDir, 'prof');
+  const execArgv = cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : [];
+  const script = path.join(ctx.root, 'src', 'server.ts');
+  const { logDir } = ctx;
+  const proc = startNode({ name, script, env: serviceEnv(ctx, database, extra), logDir, execArgv });
+  ctx.procs.push(proc);
+  await waitReady(proc, `${ctx.serviceUrl}/ready`);
+  if (split) {
+    // the job worker: no HTTP; started once the API has migrated the database
+    const env = serviceEnv(ctx, database, { ...extra, ROLE: 'worker', WEB_CONCURRENCY: '1', PORT: String(port + 2) });
+    const worker = startNode({ name: `${name}-worker`, script, env, logDir, execArgv });
+    ctx.procs.push(worker);
+    ctx.workers.set(proc, worker);
+    // ready once it prints that it has started (src/server.ts, on a non-TTY stdout)
+    await waitUntil(worker, async () => tail(worker.logPath, 200).includes('Worker started'), 60_000, 100);
+  }
+  return proc;
+}
+
+/** Stops a service started by `startService`, with its job worker. */
+export async function stopService(ctx: RunContext, proc: Proc): Promise<void> {
+  const worker = ctx.workers.get(proc);
+  ctx.workers.delete(proc);
+  await Promise.all([stopProc(proc), worker && stopProc(worker)]);
+  ctx.procs.splice(ctx.procs.indexOf(proc), 1);
+  if (worker) ctx.procs.splice(ctx.procs.indexOf(worker), 1);
+}
+
+/** The baseline (bench/baseline.ts) on the main database, the service, and the load generator (bench/load.ts). */
+export async function startProcesses(ctx: RunContext): Promise<{ service: Proc; loader: LoadRunner }> {
+  const baseline = startNode({
+    name: 'baseline',
+    script: path.join(ctx.here, 'baseline.ts'),
+    env: { DATABASE_URL: dbUrl(ctx, ctx.dbName), PORT: String(ctx.opts.basePort) },
+    logDir: ctx.logDir,
+  });
+  ctx.procs.push(baseline);
+  await waitReady(baseline, `${ctx.baselineUrl}/health`);
+  const service = await startService(ctx, 'service', ctx.dbName);
+  const loader = new LoadRunner(path.join(ctx.here, 'load.ts'));
+  return { service, loader };
+}
+
+/** Stops every process, drops the databases (unless --keep-db) and deletes this run's Redis keys. */
+export async function cleanup(ctx: RunContext): Promise<void> {
+  for (const p of [...ctx.procs].reverse()) await stopProc(p).catch(() => {});
+  if (!ctx.opts.keepDb) {
+    for (const name of ctx.databases) await adminQuery(ctx, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => {});
+  }
+  // only this run's own keys
+  const redis = new Redis(ctx.redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1 });
+  try {
+    await redis.connect();
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${ctx.redisPrefix}*`, 'COUNT', 1000);
+      if (keys.length) await redis.del(...keys);
+      cursor = next;
+    } while (cursor !== '0');
+  } catch {
+    // Redis gone: nothing to flush
+  } finally {
+    redis.disconnect();
+  }
+}

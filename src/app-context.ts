@@ -1,13 +1,11 @@
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import type { Config } from './config.ts';
 import type { DatabaseHandle, Db } from './db/database.ts';
+import type { OrderEventBus } from './events/order-events.ts';
+import type { ReadinessCheck } from './http/observability.ts';
+import type { UserCache } from './http/user-cache.ts';
 import type { JobQueue } from './jobs/queue.ts';
 import type { Mailer } from './mail/mailer.ts';
-import type { PasswordHasher } from './modules/auth/passwords.ts';
-import type { TokenService } from './modules/auth/token.service.ts';
-import type { ReadinessCheck } from './http/observability.ts';
-import type { OrderEventBus } from './modules/orders/order-events.ts';
-import type { UserCache } from './modules/users/user-cache.ts';
 
 /** What every module gets: configuration and the shared infrastructure, nothing module-specific. */
 export interface AppContext {
@@ -15,20 +13,26 @@ export interface AppContext {
   readonly db: Db;
   readonly database: DatabaseHandle;
   readonly queue: JobQueue;
-  readonly tokens: TokenService;
   readonly mailer: Mailer;
-  readonly hasher: PasswordHasher;
   readonly log: FastifyBaseLogger;
-  /** order creation and status changes, written in the changing transaction (see order-events.ts) */
+  /** order creation and status changes, published in the changing transaction (events/order-events.ts) */
   readonly orderEvents: OrderEventBus;
-  /** the user rows requests authenticate with (see user-cache.ts) */
+  /** the user rows requests authenticate with (http/user-cache.ts) */
   readonly userCache: UserCache;
-  /** extra readiness checks a module contributes (e.g. Redis) */
+  /** /ready's checks; a module may add its own (e.g. Redis) */
   readonly readiness: ReadinessCheck[];
 }
 
 /**
- * A module registers its routes on `api` (already under /api/v1) and its queues and workers on
- * `ctx.queue`. Everything is registered before the queue starts.
+ * A module of the domain, as its factory (`create…Module` in `<name>.module.ts`) returns it. The
+ * factory builds the module's services and registers its queues and workers on `ctx.queue`
+ * (everything is registered before the queue starts); the app then registers its routes.
  */
-export type AppModule = (api: FastifyInstance, ctx: AppContext) => void | Promise<void>;
+export interface AppModule {
+  /** its routes, under the versioned API prefix */
+  routes?(api: FastifyInstance): void | Promise<void>;
+  /** routes outside the versioned API (/.well-known/…) */
+  rootRoutes?(app: FastifyInstance): void;
+  /** releases what the module holds of its own (connections, agents) */
+  close?(): Promise<void>;
+}

@@ -25,6 +25,13 @@ export interface Config {
   readonly accessTokenTtlSeconds: number;
   readonly refreshTokenTtlSeconds: number;
   readonly bcryptRounds: number;
+  /** how long a password reset token stays usable */
+  readonly passwordResetTtlSeconds: number;
+  /** link template of the reset e-mail, with `{token}` where the token goes; unset: the e-mail gives the token and the API call */
+  readonly passwordResetUrl: string | undefined;
+  /** failed logins for one e-mail within the window after which logins for it answer 429 */
+  readonly loginThrottleMaxFailures: number;
+  readonly loginThrottleWindowSeconds: number;
   readonly rateLimitAuthenticated: number;
   readonly rateLimitAnonymous: number;
   readonly rateLimitWebhook: number;
@@ -44,6 +51,10 @@ export interface Config {
   readonly webhookAllowPrivateTargets: boolean;
   /** delays in seconds between outgoing delivery attempts; length + 1 = max attempts */
   readonly webhookRetrySchedule: readonly number[];
+  /** live (not deleted) subscriptions one user may have */
+  readonly webhookMaxSubscriptionsPerUser: number;
+  /** deliveries in flight at once to one destination (host and port), per worker process */
+  readonly webhookMaxConcurrencyPerHost: number;
   readonly smtpUrl: string | undefined;
   readonly mailFrom: string;
   readonly bodyLimitBytes: number;
@@ -56,6 +67,14 @@ export interface Config {
   /** how long an API process may serve a user row from memory (0: never); see user-cache.ts */
   readonly userCacheTtlSeconds: number;
   readonly webConcurrency: number;
+  /** days a delivered or failed outgoing message (with its attempts) is kept; 0: forever */
+  readonly webhookMessageRetentionDays: number;
+  /** days the body and headers of a processed platform webhook are kept; 0: forever */
+  readonly inboundPayloadRetentionDays: number;
+  /** days a finished (completed, cancelled or failed) job is kept; 0: forever */
+  readonly jobRetentionDays: number;
+  /** how long /metrics reuses the figures it read from the database */
+  readonly metricsCacheSeconds: number;
 }
 
 export class ConfigError extends Error {}
@@ -115,6 +134,15 @@ function url(env: Env, name: string, protocols: string[]): string | undefined {
   return raw;
 }
 
+/** PASSWORD_RESET_URL: an http(s) URL template that contains `{token}`. */
+function resetUrlTemplate(env: Env): string | undefined {
+  const raw = str(env, 'PASSWORD_RESET_URL');
+  if (raw === undefined) return undefined;
+  if (!raw.includes('{token}')) throw new ConfigError('PASSWORD_RESET_URL must contain {token} where the reset token goes');
+  url({ PASSWORD_RESET_URL: raw.replaceAll('{token}', 'token') }, 'PASSWORD_RESET_URL', ['http:', 'https:']);
+  return raw.trim();
+}
+
 /** TRUST_PROXY: true/false, or a comma-separated list of trusted proxy addresses, CIDRs or proxy-addr names. */
 function trustProxy(env: Env): boolean | string {
   const raw = str(env, 'TRUST_PROXY');
@@ -142,7 +170,7 @@ function oneOf(env: Env, name: string, values: readonly string[], fallback: stri
   return raw;
 }
 
-/** A PEM key that signs or verifies tokens: it must parse, and be P-256 (ES256) or Ed25519 (DESIGN §5). */
+/** A PEM key that signs or verifies tokens: it must parse, and be P-256 (ES256) or Ed25519. */
 function signingKey(env: Env, name: string, kind: 'private' | 'public'): string | undefined {
   const pem = str(env, name);
   if (pem === undefined) return undefined;
@@ -224,6 +252,10 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     accessTokenTtlSeconds: int(env, 'ACCESS_TOKEN_TTL_SECONDS', 1800, 1),
     refreshTokenTtlSeconds: int(env, 'REFRESH_TOKEN_TTL_SECONDS', 604800, 1),
     bcryptRounds: int(env, 'BCRYPT_ROUNDS', 12, 4, 15),
+    passwordResetTtlSeconds: int(env, 'PASSWORD_RESET_TTL_SECONDS', 1800, 1, 7 * 86400),
+    passwordResetUrl: resetUrlTemplate(env),
+    loginThrottleMaxFailures: int(env, 'LOGIN_THROTTLE_MAX_FAILURES', 10, 1),
+    loginThrottleWindowSeconds: int(env, 'LOGIN_THROTTLE_WINDOW_SECONDS', 900, 1),
     rateLimitAuthenticated: int(env, 'RATE_LIMIT_AUTHENTICATED', 100, 1),
     rateLimitAnonymous: int(env, 'RATE_LIMIT_ANONYMOUS', 20, 1),
     rateLimitWebhook: int(env, 'RATE_LIMIT_WEBHOOK', 1000, 1),
@@ -236,6 +268,8 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     platformApiToken: str(env, 'PLATFORM_API_TOKEN'),
     webhookAllowPrivateTargets: bool(env, 'WEBHOOK_ALLOW_PRIVATE_TARGETS', false),
     webhookRetrySchedule,
+    webhookMaxSubscriptionsPerUser: int(env, 'WEBHOOK_MAX_SUBSCRIPTIONS_PER_USER', 25, 1, 10000),
+    webhookMaxConcurrencyPerHost: int(env, 'WEBHOOK_MAX_CONCURRENCY_PER_HOST', 4, 1, 64),
     smtpUrl: url(env, 'SMTP_URL', ['smtp:', 'smtps:']),
     mailFrom: str(env, 'MAIL_FROM') ?? 'Order Service <no-reply@example.com>',
     bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES', 1024 * 1024, 1024),
@@ -246,6 +280,10 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     orderWorkerConcurrency: int(env, 'ORDER_WORKER_CONCURRENCY', embedded ? 4 : 12, 1, 64),
     userCacheTtlSeconds: num(env, 'USER_CACHE_TTL_SECONDS', 10, 0),
     webConcurrency: int(env, 'WEB_CONCURRENCY', 1, 1, 64),
+    webhookMessageRetentionDays: int(env, 'WEBHOOK_MESSAGE_RETENTION_DAYS', 30, 0, 3650),
+    inboundPayloadRetentionDays: int(env, 'INBOUND_PAYLOAD_RETENTION_DAYS', 30, 0, 3650),
+    jobRetentionDays: int(env, 'JOB_RETENTION_DAYS', 7, 0, 3650),
+    metricsCacheSeconds: num(env, 'METRICS_CACHE_SECONDS', 5, 0),
     ...overrides,
   };
   // PGlite lives inside one process: splitting roles or running several API processes needs a server.

@@ -1,6 +1,6 @@
 import closeWithGrace from 'close-with-grace';
 import { buildApp } from './app.ts';
-import { bootstrapAdmin } from './bootstrap.ts';
+import { bootstrapAdmin } from './modules/users/admin-bootstrap.ts';
 import { runClusterPrimary, shouldRunCluster } from './cluster.ts';
 import { loadConfigOrExit } from './config.ts';
 

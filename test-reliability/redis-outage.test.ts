@@ -13,8 +13,9 @@ import type { ServiceProcess } from './helpers/service.ts';
  * back, without restarting anything.
  */
 const DOWN_MS = 5000;
-const FALLBACK_MSG = 'falling back to per-process counters';
-const BACK_MSG = 'Redis is back';
+// the request rate limiter's own lines; the sign-in attempt counter logs its switches under its own label
+const FALLBACK_MSG = 'rate limiting: Redis unavailable, falling back to per-process counters';
+const BACK_MSG = 'rate limiting: Redis is back';
 
 describe('reliability: Redis stopped during load', () => {
   let d: Deployment;

@@ -14,7 +14,7 @@ function isSlot(value: unknown): value is Slot {
 /**
  * A query that Kysely builds and compiles once, then runs with each call's arguments. Otherwise
  * every call builds the operation tree and compiles it to SQL again, which took about a tenth of the
- * API's CPU on the hottest reads (bench finding 17).
+ * API's CPU on the hottest reads.
  *
  * `build` gets stand-ins for the arguments. Each must be used as a value, that is, where Kysely
  * makes a query parameter (`where(col, '=', a.x)`, `limit(a.n)`), never looked at or branched on:

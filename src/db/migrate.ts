@@ -2,7 +2,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import fs from 'node:fs/promises';
 import { FileMigrationProvider, Migrator } from 'kysely/migration';
-import type { Db } from './database.ts';
+import type { Config } from '../config.ts';
+import { createDatabase, type DatabaseHandle, type Db } from './database.ts';
 
 const migrationFolder = path.join(path.dirname(fileURLToPath(import.meta.url)), 'migrations');
 
@@ -21,4 +22,26 @@ export async function migrateToLatest(db: Db): Promise<string[]> {
     });
   }
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+}
+
+/**
+ * The service's database, migrated: `existing` when given (closed by its owner), else a new handle
+ * with the service's connection settings (closed again when a migration fails).
+ */
+export async function openDatabase(config: Config, existing?: DatabaseHandle): Promise<DatabaseHandle> {
+  const database =
+    existing ??
+    (await createDatabase({
+      databaseUrl: config.databaseUrl,
+      dataDir: config.dataDir,
+      applicationName: `oas-${config.role}`,
+      preparedStatements: config.databasePreparedStatements,
+    }));
+  try {
+    await migrateToLatest(database.db);
+  } catch (err) {
+    if (!existing) await database.close();
+    throw err;
+  }
+  return database;
 }

@@ -30,7 +30,7 @@ function isStalePlan(err: unknown): boolean {
 /**
  * A pg.Client that sends each parameterised data statement as a named prepared statement: it is
  * parsed and planned once per connection instead of on every execution. On this service that halves
- * PostgreSQL's CPU per request (bench/README.md, finding 12): most of its statements are small and
+ * PostgreSQL's CPU per request: most of its statements are small and
  * their parse and plan cost more than their execution. PostgreSQL keeps a custom plan for the first
  * five executions and switches to a generic one only where that costs no more.
  *

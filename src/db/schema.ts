@@ -20,8 +20,29 @@ export interface UsersTable {
   created_at: CreatedAt;
   updated_at: NullableTimestamp;
   deleted_at: NullableTimestamp;
-  /** bumped on password change; refresh tokens issued before it are refused */
+  /** when the password was last set */
   password_changed_at: NullableTimestamp;
+  /**
+   * access tokens issued (`iat`, whole seconds) before this instant are refused: set, to the next
+   * whole second, by a password change, a password reset and signing out everywhere
+   */
+  sessions_valid_after: NullableTimestamp;
+  /** created without a password (a platform customer): setting one through password recovery activates it */
+  awaiting_password: Generated<boolean>;
+}
+
+export interface PasswordResetTokensTable {
+  id: Generated<number>;
+  user_id: number;
+  /** SHA-256 of the token, hex; the token itself is only ever in the e-mail */
+  token_hash: string;
+  /** the address the token was sent to: a token is void once the account's e-mail changes */
+  email: string;
+  expires_at: Timestamp;
+  used_at: NullableTimestamp;
+  /** revoked when the user's sessions end (password changed, deactivated, deleted) */
+  revoked_at: NullableTimestamp;
+  created_at: CreatedAt;
 }
 
 export interface RefreshTokensTable {
@@ -60,7 +81,7 @@ export interface OrderItemsTable {
   id: Generated<number>;
   order_id: number;
   product_id: number;
-  product_name: string | null;
+  product_name: string;
   quantity: number;
   unit_price: Money;
 }
@@ -74,6 +95,10 @@ export interface OrderEventsTable {
   status: OrderStatus;
   total_amount: Money;
   sequence: number;
+  /** why the order failed (its failure_reason), on the event that moved it to failed; else null */
+  reason: ColumnType<string | null, string | null | undefined, string | null>;
+  /** what the failure concerned (for a stock failure, the short lines); else null */
+  details: ColumnType<unknown, string | null | undefined, string | null>;
   created_at: CreatedAt;
 }
 
@@ -108,8 +133,8 @@ export interface InboundWebhooksTable {
   topic: string | null;
   shop_domain: string | null;
   headers: Json;
-  /** the body as received: its text, or its bytes in base64 when `raw_body_encoding` says so */
-  raw_body: string;
+  /** the body as received: its text, or its bytes in base64 when `raw_body_encoding` says so; null once purged */
+  raw_body: ColumnType<string | null, string, string | null>;
   /** `base64` for a body that is not UTF-8 text PostgreSQL can hold (invalid UTF-8, or a NUL byte) */
   raw_body_encoding: ColumnType<InboundBodyEncoding, InboundBodyEncoding | undefined, InboundBodyEncoding>;
   status: ColumnType<InboundWebhookStatus, InboundWebhookStatus | undefined, InboundWebhookStatus>;
@@ -117,6 +142,8 @@ export interface InboundWebhooksTable {
   order_id: number | null;
   received_at: CreatedAt;
   processed_at: NullableTimestamp;
+  /** when the retention purge removed the body and headers (the row and its outcome stay) */
+  payload_purged_at: NullableTimestamp;
 }
 
 export interface WebhookSubscriptionsTable {
@@ -129,6 +156,11 @@ export interface WebhookSubscriptionsTable {
   is_active: Generated<boolean>;
   consecutive_failures: Generated<number>;
   disabled_reason: string | null;
+  /** when it was disabled (by the service or by its owner); null while active */
+  disabled_at: NullableTimestamp;
+  /** the secret before the last rotation: deliveries carry its signature too until it expires */
+  previous_secret: string | null;
+  previous_secret_expires_at: NullableTimestamp;
   created_at: CreatedAt;
   updated_at: NullableTimestamp;
   deleted_at: NullableTimestamp;
@@ -145,6 +177,10 @@ export interface WebhookDeliveriesTable {
   duration_ms: number | null;
   success: boolean;
   error: string | null;
+  /** the headers the attempt was sent with (signature included) */
+  request_headers: ColumnType<Record<string, string> | null, string | null | undefined, string | null>;
+  /** the first KiB of the response body */
+  response_body: string | null;
   created_at: CreatedAt;
 }
 
@@ -160,6 +196,8 @@ export interface WebhookMessagesTable {
   payload: string;
   status: WebhookMessageStatus;
   attempts: Generated<number>;
+  /** attempts made before the message was last re-queued (resend, recover): its retry schedule starts again there */
+  retry_base: Generated<number>;
   last_error: string | null;
   created_at: CreatedAt;
   settled_at: NullableTimestamp;
@@ -171,10 +209,67 @@ export interface UserCountsTable {
   total: number;
 }
 
+/** Counters kept by triggers, spread over slots (sum them): see the operation_counters migration. */
+type CounterTotal = ColumnType<string, never, never>;
+type Slot = ColumnType<number, never, never>;
+
+/** orders by current status and origin */
+export interface OrderCountsTable {
+  status: OrderStatus;
+  platform: boolean;
+  slot: Slot;
+  total: CounterTotal;
+}
+
+/** order events by the status they moved to, since the start */
+export interface OrderTransitionCountsTable {
+  status: OrderStatus;
+  slot: Slot;
+  total: CounterTotal;
+}
+
+/** platform webhooks by current status and topic ('' for none) */
+export interface InboundWebhookCountsTable {
+  status: InboundWebhookStatus;
+  topic: string;
+  slot: Slot;
+  total: CounterTotal;
+}
+
+/** outgoing delivery attempts by success, since the start */
+export interface WebhookDeliveryCountsTable {
+  success: boolean;
+  slot: Slot;
+  total: CounterTotal;
+}
+
+/** which order, platform webhook or outgoing message a queued job is about (pg-boss's job id) */
+export interface JobLinksTable {
+  job_id: string;
+  queue: string;
+  order_id: number | null;
+  inbound_webhook_id: number | null;
+  message_row_id: number | null;
+  created_at: CreatedAt;
+}
+
+/** failed jobs deleted by the retention purge, per queue */
+export interface PurgedJobCountsTable {
+  queue: string;
+  failed: ColumnType<string, string | number, string | number>;
+}
+
 export interface Database {
   users: UsersTable;
   user_counts: UserCountsTable;
+  order_counts: OrderCountsTable;
+  order_transition_counts: OrderTransitionCountsTable;
+  inbound_webhook_counts: InboundWebhookCountsTable;
+  webhook_delivery_counts: WebhookDeliveryCountsTable;
+  job_links: JobLinksTable;
+  purged_job_counts: PurgedJobCountsTable;
   refresh_tokens: RefreshTokensTable;
+  password_reset_tokens: PasswordResetTokensTable;
   products: ProductsTable;
   orders: OrdersTable;
   order_items: OrderItemsTable;
@@ -190,9 +285,9 @@ export interface Database {
 export type UserRow = Selectable<UsersTable>;
 export type NewUser = Insertable<UsersTable>;
 export type UserUpdate = Updateable<UsersTable>;
+export type PasswordResetTokenRow = Selectable<PasswordResetTokensTable>;
 export type ProductRow = Selectable<ProductsTable>;
 export type OrderRow = Selectable<OrdersTable>;
-export type OrderItemRow = Selectable<OrderItemsTable>;
 export type OrderEventRow = Selectable<OrderEventsTable>;
 export type ItemRow = Selectable<ItemsTable>;
 export type InboundWebhookRow = Selectable<InboundWebhooksTable>;

@@ -2,7 +2,7 @@
  * `timestamptz` text from PostgreSQL to a Date, and a Date to the API's ISO 8601 text.
  *
  * node-pg parses timestamps with a general regular expression, and `Date#toISOString` is slow in V8:
- * a page of 20 orders spent about a tenth of the API's CPU on its 40 timestamps (bench finding 17).
+ * a page of 20 orders spent about a tenth of the API's CPU on its 40 timestamps.
  * Both functions take a short path for the one shape they meet in practice and hand anything else
  * to the general code.
  */

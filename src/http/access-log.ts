@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
  * The access log: one line per request at `info` when it completes ("request completed", with
  * the request's method, URL, host and client, its status and its time), and "incoming request" at
  * `debug` when it arrives. Fastify's default writes both at `info`, and these two lines were most of
- * what logging cost (bench finding 22).
+ * what logging cost: about 0.05 ms of API CPU per request at `info`, against 0.01–0.03 ms now.
  *
  * They are written by a logger without redaction: they hold only the fields picked here (no headers,
  * no body), so the service logger's redaction, whose wildcard paths walk every object a line holds,

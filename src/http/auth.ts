@@ -1,11 +1,8 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { Db } from '../db/database.ts';
 import type { UserRow } from '../db/schema.ts';
-import type { TokenClaims, TokenService } from '../modules/auth/token.service.ts';
-import { findUserById } from '../modules/users/users.repository.ts';
-import type { UserCache } from '../modules/users/user-cache.ts';
 import { AppError } from './errors.ts';
 import { SECURITY_SCHEME } from './docs.ts';
+import type { UserCache } from './user-cache.ts';
 
 /**
  * Every route declares who may call it in `config.auth`; a route without it fails at start-up
@@ -24,7 +21,8 @@ declare module 'fastify' {
     auth?: AuthLevel;
     /** detail of the 403 for a non-admin on an `admin` route */
     adminDetail?: string;
-    rateLimit?: 'default' | 'webhook' | 'none';
+    /** the rate-limit bucket (rate-limit.ts): by token or IP (default), always by IP, the webhook bucket, none */
+    rateLimit?: 'default' | 'ip' | 'webhook' | 'none';
   }
   interface FastifyRequest {
     user: UserRow | null;
@@ -32,6 +30,35 @@ declare module 'fastify' {
 }
 
 export const CREDENTIALS_DETAIL = 'Could not validate credentials';
+
+/** The verified claims of an access token that authentication and rate limiting use. */
+export interface AccessClaims {
+  /** the user id, as a decimal string */
+  readonly sub: string;
+  readonly iat: number;
+  readonly exp: number;
+}
+
+/** Verifies a bearer access token: its claims, or null for anything that is not a valid access token. */
+export type AccessTokenVerifier = (token: string) => Promise<AccessClaims | null>;
+
+/** What the authentication hook needs from the rest of the service. */
+export interface AuthDeps {
+  verifyAccessToken: AccessTokenVerifier;
+  /** a live (not deleted) user by id, read from the database */
+  loadUser: (id: number) => Promise<UserRow | undefined>;
+  userCache: UserCache;
+}
+
+/**
+ * True when the token was issued before `user.sessions_valid_after`. The cut-off is stored as a whole
+ * second (the one after the change) and tokens issued for the user from then on carry at least that
+ * `iat`, so a token of the same second as the change is refused, and a sign-in right after it is not.
+ */
+export function issuedBeforeCutoff(claims: AccessClaims, user: UserRow): boolean {
+  const cutoff = user.sessions_valid_after;
+  return cutoff !== null && claims.iat < Math.floor(cutoff.getTime() / 1000);
+}
 
 export function authUser(request: FastifyRequest): UserRow {
   if (!request.user) throw new AppError('NOT_AUTHENTICATED', 'Not authenticated', { headers: { 'www-authenticate': 'Bearer' } });
@@ -45,24 +72,24 @@ function bearerToken(request: FastifyRequest): string | undefined | null {
   return match ? match[1] : null;
 }
 
-const verifiedClaims = new WeakMap<FastifyRequest, Promise<TokenClaims | null>>();
+const verifiedClaims = new WeakMap<FastifyRequest, Promise<AccessClaims | null>>();
 
 /**
  * The claims of the request's bearer access token, or null when there is none or it does not
  * verify. Verified once per request: the rate limiter (which runs first) and authentication share it.
  */
-export function verifiedAccessClaims(request: FastifyRequest, tokens: TokenService): Promise<TokenClaims | null> {
+export function verifiedAccessClaims(request: FastifyRequest, verify: AccessTokenVerifier): Promise<AccessClaims | null> {
   let claims = verifiedClaims.get(request);
   if (!claims) {
     const token = bearerToken(request);
-    claims = typeof token === 'string' ? tokens.verify(token, 'access') : Promise.resolve(null);
+    claims = typeof token === 'string' ? verify(token) : Promise.resolve(null);
     verifiedClaims.set(request, claims);
   }
   return claims;
 }
 
-export function registerAuth(app: FastifyInstance, deps: { db: Db; tokens: TokenService; userCache: UserCache }): void {
-  const loadUser = (id: number) => findUserById(deps.db, id);
+export function registerAuth(app: FastifyInstance, deps: AuthDeps): void {
+  const { loadUser } = deps;
   app.decorateRequest('user', null);
 
   app.addHook('onRoute', (route) => {
@@ -90,13 +117,15 @@ export function registerAuth(app: FastifyInstance, deps: { db: Db; tokens: Token
       if (token === null) throw invalid();
       throw new AppError('NOT_AUTHENTICATED', 'Not authenticated', { headers: { 'www-authenticate': 'Bearer' } });
     }
-    const claims = await verifiedAccessClaims(request, deps.tokens);
+    const claims = await verifiedAccessClaims(request, deps.verifyAccessToken);
     if (!claims) {
       if (level === 'public') return;
       throw invalid();
     }
     const user = await deps.userCache.get(Number(claims.sub), loadUser);
-    if (!user) {
+    // a token issued before the user's sessions were cut off (password change or reset, signing
+    // out everywhere) is dead, like one of a deleted user; the cached row carries the cut-off
+    if (!user || issuedBeforeCutoff(claims, user)) {
       if (level === 'public') return;
       throw invalid();
     }

@@ -14,17 +14,22 @@ export const ERROR_STATUS = {
   FORBIDDEN: 403,
   ADMIN_REQUIRED: 403,
   NOT_FOUND: 404,
-  METHOD_NOT_ALLOWED: 405,
-  CONFLICT: 409,
   EMAIL_EXISTS: 400,
   SKU_EXISTS: 400,
   INVALID_PRODUCT: 400,
   INVALID_QUANTITY: 400,
   INVALID_STATE: 400,
+  SUBSCRIPTION_LIMIT_REACHED: 400,
+  SUBSCRIPTION_URL_EXISTS: 400,
+  INVALID_RESET_TOKEN: 400,
+  RESET_TOKEN_USED: 400,
+  RESET_TOKEN_EXPIRED: 400,
+  RESET_TOKEN_SUPERSEDED: 400,
   IDEMPOTENCY_KEY_REUSED: 422,
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
   RATE_LIMITED: 429,
+  LOGIN_THROTTLED: 429,
   INTERNAL_ERROR: 500,
   SERVICE_UNAVAILABLE: 503,
   WEBHOOK_NOT_CONFIGURED: 503,
@@ -116,7 +121,7 @@ function describe(issues: ValidationIssue[]): string {
 
 /**
  * For the one route whose contract answers body-validation failures with 400 rather than 422
- * (spec 4.4, PATCH /items): the same issues, the business-rule status. Non-body errors pass through.
+ * (PATCH /items): the same issues, the business-rule status. Non-body errors pass through.
  */
 export function bodyValidationAsBadRequest(err: FastifyError): Error {
   if (!err.validation || err.validationContext !== 'body') return err;

@@ -37,7 +37,7 @@ const END_GUARD_MS = 1000;
 /**
  * A shared (Redis) rate-limit counter that does not wait for the store while a key is far from
  * its limit. Waiting for Redis on every request took about a third of the API's CPU on a cheap
- * read, and one more wake-up per request (bench finding 18).
+ * read, and one more wake-up per request.
  *
  * - A key's first request in a window, and every request in the second half of its limit, waits
  *   for Redis as before, so the 429 is decided by the shared count.

@@ -2,18 +2,22 @@ import { once } from 'node:events';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { Redis } from 'ioredis';
 import { RateLimiterMemory, RateLimiterRedis, type RateLimiterRes, type IRateLimiterOptions } from 'rate-limiter-flexible';
-import type { AppContext } from '../app-context.ts';
-import { verifiedAccessClaims } from './auth.ts';
+import type { Config } from '../config.ts';
+import { verifiedAccessClaims, type AccessTokenVerifier } from './auth.ts';
 import { AppError } from './errors.ts';
+import type { ReadinessCheck } from './observability.ts';
 import { consumeNow, WriteBehindCounter, type Verdict } from './rate-limit-counter.ts';
 
 /**
- * Rate limiting (spec §8, DESIGN §4): one counter per caller and window, shared by every API
+ * Rate limiting: one counter per caller and window, shared by every API
  * process through Redis when REDIS_URL is set, in process memory otherwise.
  *
  * Buckets:
  * - user: a request carrying a valid access token, keyed by its subject (the user id)
- * - ip: every other request (no token, or a token that does not verify), keyed by client IP
+ * - ip: every other request (no token, or a token that does not verify), keyed by client IP; and
+ *   always the routes with `config.rateLimit: 'ip'`, whatever `Authorization` header they carry: the
+ *   routes that take a credential in their body (login, refresh, logout, password recovery and
+ *   reset), so that holding some account's token buys no extra guesses at another's credentials
  * - webhook: routes with `config.rateLimit: 'webhook'`, keyed by IP, with its own higher limit
  * Routes with `config.rateLimit: 'none'` (health, ready, metrics, docs, JWKS) are not counted.
  *
@@ -31,7 +35,7 @@ import { consumeNow, WriteBehindCounter, type Verdict } from './rate-limit-count
  * switch is logged once each way and /ready reports `redis: degraded`.
  */
 
-export type RateLimitMode = 'default' | 'webhook' | 'none';
+export type RateLimitMode = 'default' | 'ip' | 'webhook' | 'none';
 
 interface Bucket {
   readonly name: 'user' | 'ip' | 'webhook';
@@ -40,14 +44,16 @@ interface Bucket {
 }
 
 /** Logs the move to per-process counters once, and the return to Redis once. */
-class FallbackState {
+export class FallbackState {
   private fallingBack = false;
   private readonly log: FastifyBaseLogger;
+  private readonly label: string;
   /** told of every switch, either way */
   readonly onSwitch: (() => void)[] = [];
 
-  constructor(log: FastifyBaseLogger) {
+  constructor(log: FastifyBaseLogger, label = 'rate limiting') {
     this.log = log;
+    this.label = label;
   }
 
   get active(): boolean {
@@ -58,19 +64,19 @@ class FallbackState {
     if (this.fallingBack) return;
     this.fallingBack = true;
     for (const listener of this.onSwitch) listener();
-    this.log.warn('rate limiting: Redis unavailable, falling back to per-process counters');
+    this.log.warn(`${this.label}: Redis unavailable, falling back to per-process counters`);
   }
 
   leave(): void {
     if (!this.fallingBack) return;
     this.fallingBack = false;
     for (const listener of this.onSwitch) listener();
-    this.log.info('rate limiting: Redis is back, counters are shared again');
+    this.log.info(`${this.label}: Redis is back, counters are shared again`);
   }
 }
 
 /** The memory limiter that stands in when Redis fails; every use of it means Redis failed. */
-class InsuranceLimiter extends RateLimiterMemory {
+export class InsuranceLimiter extends RateLimiterMemory {
   private readonly onUse: () => void;
 
   constructor(opts: IRateLimiterOptions, onUse: () => void) {
@@ -84,7 +90,8 @@ class InsuranceLimiter extends RateLimiterMemory {
   }
 }
 
-function createRedis(url: string, log: FastifyBaseLogger): Redis {
+/** A Redis client for shared counters: never queues a command while disconnected, reconnects in the background. */
+export function createRedis(url: string, log: FastifyBaseLogger, label = 'rate limiting'): Redis {
   const client = new Redis(url, {
     // fail fast instead of queueing: a request never waits for Redis to come back
     enableOfflineQueue: false,
@@ -97,15 +104,24 @@ function createRedis(url: string, log: FastifyBaseLogger): Redis {
     retryStrategy: (times) => Math.min(100 * times, 2000),
   });
   // without a listener ioredis prints every failed reconnect; the fallback is logged once instead
-  client.on('error', (err: Error) => log.debug({ err: err.message }, 'rate limiting: Redis error'));
+  client.on('error', (err: Error) => log.debug({ err: err.message }, `${label}: Redis error`));
   return client;
 }
 
-export function registerRateLimit(app: FastifyInstance, ctx: AppContext): void {
-  const { config } = ctx;
+export interface RateLimitDeps {
+  config: Config;
+  log: FastifyBaseLogger;
+  /** the bearer token picks the bucket: a valid one counts against its user */
+  verifyAccessToken: AccessTokenVerifier;
+  /** /ready's checks: Redis adds itself when configured */
+  readiness: ReadinessCheck[];
+}
+
+export function registerRateLimit(app: FastifyInstance, deps: RateLimitDeps): void {
+  const { config, log } = deps;
   const duration = config.rateLimitWindowSeconds;
-  const fallback = new FallbackState(ctx.log);
-  const redis = config.redisUrl ? createRedis(config.redisUrl, ctx.log) : undefined;
+  const fallback = new FallbackState(log);
+  const redis = config.redisUrl ? createRedis(config.redisUrl, log) : undefined;
   redis?.on('ready', () => fallback.leave());
 
   const counters: WriteBehindCounter[] = [];
@@ -129,7 +145,7 @@ export function registerRateLimit(app: FastifyInstance, ctx: AppContext): void {
       points,
       windowMs: duration * 1000,
       shared,
-      onSendError: (err) => ctx.log.warn({ err }, 'rate limiting: a batch of counts was lost'),
+      onSendError: (err) => log.warn({ err }, 'rate limiting: a batch of counts was lost'),
     });
     counters.push(counter);
     return { name, points, consume: (key) => counter.consume(key) };
@@ -148,8 +164,11 @@ export function registerRateLimit(app: FastifyInstance, ctx: AppContext): void {
     if (mode === 'webhook') {
       bucket = buckets.webhook;
       key = request.ip;
+    } else if (mode === 'ip') {
+      bucket = buckets.ip;
+      key = request.ip;
     } else {
-      const claims = await verifiedAccessClaims(request, ctx.tokens);
+      const claims = await verifiedAccessClaims(request, deps.verifyAccessToken);
       bucket = claims ? buckets.user : buckets.ip;
       key = claims ? claims.sub : request.ip;
     }
@@ -169,7 +188,7 @@ export function registerRateLimit(app: FastifyInstance, ctx: AppContext): void {
   });
 
   if (!redis) return;
-  ctx.readiness.push({
+  deps.readiness.push({
     name: 'redis',
     critical: false,
     check: async () => {

@@ -109,7 +109,7 @@ export function registerSecurity(app: FastifyInstance): void {
     const path = findUnstorable(body, 'body') ?? findUnstorable(request.query, 'query') ?? findUnstorable(request.params, 'path');
     if (!path) return;
     const msg = 'NUL characters and unpaired surrogates are not allowed';
-    // a route that answers its body's validation errors with 400 (attachValidation, spec 4.4's
+    // a route that answers its body's validation errors with 400 (attachValidation, the specification's
     // PATCH /items) answers this one with 400 too
     const code = path[0] === 'body' && request.routeOptions.attachValidation ? 'INVALID_INPUT' : 'VALIDATION_ERROR';
     throw new AppError(code, `Validation failed: ${path.join('.')}: ${msg}`, {

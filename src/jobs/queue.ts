@@ -1,7 +1,12 @@
-import { PgBoss, fromKysely, fromPglite, type JobWithMetadata, type KyselyTransactionLike, type SendOptions } from 'pg-boss';
+import { PgBoss, fromKysely, fromPglite, type JobWithMetadata, type SendOptions } from 'pg-boss';
 import type { FastifyBaseLogger } from 'fastify';
+import type { Transaction } from 'kysely';
 import type { Config } from '../config.ts';
 import type { DatabaseHandle } from '../db/database.ts';
+import type { Database } from '../db/schema.ts';
+import { ensureJobIndexes } from './job-indexes.ts';
+import { insertJobLink } from './jobs.repository.ts';
+import { deadLetterQueueOf, jobSubjectOf, type DeadLettered, type Job, type JobName, type JobPayloads } from './registry.ts';
 
 /** Internal jobs: the spec's "at most 3 attempts", with exponential backoff between them. */
 export const INTERNAL_RETRY = { retryLimit: 2, retryDelay: 1, retryBackoff: true } as const;
@@ -24,16 +29,18 @@ export const JOB_LIVENESS = { heartbeatSeconds: 10, expireInSeconds: 300 } as co
  */
 export const DEAD_LETTER_RETRY = { retryLimit: 8, retryDelay: 5, retryBackoff: true } as const;
 
+/**
+ * pg-boss never deletes a finished job itself: the service's retention purge does, in bounded
+ * batches, after JOB_RETENTION_DAYS (see src/modules/operations/). pg-boss's own deletion would be
+ * one unbounded DELETE per queue, and would take failed jobs out of the count of jobs failed for good.
+ */
+export const JOB_DELETION = { deleteAfterSeconds: 0 } as const;
+
 /** The schema of pg-boss's tables (its default; `attachDeadLetter` writes to one of them). */
 const BOSS_SCHEMA = 'pgboss';
 
-/** The name of the dead-letter queue of `queue`. */
-export function deadLetterQueueOf(queue: string): string {
-  return `${queue}-dead-letter`;
-}
-
 export interface QueueDefinition {
-  name: string;
+  name: JobName;
   /**
    * Jobs fetched per poll (default 4, and at least the worker's concurrency). The jobs of a batch
    * run `concurrency` at a time in one fetch loop, and a loop that comes back with a full batch
@@ -53,18 +60,29 @@ export interface QueueDefinition {
    * stale heartbeat (its worker died) or by a shutdown that could not wait for it. The dead-letter
    * job's `sourceOutput` is the given-up job's last error and `sourceCreatedOn` its creation time.
    */
-  deadLetter?: string;
+  deadLetter?: JobName;
 }
 
-export type JobHandler<T> = (job: JobWithMetadata<T>) => Promise<void>;
+export type JobHandler<N extends JobName> = (job: Job<N>) => Promise<void>;
 
 const DEFAULT_BATCH_SIZE = 4;
 
 interface Worker {
-  name: string;
+  name: JobName;
   batchSize: number;
-  handler: JobHandler<unknown>;
+  handler: (job: JobWithMetadata<unknown>) => Promise<void>;
   concurrency: number;
+  perGroup: number | undefined;
+}
+
+export interface WorkOptions {
+  /**
+   * At most this many jobs of one group (`group: { id }` when sent) run at once in this process;
+   * jobs of a group at its limit are left in the queue for the next fetch, so they hold no fetch
+   * loop while other groups' jobs run. Only for queues fetched one job at a time (batchSize 1),
+   * and at most `concurrency`.
+   */
+  perGroup?: number;
 }
 
 /** Runs `fn` over `items`, at most `limit` at a time. */
@@ -77,7 +95,7 @@ async function eachLimited<T>(items: readonly T[], limit: number, fn: (item: T) 
 }
 
 /** The error message pg-boss kept as a failed job's output, whichever way the job failed. */
-function jobFailureMessage(output: unknown): string | undefined {
+export function jobFailureMessage(output: unknown): string | undefined {
   if (typeof output === 'string') return output;
   if (output !== null && typeof output === 'object') {
     const o = output as { message?: unknown; value?: unknown };
@@ -103,14 +121,16 @@ export function isLastAttempt(job: JobWithMetadata<unknown>): boolean {
  */
 export class JobQueue {
   readonly boss: PgBoss;
-  private readonly definitions = new Map<string, QueueDefinition>();
+  private readonly definitions = new Map<JobName, QueueDefinition>();
   private readonly workers: Worker[] = [];
-  private readonly schedules: { name: string; cron: string }[] = [];
+  private readonly schedules: { name: JobName; cron: string }[] = [];
   private started = false;
   private readonly config: Config;
   private readonly log: FastifyBaseLogger;
+  private readonly handle: DatabaseHandle;
 
   constructor(handle: DatabaseHandle, config: Config, log: FastifyBaseLogger) {
+    this.handle = handle;
     this.config = config;
     this.log = log;
     const runsWorkers = config.role !== 'api';
@@ -135,31 +155,35 @@ export class JobQueue {
   }
 
   /** Registers a handler; it runs only in processes whose role includes the worker. */
-  work<T>(name: string, handler: JobHandler<T>, concurrency = 1): void {
+  work<N extends JobName>(name: N, handler: JobHandler<N>, concurrency = 1, opts: WorkOptions = {}): void {
     if (!this.definitions.has(name)) throw new Error(`queue ${name} is not defined`);
     const batchSize = this.definitions.get(name)?.batchSize ?? DEFAULT_BATCH_SIZE;
-    this.workers.push({ name, batchSize, handler: handler as JobHandler<unknown>, concurrency });
+    if (opts.perGroup !== undefined && (batchSize !== 1 || opts.perGroup > concurrency)) {
+      throw new Error(`queue ${name}: a per-group limit needs batchSize 1 and at most ${concurrency} (its concurrency)`);
+    }
+    this.workers.push({ name, batchSize, handler: handler as Worker['handler'], concurrency, perGroup: opts.perGroup });
   }
 
   /**
    * Jobs of the defined queue `name` that pg-boss gives up on go to its dead-letter queue
    * (`deadLetterQueueOf(name)`, with DEAD_LETTER_RETRY), where `handler` records the outcome.
    */
-  workGivenUp<T>(name: string, handler: JobHandler<T>): void {
+  workGivenUp<N extends DeadLettered>(name: N, handler: JobHandler<N>): void {
     const def = this.definitions.get(name);
     if (!def) throw new Error(`queue ${name} is not defined`);
     const deadLetter = deadLetterQueueOf(name);
     this.define({ ...def, deadLetter });
     this.define({ name: deadLetter, ...DEAD_LETTER_RETRY });
-    this.work(deadLetter, handler);
+    this.work(deadLetter, handler as unknown as JobHandler<typeof deadLetter>);
   }
 
-  scheduleCron(name: string, cron: string): void {
+  scheduleCron(name: JobName, cron: string): void {
     this.schedules.push({ name, cron });
   }
 
   async start(): Promise<void> {
     await this.boss.start();
+    await ensureJobIndexes(this.handle, this.log);
     await this.syncQueues();
     this.started = true;
     if (this.config.role === 'api') return;
@@ -174,6 +198,7 @@ export class JobQueue {
         burstWhenBatchFull: true,
         includeMetadata: true,
         localConcurrency: oneByOne ? w.concurrency : 1,
+        ...(w.perGroup !== undefined ? { localGroupConcurrency: w.perGroup } : {}),
         pollingIntervalSeconds: this.config.jobPollingSeconds,
         // NOTIFY wakes workers for new jobs only; retries and delayed jobs are found by this
         // backstop poll, so it must be shorter than the first retry delay or it masks the backoff
@@ -211,7 +236,7 @@ export class JobQueue {
     const touched: string[] = [];
     for (const def of defs) {
       const { name, batchSize: _batchSize, ...own } = def;
-      const options = { ...INTERNAL_RETRY, ...JOB_LIVENESS, ...own, notify: true };
+      const options = { ...INTERNAL_RETRY, ...JOB_LIVENESS, ...JOB_DELETION, ...own, notify: true };
       const current = existing.get(name);
       if (!current) {
         await this.boss.createQueue(name, options);
@@ -241,19 +266,28 @@ export class JobQueue {
    * already queued or running when a queue gets its dead letter (a database of an earlier version)
    * are given it here; without it, one of them given up on would leave its record unfinished.
    */
-  private async attachDeadLetter(name: string, deadLetter: string): Promise<void> {
+  private async attachDeadLetter(name: JobName, deadLetter: JobName): Promise<void> {
     const sql = `UPDATE ${BOSS_SCHEMA}.job SET dead_letter = $2 WHERE name = $1 AND state < 'completed' AND dead_letter IS DISTINCT FROM $2`;
     await this.boss.getDb().executeSql(sql, [name, deadLetter]);
   }
 
-  /** Enqueues inside `trx` (the job exists only if the transaction commits). */
-  async send<T extends object>(trx: KyselyTransactionLike, name: string, data: T, options: SendOptions = {}): Promise<string | null> {
-    return this.boss.send(name, data, { ...options, db: fromKysely(trx) });
+  /**
+   * Enqueues inside `trx` (the job exists only if the transaction commits); returns the job's id.
+   * A job about an order, a platform webhook or an outgoing message is linked to it in `trx` too.
+   */
+  async send<N extends JobName>(trx: Transaction<Database>, name: N, data: JobPayloads[N], options: SendOptions = {}): Promise<string | null> {
+    const id = await this.boss.send(name, data, { ...options, db: fromKysely(trx) });
+    const subject = jobSubjectOf(data);
+    if (id !== null && subject) await insertJobLink(trx, id, name, subject);
+    return id;
   }
 
   /** Enqueues outside any transaction (for jobs that follow a committed change). */
-  async sendNow<T extends object>(name: string, data: T, options: SendOptions = {}): Promise<string | null> {
-    return this.boss.send(name, data, options);
+  async sendNow<N extends JobName>(name: N, data: JobPayloads[N], options: SendOptions = {}): Promise<string | null> {
+    const id = await this.boss.send(name, data, options);
+    const subject = jobSubjectOf(data);
+    if (id !== null && subject) await insertJobLink(this.handle.db, id, name, subject);
+    return id;
   }
 
   /** Started, and pg-boss's own connections reach its tables (on PostgreSQL they are a separate pool). */
@@ -273,5 +307,3 @@ export class JobQueue {
     await this.boss.stop({ graceful: true, timeout: timeoutMs, close: true });
   }
 }
-
-export type { JobWithMetadata };

@@ -1,3 +1,4 @@
+import type { JobName } from '../../src/jobs/registry.ts';
 import crypto from 'node:crypto';
 import fc from 'fast-check';
 import type { FastifyInstance, InjectOptions } from 'fastify';
@@ -393,8 +394,9 @@ async function publicTables(app: FastifyInstance): Promise<string[]> {
  * transaction per queue fills pg-boss's cache first. The jobs are never worked (no workers here).
  */
 async function warmQueueCache(app: FastifyInstance): Promise<void> {
-  const queues = await sql<{ name: string }>`SELECT name FROM pgboss.queue`.execute(app.ctx.db);
-  for (const q of queues.rows) await app.ctx.queue.sendNow(q.name, { warmup: true });
+  const queues = await sql<{ name: JobName }>`SELECT name FROM pgboss.queue`.execute(app.ctx.db);
+  // a payload no handler would accept: these jobs exist only to fill the cache
+  for (const q of queues.rows) await app.ctx.queue.sendNow(q.name, { warmup: true } as never);
 }
 
 /** Users, products, items, orders and subscriptions for the path parameters to point at. */
@@ -440,7 +442,7 @@ export async function createFixtures(app: FastifyInstance): Promise<Fixtures> {
 
 async function restorePrincipals(app: FastifyInstance, fx: Fixtures): Promise<void> {
   const ids = [fx.user.user.id, fx.admin.user.id];
-  await app.ctx.db.updateTable('users').set({ is_active: true, deleted_at: null, password_changed_at: null }).where('id', 'in', ids).execute();
+  await app.ctx.db.updateTable('users').set({ is_active: true, deleted_at: null, password_changed_at: null, sessions_valid_after: null }).where('id', 'in', ids).execute();
   await app.ctx.db.updateTable('users').set({ is_admin: true }).where('id', '=', fx.admin.user.id).execute();
   await app.ctx.db.updateTable('users').set({ is_admin: false }).where('id', '=', fx.user.user.id).execute();
   await app.ctx.userCache.settle(); // the change reaches the user cache through its NOTIFY

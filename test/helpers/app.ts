@@ -5,8 +5,10 @@ import path from 'node:path';
 import { after, type TestContext } from 'node:test';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import pg from 'pg';
-import { buildApp } from '../../src/app.ts';
+import { buildApp, type BuildOptions } from '../../src/app.ts';
 import { loadConfig, type Config } from '../../src/config.ts';
+import { createDatabase } from '../../src/db/database.ts';
+import { PasswordHasher } from '../../src/modules/users/passwords.ts';
 import { insertUser } from '../../src/modules/users/users.repository.ts';
 import type { UserRow } from '../../src/db/schema.ts';
 
@@ -79,6 +81,8 @@ export async function testConfig(t: TestContext | undefined, overrides: Partial<
       rateLimitAuthenticated: 100000,
       rateLimitAnonymous: 100000,
       rateLimitWebhook: 100000,
+      // tests that repeat failed sign-ins for one e-mail set their own limit
+      loginThrottleMaxFailures: 100000,
       seedDemoCatalog: false,
       webhookAllowPrivateTargets: true,
       ...overrides,
@@ -87,11 +91,34 @@ export async function testConfig(t: TestContext | undefined, overrides: Partial<
 }
 
 /** Builds the whole app on a fresh migrated database; closed when the test (or suite) ends. */
-export async function buildTestApp(t: TestContext | undefined, overrides: Partial<Config> = {}): Promise<FastifyInstance> {
+export async function buildTestApp(t: TestContext | undefined, overrides: Partial<Config> = {}, opts: BuildOptions = {}): Promise<FastifyInstance> {
   const config = await testConfig(t, overrides);
-  const app = await buildApp(config);
+  const app = await buildApp(config, opts);
   defer(t, () => app.close());
   return app;
+}
+
+/**
+ * Two API processes' worth of the service on one database: two pools on PostgreSQL
+ * (TEST_DATABASE_URL), one shared embedded instance on PGlite. Each has its own user cache, fed by
+ * the users trigger's NOTIFY. Closed when the test (or suite) ends.
+ */
+export async function twoApps(t: TestContext | undefined, overrides: Partial<Config> = {}): Promise<[FastifyInstance, FastifyInstance]> {
+  const config = await testConfig(t, overrides);
+  if (config.databaseUrl && config.databaseUrl !== ':memory:') {
+    const a = await buildApp(config);
+    defer(t, () => a.close());
+    const b = await buildApp(config);
+    defer(t, () => b.close());
+    return [a, b];
+  }
+  const database = await createDatabase({ databaseUrl: ':memory:', dataDir: config.dataDir });
+  defer(t, () => database.close());
+  const a = await buildApp(config, { database });
+  defer(t, () => a.close());
+  const b = await buildApp(config, { database });
+  defer(t, () => b.close());
+  return [a, b];
 }
 
 export interface TestUser {
@@ -105,6 +132,17 @@ export interface TestUser {
 
 let counter = 0;
 
+const hashers = new WeakMap<FastifyInstance, PasswordHasher>();
+/** A password hasher with the app's bcrypt cost. */
+export function hasherOf(app: FastifyInstance): PasswordHasher {
+  let hasher = hashers.get(app);
+  if (!hasher) {
+    hasher = new PasswordHasher(app.ctx.config.bcryptRounds);
+    hashers.set(app, hasher);
+  }
+  return hasher;
+}
+
 /** Inserts a user directly (fast: no HTTP, no welcome job) and signs it in through the API. */
 export async function createUser(
   app: FastifyInstance,
@@ -115,7 +153,7 @@ export async function createUser(
   const user = await insertUser(app.ctx.db, {
     email,
     full_name: opts.fullName ?? `Test User ${counter}`,
-    password_hash: await app.ctx.hasher.hash(password),
+    password_hash: await hasherOf(app).hash(password),
     is_admin: opts.admin ?? false,
     is_active: true,
   });

@@ -5,13 +5,10 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/app.ts';
 import type { Config } from '../../src/config.ts';
 import { DEAD_LETTER_RETRY, JOB_LIVENESS } from '../../src/jobs/queue.ts';
-import { ORDER_PROCESS_QUEUE } from '../../src/modules/orders/order-create.ts';
-import { ORDER_PROCESS_DEAD_LETTER_QUEUE, orderProcessorOf } from '../../src/modules/orders/orders.module.ts';
-import { INBOUND_PROCESS_QUEUE } from '../../src/modules/webhooks/inbound.service.ts';
-import { INBOUND_PROCESS_DEAD_LETTER_QUEUE } from '../../src/modules/webhooks/webhooks.jobs.ts';
+import type { OrderProcessorHooks } from '../../src/modules/orders/order-processor.ts';
 import { createUser, defer, testConfig } from '../helpers/app.ts';
 import { createProduct } from '../products/products.factory.ts';
-import { eventsOf, waitForFinal } from '../orders/orders.helpers.ts';
+import { clearHooks, eventsOf, waitForFinal } from '../orders/orders.helpers.ts';
 
 /**
  * A database whose queues were created by an earlier version: pg-boss's createQueue leaves an
@@ -31,10 +28,10 @@ describe('queues of a database created by an earlier version', () => {
       if (!oldClosed) await old.close();
     });
     const boss = old.ctx.queue.boss;
-    await boss.updateQueue(ORDER_PROCESS_QUEUE, { deadLetter: null, expireInSeconds: 900 });
-    await boss.updateQueue(INBOUND_PROCESS_QUEUE, { deadLetter: null });
-    await boss.deleteQueue(ORDER_PROCESS_DEAD_LETTER_QUEUE);
-    await boss.deleteQueue(INBOUND_PROCESS_DEAD_LETTER_QUEUE);
+    await boss.updateQueue('order-process', { deadLetter: null, expireInSeconds: 900 });
+    await boss.updateQueue('webhook-inbound-process', { deadLetter: null });
+    await boss.deleteQueue('order-process-dead-letter');
+    await boss.deleteQueue('webhook-inbound-process-dead-letter');
     const alice = await createUser(old);
     const product = await createProduct(old, { stock: 10 });
     const order = await old.ctx.db
@@ -42,36 +39,36 @@ describe('queues of a database created by an earlier version', () => {
       .values({ user_id: alice.user.id, status: 'pending', total_amount: 0, shipping_address: '1 Old Road', failure_reason: null, source: 'api', external_id: null })
       .returningAll()
       .executeTakeFirstOrThrow();
-    await old.ctx.db.insertInto('order_items').values({ order_id: order.id, product_id: product.id, product_name: null, quantity: 1, unit_price: 0 }).execute();
-    const jobId = await old.ctx.queue.sendNow(ORDER_PROCESS_QUEUE, { orderId: order.id }, { startAfter: 3600 });
+    await old.ctx.db.insertInto('order_items').values({ order_id: order.id, product_id: product.id, product_name: product.name, quantity: 1, unit_price: 0 }).execute();
+    const jobId = await old.ctx.queue.sendNow('order-process', { orderId: order.id }, { startAfter: 3600 });
     assert.ok(jobId);
-    assert.equal((await boss.getJobById(ORDER_PROCESS_QUEUE, jobId))?.deadLetter, null, 'sent without a dead letter');
+    assert.equal((await boss.getJobById('order-process', jobId))?.deadLetter, null, 'sent without a dead letter');
     await old.close();
     oldClosed = true;
 
     // --- this version starts on that database
-    const app = await buildApp(config);
+    const hooks: OrderProcessorHooks = {};
+    const app = await buildApp(config, { hooks: { orderProcessing: hooks } });
     let appClosed = false;
     defer(t, async () => {
       if (!appClosed) await app.close();
     });
     const queues = new Map((await app.ctx.queue.boss.getQueues()).map((q) => [q.name, q]));
-    assert.equal(queues.get(ORDER_PROCESS_QUEUE)?.deadLetter, ORDER_PROCESS_DEAD_LETTER_QUEUE);
-    assert.equal(queues.get(ORDER_PROCESS_QUEUE)?.expireInSeconds, JOB_LIVENESS.expireInSeconds);
-    assert.equal(queues.get(INBOUND_PROCESS_QUEUE)?.deadLetter, INBOUND_PROCESS_DEAD_LETTER_QUEUE);
-    for (const name of [ORDER_PROCESS_DEAD_LETTER_QUEUE, INBOUND_PROCESS_DEAD_LETTER_QUEUE]) {
+    assert.equal(queues.get('order-process')?.deadLetter, 'order-process-dead-letter');
+    assert.equal(queues.get('order-process')?.expireInSeconds, JOB_LIVENESS.expireInSeconds);
+    assert.equal(queues.get('webhook-inbound-process')?.deadLetter, 'webhook-inbound-process-dead-letter');
+    for (const name of ['order-process-dead-letter', 'webhook-inbound-process-dead-letter']) {
       assert.equal(queues.get(name)?.retryLimit, DEAD_LETTER_RETRY.retryLimit, name);
       assert.equal(queues.get(name)?.retryDelay, DEAD_LETTER_RETRY.retryDelay, name);
       assert.equal(queues.get(name)?.deadLetter, null, name);
     }
-    assert.equal((await app.ctx.queue.boss.getJobById(ORDER_PROCESS_QUEUE, jobId))?.deadLetter, ORDER_PROCESS_DEAD_LETTER_QUEUE, 'the queued job got it too');
+    assert.equal((await app.ctx.queue.boss.getJobById('order-process', jobId))?.deadLetter, 'order-process-dead-letter', 'the queued job got it too');
 
     // that job now fails every attempt, and its handler cannot record the last one: the order fails all the same
-    const processor = orderProcessorOf(app.ctx);
-    processor.hooks.beforeReserve = () => {
+    hooks.beforeReserve = () => {
       throw new Error('injected persistent fault');
     };
-    processor.hooks.beforeFail = () => {
+    hooks.beforeFail = () => {
       throw new Error('injected: connection terminated unexpectedly');
     };
     try {
@@ -82,7 +79,7 @@ describe('queues of a database created by an earlier version', () => {
       const last = (await eventsOf(app, order.id)).at(-1);
       assert.equal(`${last?.previous_status}->${last?.status}`, 'processing->failed');
     } finally {
-      processor.hooks = {};
+      clearHooks(hooks);
     }
 
     // a further start finds every queue as it wants it, and changes none

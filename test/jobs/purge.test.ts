@@ -2,8 +2,7 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
-import { PURGE_REFRESH_TOKENS_QUEUE } from '../../src/modules/auth/auth.module.ts';
-import { purgeExpiredRefreshTokens } from '../../src/modules/auth/refresh-tokens.repository.ts';
+import { purgeExpiredRefreshTokens } from '../../src/modules/auth/auth.repository.ts';
 import { buildTestApp, createUser, waitFor, type TestUser } from '../helpers/app.ts';
 
 const HOUR = 3600 * 1000;
@@ -54,20 +53,20 @@ describe('scheduled purge of expired refresh tokens', () => {
   });
 
   it('is scheduled with pg-boss (hourly cron) on its own queue', async () => {
-    const schedules = await app.ctx.queue.boss.getSchedules(PURGE_REFRESH_TOKENS_QUEUE);
+    const schedules = await app.ctx.queue.boss.getSchedules('refresh-tokens-purge');
     assert.equal(schedules.length, 1);
-    assert.equal(schedules[0].name, PURGE_REFRESH_TOKENS_QUEUE);
+    assert.equal(schedules[0].name, 'refresh-tokens-purge');
     assert.equal(schedules[0].cron, '17 * * * *');
-    const queue = await app.ctx.queue.boss.getQueue(PURGE_REFRESH_TOKENS_QUEUE);
+    const queue = await app.ctx.queue.boss.getQueue('refresh-tokens-purge');
     assert.ok(queue, 'the queue exists');
   });
 
   it('a job on the queue runs the purge through the worker', async () => {
     const ids = await seed();
-    const id = await app.ctx.queue.sendNow(PURGE_REFRESH_TOKENS_QUEUE, {});
+    const id = await app.ctx.queue.sendNow('refresh-tokens-purge', {});
     assert.ok(id);
     await waitFor(async () => {
-      const job = await app.ctx.queue.boss.getJobById(PURGE_REFRESH_TOKENS_QUEUE, id);
+      const job = await app.ctx.queue.boss.getJobById('refresh-tokens-purge', id);
       return job?.state === 'completed' ? job : undefined;
     });
     const left = await present(Object.values(ids));
@@ -79,6 +78,6 @@ describe('scheduled purge of expired refresh tokens', () => {
 
   it('an API-only process registers no schedule and runs no worker', async (t) => {
     const api = await buildTestApp(t, { role: 'api' });
-    assert.deepEqual(await api.ctx.queue.boss.getSchedules(PURGE_REFRESH_TOKENS_QUEUE), []);
+    assert.deepEqual(await api.ctx.queue.boss.getSchedules('refresh-tokens-purge'), []);
   });
 });

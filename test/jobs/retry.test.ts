@@ -2,7 +2,6 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import type { FastifyInstance } from 'fastify';
-import { WELCOME_EMAIL_QUEUE } from '../../src/modules/users/users.jobs.ts';
 import { api, buildTestApp, createUser, waitFor } from '../helpers/app.ts';
 import { startSmtpServer } from '../mail/smtp-server.ts';
 
@@ -26,7 +25,7 @@ async function createAndWaitForFailure(app: FastifyInstance, email: string) {
   const userId = res.json().id as number;
   const job = await waitFor(
     async () => {
-      const [j] = await app.ctx.queue.boss.findJobs<{ userId: number }>(WELCOME_EMAIL_QUEUE, { data: { userId } });
+      const [j] = await app.ctx.queue.boss.findJobs<{ userId: number }>('user-welcome-email', { data: { userId } });
       return j?.state === 'failed' ? j : undefined;
     },
     30000,

@@ -4,7 +4,6 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { INTERNAL_RETRY } from '../../src/jobs/queue.ts';
-import { WELCOME_EMAIL_QUEUE } from '../../src/modules/users/users.jobs.ts';
 import { api, buildTestApp, createUser, errorBody, waitFor, type TestUser } from '../helpers/app.ts';
 import { parseMessage } from '../mail/smtp-server.ts';
 
@@ -20,7 +19,7 @@ describe('welcome e-mail job (no SMTP_URL: .eml files in DATA_DIR/outbox)', () =
   let app: FastifyInstance;
   let admin: TestUser;
   let outbox: string;
-  const welcomeJobs = (userId: number) => app.ctx.queue.boss.findJobs<{ userId: number }>(WELCOME_EMAIL_QUEUE, { data: { userId } });
+  const welcomeJobs = (userId: number) => app.ctx.queue.boss.findJobs<{ userId: number }>('user-welcome-email', { data: { userId } });
   const create = (email: string, fullName = 'Welcome Person') =>
     api(app, admin, { method: 'POST', url: '/api/v1/users', payload: { email, full_name: fullName, password: 'password123' } });
 
@@ -32,7 +31,7 @@ describe('welcome e-mail job (no SMTP_URL: .eml files in DATA_DIR/outbox)', () =
   after(() => app.close());
 
   it('the queue is created with at most 3 attempts and exponential backoff', async () => {
-    const queue = await app.ctx.queue.boss.getQueue(WELCOME_EMAIL_QUEUE);
+    const queue = await app.ctx.queue.boss.getQueue('user-welcome-email');
     assert.ok(queue);
     assert.equal(queue.retryLimit, 2, '1 attempt + 2 retries = 3 attempts');
     assert.equal(queue.retryBackoff, true);
@@ -79,7 +78,7 @@ describe('welcome e-mail job (no SMTP_URL: .eml files in DATA_DIR/outbox)', () =
     assert.equal(errorBody(dup).error_code, 'EMAIL_EXISTS');
     const invalid = await create('not-an-email');
     assert.equal(invalid.statusCode, 422);
-    const all = await app.ctx.queue.boss.findJobs(WELCOME_EMAIL_QUEUE);
+    const all = await app.ctx.queue.boss.findJobs('user-welcome-email');
     const users = await app.ctx.db.selectFrom('users').select('id').execute();
     const ids = new Set(users.map((u) => u.id));
     for (const job of all) assert.ok(ids.has((job.data as { userId: number }).userId), 'every job belongs to an existing user');
@@ -92,7 +91,7 @@ describe('welcome e-mail job (no SMTP_URL: .eml files in DATA_DIR/outbox)', () =
     assert.deepEqual(results.map((r) => r.statusCode).sort(), [201, 400, 400]);
     const userId = results.find((r) => r.statusCode === 201)!.json().id as number;
     assert.equal((await welcomeJobs(userId)).length, 1);
-    const all = await app.ctx.queue.boss.findJobs<{ userId: number }>(WELCOME_EMAIL_QUEUE);
+    const all = await app.ctx.queue.boss.findJobs<{ userId: number }>('user-welcome-email');
     const users = await app.ctx.db.selectFrom('users').select(['id', 'email']).execute();
     assert.equal(users.filter((u) => u.email.toLowerCase() === email).length, 1);
     assert.equal(all.length, new Set(all.map((j) => j.data.userId)).size, 'never two jobs for one user');
@@ -102,7 +101,7 @@ describe('welcome e-mail job (no SMTP_URL: .eml files in DATA_DIR/outbox)', () =
     const marker = 987654321;
     await assert.rejects(
       app.ctx.db.transaction().execute(async (trx) => {
-        await app.ctx.queue.send(trx, WELCOME_EMAIL_QUEUE, { userId: marker });
+        await app.ctx.queue.send(trx, 'user-welcome-email', { userId: marker });
         throw new Error('roll back');
       }),
       /roll back/,
@@ -110,7 +109,7 @@ describe('welcome e-mail job (no SMTP_URL: .eml files in DATA_DIR/outbox)', () =
     assert.deepEqual(await welcomeJobs(marker), []);
     // the same call in a committed transaction does create it (the check above can fail)
     await app.ctx.db.transaction().execute(async (trx) => {
-      await app.ctx.queue.send(trx, WELCOME_EMAIL_QUEUE, { userId: marker + 1 });
+      await app.ctx.queue.send(trx, 'user-welcome-email', { userId: marker + 1 });
     });
     assert.equal((await welcomeJobs(marker + 1)).length, 1);
   });
@@ -118,15 +117,15 @@ describe('welcome e-mail job (no SMTP_URL: .eml files in DATA_DIR/outbox)', () =
   it('a user deleted before the job runs gets no mail; the job still completes', async () => {
     // let the mails of the users created above go out first
     await waitFor(async () => {
-      const jobs = await app.ctx.queue.boss.findJobs(WELCOME_EMAIL_QUEUE);
+      const jobs = await app.ctx.queue.boss.findJobs('user-welcome-email');
       return jobs.every((j) => j.state === 'completed' || j.state === 'failed') ? true : undefined;
     });
     const before = (await outboxFiles(outbox)).length;
     const ghost = 2000000001;
-    const id = await app.ctx.queue.sendNow(WELCOME_EMAIL_QUEUE, { userId: ghost });
+    const id = await app.ctx.queue.sendNow('user-welcome-email', { userId: ghost });
     assert.ok(id);
     const job = await waitFor(async () => {
-      const j = await app.ctx.queue.boss.getJobById(WELCOME_EMAIL_QUEUE, id);
+      const j = await app.ctx.queue.boss.getJobById('user-welcome-email', id);
       return j?.state === 'completed' ? j : undefined;
     });
     assert.equal(job.retryCount, 0);

@@ -3,7 +3,6 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { createMailer } from '../../src/mail/mailer.ts';
-import { WELCOME_EMAIL_QUEUE } from '../../src/modules/users/users.jobs.ts';
 import { api, buildTestApp, createUser, testConfig, waitFor } from '../helpers/app.ts';
 import { parseMessage, startSmtpServer } from './smtp-server.ts';
 
@@ -35,7 +34,7 @@ describe('e-mail over SMTP', () => {
     assert.equal(smtp.messages.length, 1, 'exactly one message');
 
     const [job] = await waitFor(async () => {
-      const jobs = await app.ctx.queue.boss.findJobs<{ userId: number }>(WELCOME_EMAIL_QUEUE, { data: { userId } });
+      const jobs = await app.ctx.queue.boss.findJobs<{ userId: number }>('user-welcome-email', { data: { userId } });
       return jobs[0]?.state === 'completed' ? jobs : undefined;
     });
     assert.equal(job.retryCount, 0);

@@ -1,13 +1,12 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import type { FastifyInstance } from 'fastify';
-import type { JobWithMetadata } from '../../src/jobs/queue.ts';
-import { ORDER_PROCESS_QUEUE, type OrderProcessJob } from '../../src/modules/orders/order-create.ts';
-import { ORDER_PROCESS_DEAD_LETTER_QUEUE, orderProcessorOf } from '../../src/modules/orders/orders.module.ts';
+import type { Job, JobPayloads } from '../../src/jobs/registry.ts';
+import type { OrderProcessorHooks } from '../../src/modules/orders/order-processor.ts';
 import { api, buildTestApp, createUser, waitFor, type TestUser } from '../helpers/app.ts';
 import { createProduct, stockOf } from '../products/products.factory.ts';
 import { startReceiver, type Receiver } from '../webhooks/webhooks.helpers.ts';
-import { eventsOf, waitForFinal } from './orders.helpers.ts';
+import { clearHooks, eventsOf, processorFor, waitForFinal } from './orders.helpers.ts';
 
 /**
  * DESIGN §4: after the last attempt the order is `failed` (PROCESSING_ERROR), whatever way that last
@@ -19,9 +18,10 @@ describe('orders whose job pg-boss gives up on', () => {
   let app: FastifyInstance;
   let alice: TestUser;
   let receiver: Receiver;
+  const hooks: OrderProcessorHooks = {};
 
   before(async () => {
-    app = await buildTestApp(undefined);
+    app = await buildTestApp(undefined, {}, { hooks: { orderProcessing: hooks } });
     alice = await createUser(app);
     receiver = await startReceiver('/orders-hook');
     const sub = await api(app, alice, {
@@ -55,13 +55,13 @@ describe('orders whose job pg-boss gives up on', () => {
    * wait for that transaction: the lookup is made here instead.
    */
   async function setOrderQueue(options: { expireInSeconds: number }) {
-    await app.ctx.queue.boss.updateQueue(ORDER_PROCESS_QUEUE, options);
-    await app.ctx.queue.boss.findJobs(ORDER_PROCESS_QUEUE, { id: '00000000-0000-0000-0000-000000000000' });
+    await app.ctx.queue.boss.updateQueue('order-process', options);
+    await app.ctx.queue.boss.findJobs('order-process', { id: '00000000-0000-0000-0000-000000000000' });
   }
 
   const transitions = async (orderId: number) => (await eventsOf(app, orderId)).map((e) => `${e.previous_status}->${e.status}`);
 
-  const jobsOf = async (queue: string, orderId: number) => app.ctx.queue.boss.findJobs<OrderProcessJob>(queue, { data: { orderId } });
+  const jobsOf = async (queue: string, orderId: number) => app.ctx.queue.boss.findJobs<JobPayloads['order-process']>(queue, { data: { orderId } });
 
   /** the order is failed with PROCESSING_ERROR, said so to its subscriber, and a retry completes it */
   async function assertFailedThenRetried(orderId: number, productId: number) {
@@ -88,12 +88,11 @@ describe('orders whose job pg-boss gives up on', () => {
     // jobs sent from now on expire one second after they start
     await setOrderQueue({ expireInSeconds: 1 });
     const product = await createProduct(app, { stock: 10, price: '3.00' });
-    const processor = orderProcessorOf(app.ctx);
     const after = await lastOrderId();
     let release: () => void = () => {};
     const hung = new Promise<void>((resolve) => (release = resolve));
     const attempts: number[] = [];
-    processor.hooks.beforeReserve = async (orderId, attempt) => {
+    hooks.beforeReserve = async (orderId, attempt) => {
       if (orderId <= after) return;
       attempts.push(attempt);
       if (attempt < 3) throw new Error('injected transient fault');
@@ -104,33 +103,32 @@ describe('orders whose job pg-boss gives up on', () => {
       const order = await waitForFinal(app, id, 30000);
       assert.equal(order.status, 'failed', 'failed while the last attempt is still hanging');
       assert.deepEqual(attempts, [1, 2, 3]);
-      const [job] = await jobsOf(ORDER_PROCESS_QUEUE, id);
+      const [job] = await jobsOf('order-process', id);
       assert.equal(job?.state, 'failed');
       assert.equal(job?.retryCount, 2);
-      const [dead] = await jobsOf(ORDER_PROCESS_DEAD_LETTER_QUEUE, id);
+      const [dead] = await jobsOf('order-process-dead-letter', id);
       assert.equal(dead?.sourceId, job?.id, 'the given-up job was copied to the dead-letter queue');
 
       // the abandoned attempt wakes up late: it finds the order failed and changes nothing
       release();
       await new Promise((r) => setTimeout(r, 300));
-      processor.hooks = {};
+      clearHooks(hooks);
       await assertFailedThenRetried(id, product.id);
     } finally {
       release();
-      processor.hooks = {};
+      clearHooks(hooks);
       await setOrderQueue({ expireInSeconds: 300 });
     }
   });
 
   it('recording the failure on the last attempt throws (database blip): the order still fails, and can be retried', { timeout: 60000 }, async () => {
     const product = await createProduct(app, { stock: 10, price: '3.00' });
-    const processor = orderProcessorOf(app.ctx);
     const after = await lastOrderId();
     let blips = 0;
-    processor.hooks.beforeReserve = (orderId) => {
+    hooks.beforeReserve = (orderId) => {
       if (orderId > after) throw new Error('injected persistent fault');
     };
-    processor.hooks.beforeFail = (orderId) => {
+    hooks.beforeFail = (orderId) => {
       if (orderId <= after) return;
       blips++;
       throw new Error('injected: connection terminated unexpectedly');
@@ -140,12 +138,12 @@ describe('orders whose job pg-boss gives up on', () => {
       const order = await waitForFinal(app, id, 30000);
       assert.equal(blips, 1, 'the handler tried to record the failure once, and could not');
       assert.equal(order.status, 'failed');
-      const [dead] = await jobsOf(ORDER_PROCESS_DEAD_LETTER_QUEUE, id);
+      const [dead] = await jobsOf('order-process-dead-letter', id);
       assert.deepEqual(dead?.sourceOutput, { message: 'injected: connection terminated unexpectedly' });
-      processor.hooks = {};
+      clearHooks(hooks);
       await assertFailedThenRetried(id, product.id);
     } finally {
-      processor.hooks = {};
+      clearHooks(hooks);
     }
   });
 
@@ -154,9 +152,9 @@ describe('orders whose job pg-boss gives up on', () => {
     const id = await place(product.id);
     assert.equal((await waitForFinal(app, id)).status, 'completed');
     const before = await transitions(id);
-    for (let i = 0; i < 2; i++) await app.ctx.queue.sendNow(ORDER_PROCESS_DEAD_LETTER_QUEUE, { orderId: id });
+    for (let i = 0; i < 2; i++) await app.ctx.queue.sendNow('order-process-dead-letter', { orderId: id });
     await waitFor(async () => {
-      const jobs = await jobsOf(ORDER_PROCESS_DEAD_LETTER_QUEUE, id);
+      const jobs = await jobsOf('order-process-dead-letter', id);
       return jobs.length === 2 && jobs.every((j) => j.state === 'completed') ? true : undefined;
     });
     const order = await app.ctx.db.selectFrom('orders').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
@@ -174,8 +172,8 @@ describe('orders whose job pg-boss gives up on', () => {
       .returningAll()
       .executeTakeFirstOrThrow();
     assert.equal(row.status, 'pending');
-    const given = { id: 'x', name: ORDER_PROCESS_DEAD_LETTER_QUEUE, data: { orderId: row.id }, sourceId: 'y', sourceCreatedOn: new Date(Date.now() - 60000), sourceRetryCount: 2, sourceOutput: { message: 'job timed out' } };
-    assert.equal(await orderProcessorOf(app.ctx).abandon(given as unknown as JobWithMetadata<OrderProcessJob>), true);
+    const given = { id: 'x', name: 'order-process-dead-letter', data: { orderId: row.id }, sourceId: 'y', sourceCreatedOn: new Date(Date.now() - 60000), sourceRetryCount: 2, sourceOutput: { message: 'job timed out' } };
+    assert.equal(await processorFor(app, hooks).abandon(given as unknown as Job<'order-process'>), true);
     assert.deepEqual(await transitions(row.id), ['pending->processing', 'processing->failed']);
     const order = await app.ctx.db.selectFrom('orders').selectAll().where('id', '=', row.id).executeTakeFirstOrThrow();
     assert.equal(order.status, 'failed');
@@ -184,19 +182,19 @@ describe('orders whose job pg-boss gives up on', () => {
 
   it('a dead-letter job from before a retry leaves the re-queued order to its new job, and none undoes a completed order', async () => {
     const product = await createProduct(app, { stock: 0, price: '3.00' });
-    const processor = orderProcessorOf(app.ctx);
+    const processor = processorFor(app, hooks);
     const id = await place(product.id);
     assert.equal((await waitForFinal(app, id)).failure_reason, 'INSUFFICIENT_STOCK');
-    const [first] = await jobsOf(ORDER_PROCESS_QUEUE, id);
+    const [first] = await jobsOf('order-process', id);
     assert.ok(first);
-    const deadCopyOf = (job: JobWithMetadata<OrderProcessJob>) =>
-      ({ ...job, sourceId: job.id, sourceCreatedOn: job.createdOn, sourceRetryCount: 2, sourceOutput: { message: 'job timed out' } }) as JobWithMetadata<OrderProcessJob>;
+    const deadCopyOf = (job: Job<'order-process'>) =>
+      ({ ...job, sourceId: job.id, sourceCreatedOn: job.createdOn, sourceRetryCount: 2, sourceOutput: { message: 'job timed out' } }) as Job<'order-process'>;
 
     // retried; its new job is held before the reservation
     await app.ctx.db.updateTable('products').set({ stock: 5 }).where('id', '=', product.id).execute();
     let release: () => void = () => {};
     const held = new Promise<void>((resolve) => (release = resolve));
-    processor.hooks.beforeReserve = async (orderId) => {
+    hooks.beforeReserve = async (orderId) => {
       if (orderId === id) await held;
     };
     try {
@@ -208,11 +206,11 @@ describe('orders whose job pg-boss gives up on', () => {
       assert.equal((await app.ctx.db.selectFrom('orders').select('status').where('id', '=', id).executeTakeFirstOrThrow()).status, 'processing');
     } finally {
       release();
-      processor.hooks = {};
+      clearHooks(hooks);
     }
     assert.equal((await waitForFinal(app, id)).status, 'completed');
     assert.equal(await stockOf(app, product.id), 4);
-    const jobs = await jobsOf(ORDER_PROCESS_QUEUE, id);
+    const jobs = await jobsOf('order-process', id);
     const second = jobs.find((j) => j.id !== first.id);
     assert.ok(second);
     // even the current job's dead-letter copy cannot undo a completed order

@@ -3,15 +3,16 @@ import assert from 'node:assert/strict';
 import type { FastifyInstance } from 'fastify';
 import { api, buildTestApp, createUser, type TestUser } from '../helpers/app.ts';
 import { createProduct, stockOf } from '../products/products.factory.ts';
-import { orderProcessorOf } from '../../src/modules/orders/orders.module.ts';
-import { eventsOf, waitForFinal } from './orders.helpers.ts';
+import type { OrderProcessorHooks } from '../../src/modules/orders/order-processor.ts';
+import { clearHooks, eventsOf, processorFor, waitForFinal } from './orders.helpers.ts';
 
 describe('order processing', () => {
   let app: FastifyInstance;
   let alice: TestUser;
+  const hooks: OrderProcessorHooks = {};
   before(async () => {
     // default worker settings (polling interval, concurrency) from the configuration
-    app = await buildTestApp(undefined);
+    app = await buildTestApp(undefined, {}, { hooks: { orderProcessing: hooks } });
     alice = await createUser(app);
   });
   after(() => app.close());
@@ -94,9 +95,8 @@ describe('order processing', () => {
 
   it('a product deactivated before processing fails the order without reserving', async () => {
     const product = await createProduct(app, { stock: 10 });
-    const processor = orderProcessorOf(app.ctx);
     const after = await lastOrderId();
-    processor.hooks.beforeReserve = async (orderId) => {
+    hooks.beforeReserve = async (orderId) => {
       if (orderId > after) await app.ctx.db.updateTable('products').set({ is_active: false }).where('id', '=', product.id).execute();
     };
     try {
@@ -106,13 +106,13 @@ describe('order processing', () => {
       assert.equal(order.failure_reason, 'PRODUCT_UNAVAILABLE');
       assert.equal(await stockOf(app, product.id), 10);
     } finally {
-      processor.hooks = {};
+      clearHooks(hooks);
     }
   });
 
   it('running the job again, even concurrently, never reserves stock twice', async () => {
     const product = await createProduct(app, { stock: 10, price: '1.00' });
-    const processor = orderProcessorOf(app.ctx);
+    const processor = processorFor(app, hooks);
     const id = await place(alice, [{ product_id: product.id, quantity: 3 }]);
     // the worker runs it too: three runs race for the one order
     const results = await Promise.all([processor.process(id), processor.process(id)]);
@@ -131,10 +131,9 @@ describe('order processing', () => {
 
   it('a transient fault is retried with backoff: two faults, then completed', async () => {
     const product = await createProduct(app, { stock: 10, price: '2.00' });
-    const processor = orderProcessorOf(app.ctx);
     const attempts: number[] = [];
     const after = await lastOrderId();
-    processor.hooks.beforeReserve = (orderId, attempt) => {
+    hooks.beforeReserve = (orderId, attempt) => {
       if (orderId <= after) return;
       attempts.push(attempt);
       if (attempt <= 2) throw new Error('injected transient fault');
@@ -148,16 +147,15 @@ describe('order processing', () => {
       const events = await eventsOf(app, id);
       assert.deepEqual(events.map((e) => e.status), ['pending', 'processing', 'completed']);
     } finally {
-      processor.hooks = {};
+      clearHooks(hooks);
     }
   });
 
   it('three faults: the order fails with PROCESSING_ERROR and nothing is reserved', async () => {
     const product = await createProduct(app, { stock: 10 });
-    const processor = orderProcessorOf(app.ctx);
     const attempts: number[] = [];
     const after = await lastOrderId();
-    processor.hooks.beforeReserve = (orderId, attempt) => {
+    hooks.beforeReserve = (orderId, attempt) => {
       if (orderId <= after) return;
       attempts.push(attempt);
       throw new Error('injected persistent fault');
@@ -172,7 +170,7 @@ describe('order processing', () => {
       const events = await eventsOf(app, id);
       assert.deepEqual(events.map((e) => `${e.previous_status}->${e.status}`), ['null->pending', 'pending->processing', 'processing->failed']);
     } finally {
-      processor.hooks = {};
+      clearHooks(hooks);
     }
   });
 

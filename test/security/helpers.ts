@@ -3,10 +3,11 @@ import type { TestContext } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import { Redis } from 'ioredis';
 import { sql } from 'kysely';
+import { TokenService } from '../../src/modules/auth/token.service.ts';
 import { insertUser } from '../../src/modules/users/users.repository.ts';
 import { buildApp, type BuildOptions } from '../../src/app.ts';
 import type { Config } from '../../src/config.ts';
-import { TEST_PASSWORD, testConfig, waitFor, type TestUser } from '../helpers/app.ts';
+import { hasherOf, TEST_PASSWORD, testConfig, waitFor, type TestUser } from '../helpers/app.ts';
 
 export const REDIS_URL = process.env.TEST_REDIS_URL || 'redis://127.0.0.1:6379';
 
@@ -52,12 +53,14 @@ export async function directUser(app: FastifyInstance, opts: { admin?: boolean; 
   const user = await insertUser(app.ctx.db, {
     email,
     full_name: 'Security Test',
-    password_hash: await app.ctx.hasher.hash(password),
+    password_hash: await hasherOf(app).hash(password),
     is_admin: opts.admin ?? false,
     is_active: true,
   });
-  const access = await app.ctx.tokens.issue(user.id, 'access');
-  const refresh = await app.ctx.tokens.issue(user.id, 'refresh');
+  // the app's own keys: its configured secret or key, or the key pair it generated in DATA_DIR
+  const tokens = await TokenService.create(app.ctx.config);
+  const access = await tokens.issue(user.id, 'access');
+  const refresh = await tokens.issue(user.id, 'refresh');
   await app.ctx.db.insertInto('refresh_tokens').values({ jti: refresh.jti, user_id: user.id, expires_at: refresh.expiresAt }).execute();
   return {
     user,

@@ -34,6 +34,8 @@ describe('injection: hostile strings in every text field', () => {
   let app: FastifyInstance;
   let admin: TestUser;
   let user: TestUser;
+  /** places no orders: its subscriptions start no deliveries behind the snapshots */
+  let quiet: TestUser;
   let productId: number;
   let itemId: number;
   let subscriptionId: number;
@@ -43,6 +45,7 @@ describe('injection: hostile strings in every text field', () => {
     app = await buildApp(await testConfig(undefined));
     admin = await directUser(app, { admin: true });
     user = await directUser(app);
+    quiet = await directUser(app);
     productId = (await createProduct(app)).id;
     const item = await api(app, user, { method: 'POST', url: '/api/v1/items', payload: { name: 'base', price: 1 } });
     itemId = item.json<{ id: number }>().id;
@@ -105,7 +108,13 @@ describe('injection: hostile strings in every text field', () => {
       },
       {
         label: 'POST /webhooks/subscriptions description',
-        send: (v) => api(app, user, { method: 'POST', url: '/api/v1/webhooks/subscriptions', payload: { url: 'https://hooks.example.com/y', events: ['order.created'], description: v } }),
+        // one URL per subscription: a user's second subscription to the same URL is refused
+        send: (v) =>
+          api(app, quiet, {
+            method: 'POST',
+            url: '/api/v1/webhooks/subscriptions',
+            payload: { url: `https://hooks.example.com/y/${crypto.randomBytes(4).toString('hex')}`, events: ['order.created'], description: v },
+          }),
         stored: (res) => col('webhook_subscriptions', 'description', idOf(res)),
       },
       {

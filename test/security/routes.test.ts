@@ -58,7 +58,7 @@ describe('route audit (deny by default)', () => {
 
   it('a route without config.auth cannot even be registered', async () => {
     const bare = Fastify();
-    registerAuth(bare, { db: app.ctx.db, tokens: app.ctx.tokens, userCache: app.ctx.userCache });
+    registerAuth(bare, { verifyAccessToken: async () => null, loadUser: async () => undefined, userCache: app.ctx.userCache });
     assert.throws(() => bare.get('/forgotten', async () => ({ secret: true })), /does not declare config.auth/);
     assert.throws(() => bare.get('/typo', { config: { auth: 'users' as never } }, async () => ({})), /does not declare config.auth/);
     await bare.close();
@@ -80,7 +80,9 @@ describe('route audit (deny by default)', () => {
       'GET /ready',
       'POST /api/v1/auth/login',
       'POST /api/v1/auth/logout',
+      'POST /api/v1/auth/password-recovery',
       'POST /api/v1/auth/refresh',
+      'POST /api/v1/auth/reset-password',
       'POST /api/v1/webhooks/orders/create',
     ].filter((r) => app.routeTable.some((x) => `${x.method} ${x.url}` === r)));
   });
@@ -105,7 +107,8 @@ describe('route audit (deny by default)', () => {
       const opts = { method: r.method as HTTPMethods, url: concrete(r.url), payload: BODY_METHODS.includes(r.method) ? {} : undefined };
       const asUser = await app.inject({ ...opts, headers: user.auth });
       assert.equal(asUser.statusCode, 403, `${r.method} ${r.url}: ${asUser.body}`);
-      assert.equal(errorBody(asUser).error_code, 'ADMIN_REQUIRED');
+      // a HEAD answer (of an admin GET route) has no body to read the code from
+      if (r.method !== 'HEAD') assert.equal(errorBody(asUser).error_code, 'ADMIN_REQUIRED');
       const asInactive = await app.inject({ ...opts, headers: inactive.auth });
       assert.equal(asInactive.statusCode, 403, `${r.method} ${r.url} inactive`);
       const anonymous = await app.inject(opts);
@@ -143,13 +146,15 @@ describe('route audit (deny by default)', () => {
     const doc = (await app.inject({ method: 'GET', url: '/openapi.json' })).json<{ paths: Record<string, Record<string, { responses?: Record<string, unknown> }>> }>();
     const FORBIDDEN = ['password', 'password_hash', 'deleted_at', 'jti', 'password_changed_at', 'revoked_at', 'raw_body', 'request_hash'];
     const SECRET_ALLOWED = ['post /api/v1/webhooks/subscriptions', 'post /api/v1/webhooks/subscriptions/{subscription_id}/rotate-secret'];
+    // what a platform sent, shown to administrators (its signature header left out)
+    const RAW_BODY_ALLOWED = ['get /api/v1/admin/inbound-webhooks/{id}'];
     const found: string[] = [];
     const walk = (schema: unknown, where: string) => {
       if (!schema || typeof schema !== 'object') return;
       for (const [k, v] of Object.entries(schema as Schema)) {
         if (k === 'properties' && v && typeof v === 'object') {
           for (const name of Object.keys(v)) {
-            if (FORBIDDEN.includes(name)) found.push(`${where}: ${name}`);
+            if (FORBIDDEN.includes(name) && !(name === 'raw_body' && RAW_BODY_ALLOWED.includes(where))) found.push(`${where}: ${name}`);
             if (name === 'secret' && !SECRET_ALLOWED.includes(where)) found.push(`${where}: secret`);
           }
         }

@@ -2,7 +2,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../../src/app-context.ts';
-import { bootstrapAdmin } from '../../src/bootstrap.ts';
+import { bootstrapAdmin } from '../../src/modules/users/admin-bootstrap.ts';
 import type { Config } from '../../src/config.ts';
 import { buildTestApp, createUser } from '../helpers/app.ts';
 

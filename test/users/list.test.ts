@@ -2,7 +2,7 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import type { FastifyInstance } from 'fastify';
 import { insertUser } from '../../src/modules/users/users.repository.ts';
-import { api, buildTestApp, createUser, errorBody, type TestUser } from '../helpers/app.ts';
+import { api, buildTestApp, createUser, errorBody, hasherOf, type TestUser } from '../helpers/app.ts';
 
 const PAGE_KEYS = ['has_next', 'items', 'page', 'page_size', 'total'];
 const ITEM_KEYS = ['created_at', 'email', 'full_name', 'id', 'is_active'];
@@ -40,7 +40,7 @@ describe('GET /users (pagination and filter)', () => {
     app = await buildTestApp(undefined);
     const admin = await createUser(app, { admin: true });
     reader = await createUser(app);
-    const hash = await app.ctx.hasher.hash('irrelevant-password');
+    const hash = await hasherOf(app).hash('irrelevant-password');
     const add = (i: number, extra: { is_active?: boolean; deleted_at?: Date } = {}) =>
       insertUser(app.ctx.db, { email: `member${i}@example.com`, full_name: `Member ${i}`, password_hash: hash, ...extra });
     const rows = [];

@@ -1,31 +1,10 @@
 import assert from 'node:assert/strict';
-import { describe, test, type TestContext } from 'node:test';
+import { describe, test } from 'node:test';
 import pg from 'pg';
 import type { FastifyInstance } from 'fastify';
-import { buildApp } from '../../src/app.ts';
-import { createDatabase } from '../../src/db/database.ts';
-import { api, buildTestApp, createUser, defer, testConfig, waitFor } from '../helpers/app.ts';
+import { api, buildTestApp, createUser, defer, twoApps, waitFor } from '../helpers/app.ts';
 
 const me = { method: 'GET' as const, url: '/api/v1/auth/me' };
-
-/** Two API processes on one database (two pools on PostgreSQL; one shared PGlite instance). */
-async function twoApps(t: TestContext): Promise<[FastifyInstance, FastifyInstance]> {
-  const config = await testConfig(t);
-  if (config.databaseUrl && config.databaseUrl !== ':memory:') {
-    const a = await buildApp(config);
-    defer(t, () => a.close());
-    const b = await buildApp(config);
-    defer(t, () => b.close());
-    return [a, b];
-  }
-  const database = await createDatabase({ databaseUrl: ':memory:', dataDir: config.dataDir });
-  defer(t, () => database.close());
-  const a = await buildApp(config, { database });
-  defer(t, () => a.close());
-  const b = await buildApp(config, { database });
-  defer(t, () => b.close());
-  return [a, b];
-}
 
 describe('user cache', () => {
   test('an authenticated request is served from the cache; a change through the API takes effect at once', async (t) => {

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import type { FastifyInstance } from 'fastify';
 import { Webhook } from 'standardwebhooks';
 import { api, buildTestApp, createUser, waitFor, type TestUser } from '../helpers/app.ts';
-import { DISABLE_AFTER_FAILED_MESSAGES } from '../../src/modules/webhooks/webhook-delivery.service.ts';
+import { DISABLE_AFTER_FAILED_MESSAGES } from '../../src/modules/outbound-webhooks/delivery.service.ts';
 import { seedProduct, startReceiver, type ReceivedRequest, type Receiver } from './webhooks.helpers.ts';
 
 const BASE = '/api/v1/webhooks/subscriptions';
@@ -110,7 +110,7 @@ describe('outgoing webhook delivery', () => {
     });
     assert.equal(log.total, 3);
     assert.ok(log.items.every((d) => d.success && d.status_code === 200 && d.attempt === 1 && d.error === null));
-    assert.deepEqual(Object.keys(log.items[0]).sort(), ['attempt', 'created_at', 'duration_ms', 'error', 'event_id', 'event_type', 'id', 'message_id', 'status_code', 'success']);
+    assert.deepEqual(Object.keys(log.items[0]).sort(), ['attempt', 'created_at', 'duration_ms', 'error', 'event_id', 'event_type', 'id', 'message_id', 'message_status', 'order_id', 'status_code', 'success']);
   });
 
   it('a subscription gets only its owner\'s orders; an administrator\'s gets every order; kinds are filtered', async () => {
@@ -226,10 +226,10 @@ describe('outgoing webhook delivery', () => {
     assert.equal(r.requests.length, before);
   });
 
-  it('rotate-secret takes effect: the next delivery verifies with the new secret only', async () => {
+  it('rotate-secret without overlap takes effect at once: the next delivery verifies with the new secret only', async () => {
     const r = await receiver();
     const sub = await subscribe(quiet, r.url);
-    const rotated = await api(app, quiet, { method: 'POST', url: `${BASE}/${sub.id}/rotate-secret` });
+    const rotated = await api(app, quiet, { method: 'POST', url: `${BASE}/${sub.id}/rotate-secret`, payload: { overlap_seconds: 0 } });
     assert.equal(rotated.statusCode, 200);
     const newSecret = rotated.json<{ secret: string }>().secret;
     await api(app, quiet, { method: 'POST', url: `${BASE}/${sub.id}/test` });

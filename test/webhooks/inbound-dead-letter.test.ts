@@ -1,9 +1,9 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import type { FastifyInstance } from 'fastify';
-import { INBOUND_PROCESS_QUEUE, type InboundProcessJob } from '../../src/modules/webhooks/inbound.service.ts';
-import { inboundServiceOf } from '../../src/modules/webhooks/webhooks.module.ts';
-import { INBOUND_PROCESS_DEAD_LETTER_QUEUE } from '../../src/modules/webhooks/webhooks.jobs.ts';
+import type { JobPayloads } from '../../src/jobs/registry.ts';
+import type { InboundProcessHooks } from '../../src/modules/inbound-webhooks/inbound-webhooks.service.ts';
+import { clearHooks } from '../orders/orders.helpers.ts';
 import { buildTestApp, waitFor } from '../helpers/app.ts';
 import { fixturePayload, seedProduct, sendInbound, SHOPIFY_SECRET } from './webhooks.helpers.ts';
 
@@ -13,11 +13,12 @@ import { fixturePayload, seedProduct, sendInbound, SHOPIFY_SECRET } from './webh
  * lost its worker). The job's dead-letter copy records it.
  */
 describe('inbound events whose job pg-boss gives up on', () => {
+  const hooks: InboundProcessHooks = {};
   let app: FastifyInstance;
   let externalId = 9100000000000;
 
   before(async () => {
-    app = await buildTestApp(undefined, { shopifyWebhookSecret: SHOPIFY_SECRET });
+    app = await buildTestApp(undefined, { shopifyWebhookSecret: SHOPIFY_SECRET }, { hooks: { inboundProcessing: hooks } });
     await seedProduct(app, 'MUG-CERAMIC-350', { price: '12.50', stock: 1000 });
     await seedProduct(app, 'TEA-EARLGREY-100', { price: '32.50', stock: 1000 });
   });
@@ -36,21 +37,20 @@ describe('inbound events whose job pg-boss gives up on', () => {
     app.ctx.db.selectFrom('orders').select('id').where('source', '=', 'shopify').where('external_id', '=', String(id)).execute();
 
   const deadLetterJobs = (inboundWebhookId: number) =>
-    app.ctx.queue.boss.findJobs<InboundProcessJob>(INBOUND_PROCESS_DEAD_LETTER_QUEUE, { data: { inboundWebhookId } });
+    app.ctx.queue.boss.findJobs<JobPayloads['webhook-inbound-process']>('webhook-inbound-process-dead-letter', { data: { inboundWebhookId } });
 
   /** See test/orders/dead-letter.test.ts: the queue's settings change, and pg-boss's lookup is made here. */
   async function setInboundQueue(options: { expireInSeconds: number }) {
-    await app.ctx.queue.boss.updateQueue(INBOUND_PROCESS_QUEUE, options);
-    await app.ctx.queue.boss.findJobs(INBOUND_PROCESS_QUEUE, { id: '00000000-0000-0000-0000-000000000000' });
+    await app.ctx.queue.boss.updateQueue('webhook-inbound-process', options);
+    await app.ctx.queue.boss.findJobs('webhook-inbound-process', { id: '00000000-0000-0000-0000-000000000000' });
   }
 
   it('the last attempt expires while its handler hangs: the event is failed with the error, and no order appears later', { timeout: 60000 }, async () => {
     await setInboundQueue({ expireInSeconds: 1 });
-    const inbound = inboundServiceOf(app.ctx);
     let release: () => void = () => {};
     const hung = new Promise<void>((resolve) => (release = resolve));
     const attempts: boolean[] = [];
-    inbound.hooks.beforeProcess = async (_id, lastAttempt) => {
+    hooks.beforeProcess = async (_id, lastAttempt) => {
       attempts.push(lastAttempt);
       if (!lastAttempt) throw new Error('injected transient fault');
       await hung;
@@ -75,7 +75,7 @@ describe('inbound events whose job pg-boss gives up on', () => {
       assert.equal((await ordersFor(id)).length, 0);
     } finally {
       release();
-      inbound.hooks = {};
+      clearHooks(hooks);
       await setInboundQueue({ expireInSeconds: 300 });
     }
   });
@@ -89,7 +89,7 @@ describe('inbound events whose job pg-boss gives up on', () => {
 
     for (const row of [processed, failed]) {
       const before = (await deadLetterJobs(row.id)).length;
-      await app.ctx.queue.sendNow(INBOUND_PROCESS_DEAD_LETTER_QUEUE, { inboundWebhookId: row.id });
+      await app.ctx.queue.sendNow('webhook-inbound-process-dead-letter', { inboundWebhookId: row.id });
       await waitFor(async () => {
         const jobs = await deadLetterJobs(row.id);
         return jobs.length === before + 1 && jobs.every((j) => j.state === 'completed') ? true : undefined;

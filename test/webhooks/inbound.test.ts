@@ -222,7 +222,7 @@ describe('inbound platform webhooks', () => {
       assert.equal(row.error, c.error, c.name);
       assert.equal(row.order_id, null);
       assert.ok(row.processed_at);
-      const stored = row.raw_body_encoding === 'base64' ? Buffer.from(row.raw_body, 'base64') : Buffer.from(row.raw_body, 'utf8');
+      const stored = Buffer.from(row.raw_body ?? '', row.raw_body_encoding === 'base64' ? 'base64' : 'utf8');
       assert.ok(stored.equals(c.body), `${c.name}: stored byte for byte`);
       assert.equal(row.raw_body_encoding, c.error === 'payload is not UTF-8 text' ? 'base64' : 'utf8', c.name);
       // the dedupe rules are the same for any body

@@ -5,8 +5,8 @@ import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { api, buildTestApp, createUser, errorBody, type TestUser } from '../helpers/app.ts';
-import { createDeliveryAgent, guardedLookup, isPublicAddress, targetUrlProblem, type Resolver } from '../../src/modules/webhooks/ssrf.ts';
-import { sendSignedMessage } from '../../src/modules/webhooks/webhook-sender.ts';
+import { createDeliveryAgent, guardedLookup, isPublicAddress, targetUrlProblem, type Resolver } from '../../src/modules/outbound-webhooks/ssrf.ts';
+import { sendSignedMessage } from '../../src/modules/outbound-webhooks/sender.ts';
 
 const BASE = '/api/v1/webhooks/subscriptions';
 
@@ -174,7 +174,9 @@ describe('SSRF guard: address checks', () => {
       );
       assert.equal(result.success, false);
       assert.equal(result.statusCode, null);
-      assert.match(result.error ?? '', /non-public address/);
+      // the subscriber reads a generic reason; the resolved address is for the service log only
+      assert.equal(result.error, 'target address not allowed');
+      assert.match(result.detail ?? '', /non-public address \(127\.0\.0\.1\)/);
       assert.equal(counter.count(), 0);
     } finally {
       await agent.close();
@@ -189,7 +191,8 @@ describe('SSRF guard: address checks', () => {
       for (const url of [`http://127.0.0.1:${counter.port}/hook`, `https://127.0.0.1:${counter.port}/hook`, `https://[::ffff:127.0.0.1]:${counter.port}/hook`]) {
         const result = await sendSignedMessage(agent, { url, secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', messageId: 'msg_2', body: '{}' }, { allowPrivate: false });
         assert.equal(result.success, false, url);
-        assert.match(result.error ?? '', /url must/);
+        assert.equal(result.error, 'target address not allowed', url);
+        assert.match(result.detail ?? '', /url must/);
       }
       assert.equal(counter.count(), 0);
     } finally {

@@ -4,7 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import { api, buildTestApp, createUser, errorBody, type TestUser } from '../helpers/app.ts';
 
 const BASE = '/api/v1/webhooks/subscriptions';
-const SUBSCRIPTION_KEYS = ['created_at', 'description', 'disabled_reason', 'events', 'id', 'is_active', 'updated_at', 'url'];
+const SUBSCRIPTION_KEYS = ['created_at', 'description', 'disabled_at', 'disabled_reason', 'events', 'id', 'is_active', 'previous_secret_expires_at', 'updated_at', 'url'];
 
 describe('webhook subscriptions', () => {
   let app: FastifyInstance;

@@ -1,7 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 
 /**
- * Every correctly signed inbound webhook is stored, whatever its body (DESIGN §6): processing, not the
+ * Every correctly signed inbound webhook is stored, whatever its body: processing, not the
  * acknowledgement, decides whether it is a usable order. A body that PostgreSQL cannot hold as text
  * (not UTF-8, or with a NUL byte) is kept in base64, so the stored bytes are still the signed ones.
  * Adding a column with a constant default rewrites no rows.

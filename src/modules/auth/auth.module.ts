@@ -1,25 +1,41 @@
-import type { AppModule } from '../../app-context.ts';
-import { UsersService } from '../users/users.service.ts';
-import { registerUserRoutes } from '../users/users.routes.ts';
-import { registerUserJobs } from '../users/users.jobs.ts';
-import { purgeExpiredRefreshTokens } from './refresh-tokens.repository.ts';
+import type { AppContext, AppModule } from '../../app-context.ts';
+import type { AccessTokenVerifier } from '../../http/auth.ts';
+import type { UsersModule } from '../users/users.module.ts';
+import { registerAuthJobs } from './auth.jobs.ts';
+import { revokeUserRefreshTokens } from './auth.repository.ts';
+import { registerAuthRoutes, registerJwksRoute } from './auth.routes.ts';
 import { AuthService } from './auth.service.ts';
-import { registerAuthRoutes } from './auth.routes.ts';
+import { LoginThrottle } from './login-throttle.ts';
+import { PasswordRecoveryService } from './password-recovery.service.ts';
+import { revokeUserResetTokens } from './password-reset.repository.ts';
+import { TokenService } from './token.service.ts';
 
-export const PURGE_REFRESH_TOKENS_QUEUE = 'refresh-tokens-purge';
+export interface AuthModule extends AppModule {
+  readonly tokens: TokenService;
+  readonly verifyAccessToken: AccessTokenVerifier;
+}
 
-/** Sign-in, tokens and users. */
-export const accountsModule: AppModule = (api, ctx) => {
-  const users = new UsersService({ db: ctx.db, queue: ctx.queue, hasher: ctx.hasher, userCache: ctx.userCache });
-  const auth = new AuthService({ db: ctx.db, tokens: ctx.tokens, hasher: ctx.hasher });
-  registerAuthRoutes(api, { auth, users });
-  registerUserRoutes(api, users);
-  registerUserJobs(ctx.queue, { db: ctx.db, mailer: ctx.mailer });
-
-  ctx.queue.define({ name: PURGE_REFRESH_TOKENS_QUEUE });
-  ctx.queue.work(PURGE_REFRESH_TOKENS_QUEUE, async () => {
-    const purged = await purgeExpiredRefreshTokens(ctx.db);
-    if (purged > 0) ctx.log.info({ purged }, 'purged expired refresh tokens');
-  });
-  ctx.queue.scheduleCron(PURGE_REFRESH_TOKENS_QUEUE, '17 * * * *');
-};
+/**
+ * Sign-in: tokens (issued, verified, revoked), login and its per-account throttle, refresh, logout
+ * (one session or all), password change, password recovery by e-mail.
+ */
+export async function createAuthModule(ctx: AppContext, deps: { users: UsersModule }): Promise<AuthModule> {
+  const tokens = await TokenService.create(ctx.config);
+  const throttle = new LoginThrottle({ config: ctx.config, log: ctx.log });
+  const users = deps.users.service;
+  const auth = new AuthService({ db: ctx.db, tokens, hasher: deps.users.hasher, users, throttle });
+  const recovery = new PasswordRecoveryService({ db: ctx.db, queue: ctx.queue, mailer: ctx.mailer, users, config: ctx.config, throttle, log: ctx.log });
+  // deactivating, deleting or re-keying a user revokes its refresh and reset tokens in the same transaction
+  users.endSessionsWith(revokeUserRefreshTokens);
+  users.endSessionsWith(revokeUserResetTokens);
+  registerAuthJobs(ctx.queue, { db: ctx.db, log: ctx.log, recovery });
+  return {
+    tokens,
+    verifyAccessToken: (token) => tokens.verify(token, 'access'),
+    routes: (api) => registerAuthRoutes(api, auth, recovery),
+    rootRoutes: (app) => {
+      if (tokens.asymmetric) registerJwksRoute(app, tokens);
+    },
+    close: () => throttle.close(),
+  };
+}

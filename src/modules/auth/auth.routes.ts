@@ -5,40 +5,72 @@ import { authUser } from '../../http/auth.ts';
 import { errorResponses } from '../../http/errors.ts';
 import { toUserPublic } from '../users/users.mapper.ts';
 import { UserPublic } from '../users/users.schemas.ts';
-import type { UsersService } from '../users/users.service.ts';
-import { AccessToken, ChangePasswordBody, LoginBody, RefreshBody, TokenPair } from './auth.schemas.ts';
+import {
+  AccessToken,
+  ActionResult,
+  ChangePasswordBody,
+  Jwks,
+  LoginBody,
+  PasswordRecoveryBody,
+  RefreshBody,
+  ResetPasswordBody,
+  TokenPair,
+} from './auth.schemas.ts';
 import type { AuthService } from './auth.service.ts';
+import type { PasswordRecoveryService } from './password-recovery.service.ts';
+import type { TokenService } from './token.service.ts';
 
-export function registerAuthRoutes(root: FastifyInstance, deps: { auth: AuthService; users: UsersService }): void {
+/** The public keys that verify access tokens, at the well-known path outside the versioned API. */
+export function registerJwksRoute(app: FastifyInstance, tokens: TokenService): void {
+  app.get('/.well-known/jwks.json', {
+    config: { auth: 'public', rateLimit: 'none' },
+    schema: { tags: ['auth'], summary: 'Public keys that verify access tokens', response: { 200: Jwks } },
+    handler: async () => tokens.jwks(),
+  });
+}
+
+/**
+ * The routes that take a credential in their body count against the client IP's anonymous limit
+ * whatever `Authorization` header they carry (see http/rate-limit.ts).
+ */
+const credentialRoute = { auth: 'public', rateLimit: 'ip' } as const;
+
+export function registerAuthRoutes(root: FastifyInstance, auth: AuthService, recovery: PasswordRecoveryService): void {
   const app = root.withTypeProvider<TypeBoxTypeProvider>();
   const tags = ['auth'];
 
   app.post('/auth/login', {
-    config: { auth: 'public' },
+    config: credentialRoute,
     schema: {
       tags,
       summary: 'Sign in with e-mail (as `username`) and password',
-      description: 'Accepts JSON or an OAuth2 password-flow form (application/x-www-form-urlencoded).',
+      description:
+        'Accepts JSON or an OAuth2 password-flow form (application/x-www-form-urlencoded).\n\n' +
+        'After `LOGIN_THROTTLE_MAX_FAILURES` (10) failed sign-ins for one e-mail within `LOGIN_THROTTLE_WINDOW_SECONDS` ' +
+        '(15 minutes), further sign-ins for that e-mail answer 429 `LOGIN_THROTTLED` with `Retry-After` until the window ' +
+        'ends, whichever client they come from, whether or not an account has that e-mail. A successful sign-in or a ' +
+        'password reset clears the count. Always counted against the client IP (429 `RATE_LIMITED`), whatever ' +
+        '`Authorization` header is sent.',
       consumes: ['application/json', 'application/x-www-form-urlencoded'],
       body: LoginBody,
       response: { 200: TokenPair, ...errorResponses(401, 403, 422, 429) },
     },
-    handler: async (request) => deps.auth.login(request.body.username, request.body.password),
+    handler: async (request) => auth.login(request.body.username, request.body.password),
   });
 
   app.post('/auth/refresh', {
-    config: { auth: 'public' },
+    config: credentialRoute,
     schema: {
       tags,
       summary: 'Exchange a refresh token for a new access token',
       body: RefreshBody,
       response: { 200: AccessToken, ...errorResponses(401, 422, 429) },
     },
-    handler: async (request) => deps.auth.refresh(request.body.refresh_token),
+    handler: async (request) => auth.refresh(request.body.refresh_token),
   });
 
   app.post('/auth/logout', {
-    config: { auth: 'public' },
+    config: credentialRoute,
     schema: {
       tags,
       summary: 'Revoke a refresh token',
@@ -46,7 +78,22 @@ export function registerAuthRoutes(root: FastifyInstance, deps: { auth: AuthServ
       response: { 204: Type.Null({ description: 'Revoked' }), ...errorResponses(401, 422, 429) },
     },
     handler: async (request, reply) => {
-      await deps.auth.logout(request.body.refresh_token);
+      await auth.logout(request.body.refresh_token);
+      return reply.code(204).send(null);
+    },
+  });
+
+  app.post('/auth/logout-all', {
+    config: { auth: 'user' },
+    schema: {
+      tags,
+      summary: 'Sign out everywhere',
+      description:
+        "Revokes every refresh token of the signed-in user and refuses (401) every access token issued to them until now, the caller's included, on every API process. Sign in again afterwards.",
+      response: { 204: Type.Null({ description: 'Signed out everywhere' }), ...errorResponses(401, 403, 429) },
+    },
+    handler: async (request, reply) => {
+      await auth.logoutAll(authUser(request));
       return reply.code(204).send(null);
     },
   });
@@ -65,13 +112,55 @@ export function registerAuthRoutes(root: FastifyInstance, deps: { auth: AuthServ
     config: { auth: 'user' },
     schema: {
       tags,
-      summary: "Change the signed-in user's password (revokes every refresh token)",
+      summary: "Change the signed-in user's password",
+      description: 'Revokes every refresh token of the user and refuses (401) every access token issued before the change, on every API process. Sign in again with the new password.',
       body: ChangePasswordBody,
       response: { 204: Type.Null({ description: 'Changed' }), ...errorResponses(401, 403, 422, 429) },
     },
     handler: async (request, reply) => {
-      await deps.users.changePassword(authUser(request), request.body.current_password, request.body.new_password);
+      await auth.changePassword(authUser(request), request.body.current_password, request.body.new_password);
       return reply.code(204).send(null);
+    },
+  });
+
+  app.post('/auth/password-recovery', {
+    config: credentialRoute,
+    schema: {
+      tags,
+      summary: 'Ask for a password reset e-mail',
+      description:
+        'Always 202 with the same body, in the same time, whether or not an account has this e-mail. For a live account ' +
+        'that is active, or that was created by a platform order and has no password yet, an e-mail goes out with a ' +
+        'single-use reset token (valid `PASSWORD_RESET_TTL_SECONDS`, 30 minutes by default; a newer request replaces it), ' +
+        'as a link when `PASSWORD_RESET_URL` is set. Use it with `POST /auth/reset-password`.',
+      body: PasswordRecoveryBody,
+      response: { 202: ActionResult, ...errorResponses(422, 429) },
+    },
+    handler: async (request, reply) => {
+      await recovery.request(request.body.email);
+      return reply.code(202).send({
+        status: 'accepted',
+        message: 'If an account with this e-mail address exists, a password reset e-mail is on its way',
+      });
+    },
+  });
+
+  app.post('/auth/reset-password', {
+    config: credentialRoute,
+    schema: {
+      tags,
+      summary: 'Set a new password with a token from a recovery e-mail',
+      description:
+        'Sets the password (same rules as everywhere: 8 to 72 bytes), revokes every refresh token and refuses (401) every ' +
+        'access token issued before it. An account created by a platform order without a password becomes active. ' +
+        'Errors (400): `INVALID_RESET_TOKEN` (not a token this service issued), `RESET_TOKEN_USED`, `RESET_TOKEN_EXPIRED`, ' +
+        '`RESET_TOKEN_SUPERSEDED` (a newer token was requested, or the password, the e-mail or the account changed since).',
+      body: ResetPasswordBody,
+      response: { 200: ActionResult, ...errorResponses(400, 422, 429) },
+    },
+    handler: async (request) => {
+      await recovery.reset(request.body.token, request.body.new_password);
+      return { status: 'completed', message: 'Password has been reset; sign in with the new password' };
     },
   });
 }

@@ -27,6 +27,34 @@ export const ChangePasswordBody = Type.Object(
 );
 export type ChangePasswordBody = Static<typeof ChangePasswordBody>;
 
+export const PasswordRecoveryBody = Type.Object(
+  {
+    email: Type.String({
+      minLength: 3,
+      maxLength: 254,
+      pattern: '^[^\\s@]+@[^\\s@]+$',
+      description: 'the e-mail address of the account',
+    }),
+  },
+  { additionalProperties: false },
+);
+export type PasswordRecoveryBody = Static<typeof PasswordRecoveryBody>;
+
+export const ResetPasswordBody = Type.Object(
+  {
+    token: Type.String({ maxLength: 256, description: 'the token from the recovery e-mail' }),
+    new_password: Password,
+  },
+  { additionalProperties: false },
+);
+export type ResetPasswordBody = Static<typeof ResetPasswordBody>;
+
+/** The action-style answer (`status`, `message`) of the recovery routes. */
+export const ActionResult = Type.Object({
+  status: Type.String(),
+  message: Type.String(),
+});
+
 export const TokenPair = Type.Object({
   access_token: Type.String(),
   refresh_token: Type.String(),

@@ -46,7 +46,7 @@ const CLOCK_TOLERANCE_SECONDS = 5;
  * Verified tokens remembered per process. Every authenticated request verifies its bearer token, and
  * jose verifies through WebCrypto, which runs each check as a libuv thread-pool job: at 32
  * connections that halved the throughput of the read routes and queued token checks behind bcrypt
- * work during login bursts (bench/README.md). A token is immutable and the keys are fixed for the
+ * work during login bursts. A token is immutable and the keys are fixed for the
  * life of the process, so a successful verification stays valid until the token expires; only
  * successes are kept (garbage tokens cannot fill it), bounded, oldest evicted first.
  */
@@ -111,10 +111,15 @@ export class TokenService {
     return { keys: this.publicJwks };
   }
 
-  async issue(userId: number, typ: TokenType): Promise<IssuedToken> {
+  /**
+   * A new token for the user. `notBefore` (whole seconds) is the earliest `iat` it may carry: the
+   * user's session cut-off, which may be up to a second ahead of the clock (see `issuedBeforeCutoff`
+   * in http/auth.ts), so a token issued right after a cut-off is not refused by it.
+   */
+  async issue(userId: number, typ: TokenType, notBefore = 0): Promise<IssuedToken> {
     const ttl = typ === 'access' ? this.config.accessTokenTtlSeconds : this.config.refreshTokenTtlSeconds;
     const jti = crypto.randomUUID();
-    const now = Math.floor(Date.now() / 1000);
+    const now = Math.max(Math.floor(Date.now() / 1000), notBefore);
     const header: JWTHeaderParameters = { alg: this.signing.alg, typ: HEADER_TYP[typ] };
     if (this.signing.kid) header.kid = this.signing.kid;
     const token = await new SignJWT({ typ })

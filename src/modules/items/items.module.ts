@@ -1,8 +1,9 @@
-import type { AppModule } from '../../app-context.ts';
+import type { AppContext, AppModule } from '../../app-context.ts';
 import { registerItemRoutes } from './items.routes.ts';
 import { ItemsService } from './items.service.ts';
 
 /** The owner-scoped item collection. */
-export const itemsModule: AppModule = (api, ctx) => {
-  registerItemRoutes(api, new ItemsService({ db: ctx.db }));
-};
+export function createItemsModule(ctx: AppContext): AppModule {
+  const service = new ItemsService({ db: ctx.db });
+  return { routes: (api) => registerItemRoutes(api, service) };
+}

@@ -1,20 +1,19 @@
-import type { Insertable, Kysely, Updateable } from 'kysely';
+import type { Insertable, Updateable } from 'kysely';
 import { compileOnce } from '../../db/compiled.ts';
-import type { Database, ItemRow, ItemsTable } from '../../db/schema.ts';
-
-type Executor = Kysely<Database>;
+import type { ItemRow, ItemsTable } from '../../db/schema.ts';
+import type { Db } from '../../db/database.ts';
 
 /** A live (not soft-deleted) item, whoever owns it. */
-export async function findLiveItem(db: Executor, id: number): Promise<ItemRow | undefined> {
+export async function findLiveItem(db: Db, id: number): Promise<ItemRow | undefined> {
   return db.selectFrom('items').selectAll().where('id', '=', id).where('deleted_at', 'is', null).executeTakeFirst();
 }
 
-export async function insertItem(db: Executor, item: Insertable<ItemsTable>): Promise<ItemRow> {
+export async function insertItem(db: Db, item: Insertable<ItemsTable>): Promise<ItemRow> {
   return db.insertInto('items').values(item).returningAll().executeTakeFirstOrThrow();
 }
 
 /** Updates a live item of `userId`; undefined when there is none. */
-export async function updateOwnItem(db: Executor, id: number, userId: number, patch: Updateable<ItemsTable>): Promise<ItemRow | undefined> {
+export async function updateOwnItem(db: Db, id: number, userId: number, patch: Updateable<ItemsTable>): Promise<ItemRow | undefined> {
   return db
     .updateTable('items')
     .set(patch)
@@ -44,7 +43,7 @@ function itemPageQuery(withActive: boolean) {
 const itemPage = { all: itemPageQuery(false), ofActive: itemPageQuery(true) };
 
 export async function listOwnItems(
-  db: Executor,
+  db: Db,
   opts: { userId: number; limit: number; offset: number; isActive: boolean | undefined },
 ): Promise<ItemRow[]> {
   // the shape without the filter has no parameter for it: any value will do

@@ -1,16 +1,17 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Db } from '../../db/database.ts';
 import type { OrderStatus } from '../../db/schema.ts';
-import { givenUpJob, isLastAttempt, type JobWithMetadata } from '../../jobs/queue.ts';
+import type { OrderEventBus } from '../../events/order-events.ts';
+import { givenUpJob, isLastAttempt } from '../../jobs/queue.ts';
+import type { Job } from '../../jobs/registry.ts';
 import { exactTotal, MAX_MONEY } from '../products/money.ts';
-import type { OrderProcessJob } from './order-create.ts';
-import type { OrderEventBus } from './order-events.ts';
-import { changeOrderStatus } from './order-status.ts';
-import { lockOrder, lockOrderProducts, priceLinesAndReserveStock, requeuedSince } from './orders.repository.ts';
+import { lockProducts, takeStock } from '../products/products.repository.ts';
+import { changeOrderStatus, type FailureDetails } from './order-lifecycle.ts';
+import { lockOrder, orderDemand, priceLines, requeuedSince } from './orders.repository.ts';
 
 export type FailureReason = 'INSUFFICIENT_STOCK' | 'PRODUCT_UNAVAILABLE' | 'TOTAL_TOO_LARGE' | 'PROCESSING_ERROR';
 
-/** Seams for tests: fault injection without touching the database. */
+/** Seams for tests (buildApp's `hooks.orderProcessing`): fault injection without touching the database. */
 export interface OrderProcessorHooks {
   /** runs in every attempt between "processing" and the reservation; a throw is a transient failure */
   beforeReserve?: (orderId: number, attempt: number) => void | Promise<void>;
@@ -34,19 +35,20 @@ const REQUEUE_MARGIN_MS = 1;
  * there is anything left to do, so stock is never reserved twice.
  */
 export class OrderProcessor {
-  hooks: OrderProcessorHooks = {};
+  private readonly hooks: OrderProcessorHooks;
   private readonly db: Db;
   private readonly orderEvents: OrderEventBus;
   private readonly log: FastifyBaseLogger;
 
-  constructor(deps: { db: Db; orderEvents: OrderEventBus; log: FastifyBaseLogger }) {
+  constructor(deps: { db: Db; orderEvents: OrderEventBus; log: FastifyBaseLogger; hooks?: OrderProcessorHooks }) {
     this.db = deps.db;
     this.orderEvents = deps.orderEvents;
     this.log = deps.log;
+    this.hooks = deps.hooks ?? {};
   }
 
   /** pg-boss handler: a throw is retried with backoff; on the last attempt the order fails instead. */
-  async handle(job: JobWithMetadata<OrderProcessJob>): Promise<void> {
+  async handle(job: Job<'order-process'>): Promise<void> {
     const { orderId } = job.data;
     try {
       await this.process(orderId, job.retryCount + 1);
@@ -76,25 +78,33 @@ export class OrderProcessor {
     return this.db.transaction().execute(async (trx) => {
       const order = await lockOrder(trx, orderId);
       if (!order || order.status !== 'processing') return order?.status;
-      const products = await lockOrderProducts(trx, orderId);
+      const demand = await orderDemand(trx, orderId);
+      const products = new Map((await lockProducts(trx, demand.map((d) => d.productId))).map((p) => [p.id, p]));
       let failure: FailureReason | undefined;
-      for (const p of products) {
-        if (!p.is_active) {
+      const short: FailureDetails['lines'] = [];
+      for (const d of demand) {
+        const p = products.get(d.productId);
+        if (!p?.is_active) {
           failure = 'PRODUCT_UNAVAILABLE';
           break;
         }
-        if (p.stock < p.quantity) failure ??= 'INSUFFICIENT_STOCK';
+        if (p.stock < d.quantity) {
+          failure ??= 'INSUFFICIENT_STOCK';
+          short.push({ product_id: d.productId, requested: d.quantity, available: p.stock });
+        }
       }
       if (failure === undefined) {
         // the products are locked: these are the prices the lines get
-        const total = exactTotal(products);
+        const total = exactTotal(demand.map((d) => ({ price: products.get(d.productId)!.price, quantity: d.quantity })));
         if (Number(total) > MAX_MONEY) failure = 'TOTAL_TOO_LARGE';
         else {
-          await priceLinesAndReserveStock(trx, orderId);
+          await priceLines(trx, orderId, [...products.values()]);
+          await takeStock(trx, demand);
           return (await changeOrderStatus(trx, this.orderEvents, order, 'completed', { totalAmount: total, failureReason: null })).status;
         }
       }
-      return (await changeOrderStatus(trx, this.orderEvents, order, 'failed', { failureReason: failure })).status;
+      const details = failure === 'INSUFFICIENT_STOCK' ? { lines: short } : undefined;
+      return (await changeOrderStatus(trx, this.orderEvents, order, 'failed', { failureReason: failure, details })).status;
     });
   }
 
@@ -105,7 +115,7 @@ export class OrderProcessor {
    * when it was retried after the given-up job was created (a newer job owns it now), so running it
    * again, or late, is harmless. Returns whether it failed the order.
    */
-  async abandon(job: JobWithMetadata<OrderProcessJob>): Promise<boolean> {
+  async abandon(job: Job<'order-process-dead-letter'>): Promise<boolean> {
     const { orderId } = job.data;
     const requeuedAfter = job.sourceCreatedOn === null ? undefined : new Date(new Date(job.sourceCreatedOn).getTime() + REQUEUE_MARGIN_MS);
     const failed = await this.failUnlessFinal(orderId, 'PROCESSING_ERROR', requeuedAfter);
@@ -125,7 +135,7 @@ export class OrderProcessor {
    * Fails the order unless it is final already, or (with `requeuedAfter`) was retried after that
    * time, when a newer job owns it. An order still `pending` (every attempt failed before its move
    * to `processing` committed) goes through `processing` first, in the same transaction: the only
-   * transitions are pending → processing → completed | failed (DESIGN §4), and subscribers see each
+   * transitions are pending → processing → completed | failed, and subscribers see each
    * of them. Returns whether it failed the order.
    */
   private async failUnlessFinal(orderId: number, reason: FailureReason, requeuedAfter?: Date): Promise<boolean> {

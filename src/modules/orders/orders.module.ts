@@ -1,41 +1,29 @@
 import type { AppContext, AppModule } from '../../app-context.ts';
-import { deadLetterQueueOf } from '../../jobs/queue.ts';
-import { ORDER_PROCESS_QUEUE, type OrderProcessJob } from './order-create.ts';
-import { OrderProcessor } from './order-processor.ts';
-import { purgeExpiredIdempotencyKeys } from './orders.repository.ts';
+import { OrderProcessor, type OrderProcessorHooks } from './order-processor.ts';
+import { registerOrderAdminRoutes } from './orders.admin.routes.ts';
+import { OrdersAdminService } from './orders.admin.service.ts';
+import { registerOrderJobs } from './orders.jobs.ts';
 import { registerOrderRoutes } from './orders.routes.ts';
 import { OrdersService } from './orders.service.ts';
 
-export const PURGE_IDEMPOTENCY_KEYS_QUEUE = 'idempotency-keys-purge';
-/** Receives each order job pg-boss gave up on: its handler fails the order (DESIGN §4, PROCESSING_ERROR). */
-export const ORDER_PROCESS_DEAD_LETTER_QUEUE = deadLetterQueueOf(ORDER_PROCESS_QUEUE);
-
-const processors = new WeakMap<AppContext, OrderProcessor>();
-
-/** The order processor of an app (tests use it to inject faults through its hooks). */
-export function orderProcessorOf(ctx: AppContext): OrderProcessor {
-  const processor = processors.get(ctx);
-  if (!processor) throw new Error('the orders module is not registered');
-  return processor;
+export interface OrdersModule extends AppModule {
+  readonly service: OrdersService;
+  /** every order, for administrators and the order trace */
+  readonly admin: OrdersAdminService;
 }
 
-/** Orders, their background processing and the Idempotency-Key store. */
-export const ordersModule: AppModule = (api, ctx) => {
-  const orders = new OrdersService({ db: ctx.db, queue: ctx.queue, orderEvents: ctx.orderEvents });
-  registerOrderRoutes(api, orders);
-
-  const processor = new OrderProcessor({ db: ctx.db, orderEvents: ctx.orderEvents, log: ctx.log });
-  processors.set(ctx, processor);
-  ctx.queue.define({ name: ORDER_PROCESS_QUEUE });
-  ctx.queue.work<OrderProcessJob>(ORDER_PROCESS_QUEUE, (job) => processor.handle(job), ctx.config.orderWorkerConcurrency);
-  ctx.queue.workGivenUp<OrderProcessJob>(ORDER_PROCESS_QUEUE, async (job) => {
-    await processor.abandon(job);
-  });
-
-  ctx.queue.define({ name: PURGE_IDEMPOTENCY_KEYS_QUEUE });
-  ctx.queue.work(PURGE_IDEMPOTENCY_KEYS_QUEUE, async () => {
-    const purged = await purgeExpiredIdempotencyKeys(ctx.db);
-    if (purged > 0) ctx.log.info({ purged }, 'purged expired idempotency keys');
-  });
-  ctx.queue.scheduleCron(PURGE_IDEMPOTENCY_KEYS_QUEUE, '23 * * * *');
-};
+/** Orders, their background processing, the Idempotency-Key store and the administrators' order console. */
+export function createOrdersModule(ctx: AppContext, opts: { hooks?: OrderProcessorHooks } = {}): OrdersModule {
+  const service = new OrdersService({ db: ctx.db, queue: ctx.queue, orderEvents: ctx.orderEvents });
+  const processor = new OrderProcessor({ db: ctx.db, orderEvents: ctx.orderEvents, log: ctx.log, hooks: opts.hooks });
+  registerOrderJobs(ctx.queue, { db: ctx.db, log: ctx.log, processor, concurrency: ctx.config.orderWorkerConcurrency });
+  const admin = new OrdersAdminService({ db: ctx.db });
+  return {
+    service,
+    admin,
+    routes: (api) => {
+      registerOrderRoutes(api, service);
+      registerOrderAdminRoutes(api, admin);
+    },
+  };
+}

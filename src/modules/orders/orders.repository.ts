@@ -1,8 +1,8 @@
-import { sql, type ExpressionBuilder, type Kysely, type Transaction, type Updateable } from 'kysely';
+import { sql, type ExpressionBuilder, type Transaction, type Updateable } from 'kysely';
 import { compileOnce } from '../../db/compiled.ts';
-import type { Database, OrderRow, OrderStatus, OrdersTable } from '../../db/schema.ts';
-
-type Executor = Kysely<Database>;
+import type { Database, OrderEventRow, OrderRow, OrderStatus, OrdersTable } from '../../db/schema.ts';
+import type { OrderEventType } from '../../events/order-events.ts';
+import type { Db } from '../../db/database.ts';
 
 export interface OrderLineView {
   id: number;
@@ -25,9 +25,9 @@ const orderWithLines = compileOnce((db, a: { id: number }) =>
       sql<OrderLineView[]>`coalesce((
         SELECT json_agg(json_build_object(
           'id', oi.id, 'product_id', oi.product_id, 'quantity', oi.quantity,
-          'unit_price', oi.unit_price::text, 'product_name', coalesce(oi.product_name, p.name)
+          'unit_price', oi.unit_price::text, 'product_name', oi.product_name
         ) ORDER BY oi.id)
-        FROM order_items oi JOIN products p ON p.id = oi.product_id
+        FROM order_items oi
         WHERE oi.order_id = o.id
       ), '[]'::json)`.as('lines'),
     )
@@ -35,7 +35,7 @@ const orderWithLines = compileOnce((db, a: { id: number }) =>
 );
 
 /** An order and its lines in one round trip (the lines as a JSON array, in line order). */
-export async function findOrderWithLines(db: Executor, id: number): Promise<{ order: OrderRow; lines: OrderLineView[] } | undefined> {
+export async function findOrderWithLines(db: Db, id: number): Promise<{ order: OrderRow; lines: OrderLineView[] } | undefined> {
   const [row] = await orderWithLines(db, { id });
   if (!row) return undefined;
   const { lines, ...order } = row;
@@ -57,7 +57,7 @@ function ownOrders(withStatus: boolean) {
 
 function orderCountQuery(withStatus: boolean) {
   const mine = ownOrders(withStatus);
-  return (db: Executor, a: OrderPageArgs) =>
+  return (db: Db, a: OrderPageArgs) =>
     db.selectFrom('orders').select((eb) => eb.fn.countAll<number>().as('total')).where((eb) => mine(eb, a));
 }
 
@@ -87,7 +87,7 @@ const orderCount = { all: compileOnce(orderCountQuery(false)), ofStatus: compile
  * A page past the end has no row to carry the count, so only then is it asked for on its own.
  */
 export async function listUserOrders(
-  db: Executor,
+  db: Db,
   opts: { userId: number; status: OrderStatus | undefined; limit: number; offset: number },
 ): Promise<{ rows: OrderRow[]; total: number }> {
   const shape = opts.status === undefined ? 'all' : 'ofStatus';
@@ -107,52 +107,114 @@ export async function updateOrder(trx: Transaction<Database>, id: number, patch:
   return trx.updateTable('orders').set(patch).where('id', '=', id).returningAll().executeTakeFirstOrThrow();
 }
 
-/** One product an order wants: its locked row's state and price, and the units of all its lines. */
-export interface ProductDemand {
-  id: number;
-  stock: number;
-  is_active: boolean;
-  /** numeric(12,2) as exact decimal text */
-  price: string;
-  quantity: number;
+export interface NewOrder {
+  userId: number;
+  shippingAddress: string;
+  /** the lines, with the product names as they are now (processing writes them again with the prices) */
+  lines: readonly { productId: number; productName: string; quantity: number }[];
+  /** where the order came from: 'api' (default) or an inbound platform */
+  source?: string;
+  /** the platform's own order id, unique per source */
+  externalId?: string | null;
+}
+
+/** Inserts a pending order (total 0) and its lines (unit price 0). */
+export async function insertOrder(trx: Transaction<Database>, input: NewOrder): Promise<OrderRow> {
+  const order = await trx
+    .insertInto('orders')
+    .values({
+      user_id: input.userId,
+      status: 'pending',
+      total_amount: 0,
+      shipping_address: input.shippingAddress,
+      failure_reason: null,
+      source: input.source ?? 'api',
+      external_id: input.externalId ?? null,
+    })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  if (input.lines.length > 0) {
+    await trx
+      .insertInto('order_items')
+      .values(
+        input.lines.map((line) => ({
+          order_id: order.id,
+          product_id: line.productId,
+          product_name: line.productName,
+          quantity: line.quantity,
+          unit_price: 0,
+        })),
+      )
+      .execute();
+  }
+  return order;
+}
+
+export interface NewOrderEvent {
+  orderId: number;
+  userId: number;
+  type: OrderEventType;
+  previousStatus: OrderStatus | null;
+  status: OrderStatus;
+  totalAmount: string | number;
+  /** why it failed, on a move to failed */
+  reason?: string | null;
+  /** what the failure concerned (JSON), on a move to failed */
+  details?: unknown;
 }
 
 /**
- * Locks the products of an order's lines, in id order, and returns each with the units the order
- * wants (lines of the same product summed). One round trip. The id order means concurrent jobs
- * always take their locks in the same order. FOR NO KEY UPDATE (the lock an UPDATE of stock takes
- * anyway), not FOR UPDATE: it does not conflict with the KEY SHARE locks that inserting order lines
- * takes on their products through the foreign key, so creating an order never waits for (or
- * deadlocks with) the processing of another one.
+ * Writes the order's next numbered event (`sequence` 1, 2, 3 …). Callers hold the order row's lock
+ * (or just created it), so the sequence cannot race.
  */
-export async function lockOrderProducts(trx: Transaction<Database>, orderId: number): Promise<ProductDemand[]> {
+export async function insertOrderEvent(trx: Transaction<Database>, input: NewOrderEvent): Promise<OrderEventRow> {
+  return trx
+    .insertInto('order_events')
+    .values({
+      order_id: input.orderId,
+      user_id: input.userId,
+      type: input.type,
+      previous_status: input.previousStatus,
+      status: input.status,
+      total_amount: input.totalAmount,
+      reason: input.reason ?? null,
+      details: input.details === undefined || input.details === null ? null : JSON.stringify(input.details),
+      sequence: sql<number>`(SELECT coalesce(max(sequence), 0) + 1 FROM order_events WHERE order_id = ${input.orderId})`,
+    })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+/** The units an order wants of each product (lines of the same product summed), in product id order. */
+export async function orderDemand(trx: Transaction<Database>, orderId: number): Promise<{ productId: number; quantity: number }[]> {
   // the summed quantity is cast to integer, which both drivers return as a number
-  const { rows } = await sql<ProductDemand>`
-    SELECT p.id, p.stock, p.is_active, p.price::text AS price, d.quantity
-    FROM products AS p
-    JOIN (SELECT product_id, sum(quantity)::integer AS quantity FROM order_items WHERE order_id = ${orderId} GROUP BY product_id) AS d
-      ON d.product_id = p.id
-    ORDER BY p.id
-    FOR NO KEY UPDATE OF p
+  const { rows } = await sql<{ productId: number; quantity: number }>`
+    SELECT product_id AS "productId", sum(quantity)::integer AS quantity
+    FROM order_items WHERE order_id = ${orderId}
+    GROUP BY product_id ORDER BY product_id
   `.execute(trx);
   return rows;
 }
 
-/**
- * Copies the current price and name of each product into the order's lines and takes the order's
- * units out of stock, in one statement; the products are already locked and checked.
- */
-export async function priceLinesAndReserveStock(trx: Transaction<Database>, orderId: number): Promise<void> {
+/** Writes each product's price and name into the order's lines of that product. */
+export async function priceLines(
+  trx: Transaction<Database>,
+  orderId: number,
+  products: readonly { id: number; price: string; name: string }[],
+): Promise<void> {
+  if (products.length === 0) return;
   await sql`
-    WITH priced AS (
-      UPDATE order_items AS oi SET unit_price = p.price, product_name = p.name
-      FROM products AS p
-      WHERE oi.product_id = p.id AND oi.order_id = ${orderId}
-    )
-    UPDATE products AS p SET stock = p.stock - d.quantity, updated_at = now()
-    FROM (SELECT product_id, sum(quantity) AS quantity FROM order_items WHERE order_id = ${orderId} GROUP BY product_id) AS d
-    WHERE p.id = d.product_id
+    UPDATE order_items AS oi SET unit_price = p.price, product_name = p.name
+    FROM unnest(${products.map((p) => p.id)}::integer[], ${products.map((p) => p.price)}::numeric[], ${products.map((p) => p.name)}::text[])
+      AS p (id, price, name)
+    WHERE oi.order_id = ${orderId} AND oi.product_id = p.id
   `.execute(trx);
+}
+
+/** The id of the order a platform knows by `externalId`, if it exists. */
+export async function findOrderIdByExternalId(db: Db, source: string, externalId: string): Promise<number | undefined> {
+  const row = await db.selectFrom('orders').select('id').where('source', '=', source).where('external_id', '=', externalId).executeTakeFirst();
+  return row?.id;
 }
 
 export interface IdempotentResponse {
@@ -161,7 +223,7 @@ export interface IdempotentResponse {
   response_body: unknown;
 }
 
-export async function findIdempotencyKey(db: Executor, userId: number, key: string): Promise<IdempotentResponse | undefined> {
+export async function findIdempotencyKey(db: Db, userId: number, key: string): Promise<IdempotentResponse | undefined> {
   return db
     .selectFrom('idempotency_keys')
     .select(['request_hash', 'response_status', 'response_body'])
@@ -209,7 +271,7 @@ export async function saveIdempotencyKey(
   return saved !== undefined;
 }
 
-export async function purgeExpiredIdempotencyKeys(db: Executor): Promise<number> {
+export async function purgeExpiredIdempotencyKeys(db: Db): Promise<number> {
   const result = await db.deleteFrom('idempotency_keys').where('expires_at', '<=', new Date()).executeTakeFirst();
   return Number(result.numDeletedRows);
 }
@@ -228,4 +290,75 @@ export async function requeuedSince(trx: Transaction<Database>, orderId: number,
     .limit(1)
     .executeTakeFirst();
   return row !== undefined;
+}
+
+/** An order's events, oldest first. */
+export async function listOrderEvents(db: Db, orderId: number): Promise<OrderEventRow[]> {
+  return db.selectFrom('order_events').selectAll().where('order_id', '=', orderId).orderBy('sequence', 'asc').execute();
+}
+
+/** The administrators' order filters; each one given narrows the list. */
+export interface OrderFilter {
+  status?: OrderStatus;
+  userId?: number;
+  /** true: orders from an inbound platform (any source but the API); false: orders placed through the API */
+  platform?: boolean;
+  externalId?: string;
+  /** created at or after */
+  createdFrom?: Date;
+  /** created before */
+  createdBefore?: Date;
+}
+
+function filtered(db: Db, f: OrderFilter) {
+  let q = db.selectFrom('orders');
+  if (f.status !== undefined) q = q.where('status', '=', f.status);
+  if (f.userId !== undefined) q = q.where('user_id', '=', f.userId);
+  // `source <> 'api'` is the predicate of the platform orders' partial index
+  if (f.platform === true) q = q.where('source', '<>', 'api');
+  if (f.platform === false) q = q.where('source', '=', 'api');
+  if (f.externalId !== undefined) q = q.where('external_id', '=', f.externalId);
+  if (f.createdFrom !== undefined) q = q.where('created_at', '>=', f.createdFrom);
+  if (f.createdBefore !== undefined) q = q.where('created_at', '<', f.createdBefore);
+  return q;
+}
+
+/**
+ * The number of orders a filter selects. By status and origin alone (or no filter) it is the sum of
+ * the trigger-kept counters, constant time however many orders exist; any other filter is counted
+ * through its index (a user's orders, one platform id, a creation-time range).
+ */
+async function countOrders(db: Db, f: OrderFilter): Promise<number> {
+  const countersSuffice = f.userId === undefined && f.externalId === undefined && f.createdFrom === undefined && f.createdBefore === undefined;
+  if (countersSuffice) {
+    let q = db.selectFrom('order_counts').select((eb) => eb.fn.coalesce(eb.fn.sum<string>('total'), eb.lit(0)).as('total'));
+    if (f.status !== undefined) q = q.where('status', '=', f.status);
+    if (f.platform !== undefined) q = q.where('platform', '=', f.platform);
+    return Number((await q.executeTakeFirstOrThrow()).total);
+  }
+  const row = await filtered(db, f)
+    .select((eb) => eb.fn.countAll<number>().as('total'))
+    .executeTakeFirstOrThrow();
+  return Number(row.total);
+}
+
+/** A page of every user's orders that match `f`, newest first, and how many match. */
+export async function listOrders(db: Db, f: OrderFilter, page: { limit: number; offset: number }): Promise<{ rows: OrderRow[]; total: number }> {
+  const [rows, total] = await Promise.all([
+    filtered(db, f).selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(page.limit).offset(page.offset).execute(),
+    countOrders(db, f),
+  ]);
+  return { rows, total };
+}
+
+/** Order events since the start, by the status they moved to (every status present, 0 when none). */
+export async function countTransitionsByStatus(db: Db): Promise<Record<OrderStatus, number>> {
+  const rows = await db
+    .selectFrom('order_transition_counts')
+    .select((eb) => ['status', eb.fn.sum<string>('total').as('total')])
+    .groupBy('status')
+    .execute();
+  const counts: Record<OrderStatus, number> = { pending: 0, processing: 0, completed: 0, failed: 0 };
+  for (const r of rows) counts[r.status] = Number(r.total);
+  return counts;
 }

@@ -2,13 +2,14 @@ import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { authUser } from '../../http/auth.ts';
 import { errorResponses } from '../../http/errors.ts';
-import { toOrderDetail, toOrderSummary } from './orders.mapper.ts';
+import { toOrderDetail, toOrderEvent, toOrderSummary } from './orders.mapper.ts';
 import {
   OrderAction,
   OrderCreateBody,
   OrderCreated,
   OrderCreateHeaders,
   OrderDetail,
+  OrderEventList,
   OrderIdParams,
   OrderListQuery,
   OrderPage,
@@ -61,6 +62,22 @@ export function registerOrderRoutes(root: FastifyInstance, orders: OrdersService
       const { order, lines } = await orders.get(authUser(request), request.params.order_id);
       return toOrderDetail(order, lines);
     },
+  });
+
+  app.get('/orders/:order_id/events', {
+    config: { auth: 'user' },
+    schema: {
+      tags,
+      summary: "Read the history of one of your orders: its numbered events, oldest first",
+      description:
+        'Every creation and status change, numbered from 1 (the `sequence` of the outgoing webhook events). ' +
+        'The event that moved the order to `failed` names the `reason`, and for a stock failure `details.lines`: ' +
+        'each product the stock could not cover, with the units requested and available. ' +
+        "Only the order's owner may read it (administrators use GET /admin/orders/{order_id}).",
+      params: OrderIdParams,
+      response: { 200: OrderEventList, ...errorResponses(401, 403, 404, 422, 429) },
+    },
+    handler: async (request) => (await orders.events(authUser(request), request.params.order_id)).map(toOrderEvent),
   });
 
   app.post('/orders/:order_id/retry', {

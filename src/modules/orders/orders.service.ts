@@ -1,29 +1,33 @@
 import crypto from 'node:crypto';
+import type { Transaction } from 'kysely';
 import type { Db } from '../../db/database.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
-import type { OrderRow, UserRow } from '../../db/schema.ts';
+import type { Database, OrderEventRow, OrderRow, UserRow } from '../../db/schema.ts';
+import type { OrderEventBus } from '../../events/order-events.ts';
 import { AppError } from '../../http/errors.ts';
 import { pageOf, type PageResult } from '../../http/common.schemas.ts';
+import { MAX_ID } from '../../http/path-ids.ts';
 import type { JobQueue } from '../../jobs/queue.ts';
 import { findProductStates } from '../products/products.repository.ts';
-import { insertOrderWithJob, ORDER_PROCESS_QUEUE, type OrderProcessJob } from './order-create.ts';
-import type { OrderEventBus } from './order-events.ts';
-import { changeOrderStatus } from './order-status.ts';
+import { changeOrderStatus, placeOrder } from './order-lifecycle.ts';
 import { toOrderCreated } from './orders.mapper.ts';
 import {
   findIdempotencyKey,
+  findOrderIdByExternalId,
   findOrderWithLines,
+  listOrderEvents,
   listUserOrders,
   lockOrder,
   saveIdempotencyKey,
   type IdempotentResponse,
+  type NewOrder,
   type OrderLineView,
 } from './orders.repository.ts';
 import type { OrderCreateBody, OrderCreated, OrderListQuery } from './orders.schemas.ts';
 
+/** The most units of one product an order line may ask for. */
 export const MAX_QUANTITY = 1000;
-export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
-const MAX_ID = 2147483647;
+const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
 
 const orderNotFound = () => new AppError('NOT_FOUND', 'Order not found');
 const notYourOrder = () => new AppError('FORBIDDEN', 'Not enough permissions to access this order');
@@ -70,15 +74,11 @@ export class OrdersService {
       const earlier = await findIdempotencyKey(this.db, actor.id, idempotencyKey);
       if (earlier) return this.replay(earlier, hash);
     }
-    await this.assertOrderable(body);
-    const lines = body.items.map((l) => ({ productId: l.product_id, quantity: l.quantity }));
+    const names = await this.assertOrderable(body);
+    const lines = body.items.map((l) => ({ productId: l.product_id, productName: names.get(l.product_id)!, quantity: l.quantity }));
     try {
       const created = await this.db.transaction().execute(async (trx) => {
-        const order = await insertOrderWithJob(trx, { queue: this.queue, orderEvents: this.orderEvents }, {
-          userId: actor.id,
-          shippingAddress: body.shipping_address,
-          lines,
-        });
+        const order = await this.place(trx, { userId: actor.id, shippingAddress: body.shipping_address, lines });
         const response = toOrderCreated(order, lines);
         if (idempotencyKey !== undefined) {
           const saved = await saveIdempotencyKey(trx, {
@@ -111,20 +111,42 @@ export class OrdersService {
     return { statusCode: earlier.response_status as 201, body: earlier.response_body as OrderCreated, replayed: true };
   }
 
-  /** 400 for a quantity outside 1–1000 or an unknown or inactive product, naming the first bad line. */
-  private async assertOrderable(body: OrderCreateBody): Promise<void> {
+  /**
+   * 400 for a quantity outside 1–1000 or an unknown or inactive product, naming the first bad line.
+   * Returns the name of each product.
+   */
+  private async assertOrderable(body: OrderCreateBody): Promise<Map<number, string>> {
     for (const line of body.items) {
       if (line.quantity < 1 || line.quantity > MAX_QUANTITY) {
         throw new AppError('INVALID_QUANTITY', `Invalid quantity ${line.quantity} for product ${line.product_id}: must be between 1 and ${MAX_QUANTITY}`);
       }
     }
     const ids = [...new Set(body.items.map((l) => l.product_id))].filter((id) => id >= 1 && id <= MAX_ID);
-    const states = new Map((await findProductStates(this.db, ids)).map((p) => [p.id, p.is_active]));
+    const products = new Map((await findProductStates(this.db, ids)).map((p) => [p.id, p]));
     for (const line of body.items) {
-      if (states.get(line.product_id) !== true) {
+      if (products.get(line.product_id)?.is_active !== true) {
         throw new AppError('INVALID_PRODUCT', `Invalid product id ${line.product_id}: no such active product`);
       }
     }
+    return new Map([...products].map(([id, p]) => [id, p.name]));
+  }
+
+  /**
+   * A pending order with its processing job and `order.created`, in the caller's transaction (an
+   * inbound platform order is placed in the transaction that records its webhook as processed).
+   */
+  async place(trx: Transaction<Database>, input: NewOrder): Promise<OrderRow> {
+    return placeOrder(trx, { orderEvents: this.orderEvents, queue: this.queue }, input);
+  }
+
+  /** The id of the order a platform knows by `externalId`, if it exists. */
+  async findIdByExternalId(trx: Transaction<Database>, source: string, externalId: string): Promise<number | undefined> {
+    return findOrderIdByExternalId(trx, source, externalId);
+  }
+
+  /** Any order with its lines, whoever owns it (for the service's own jobs, never for a caller). */
+  async find(id: number): Promise<{ order: OrderRow; lines: OrderLineView[] } | undefined> {
+    return findOrderWithLines(this.db, id);
   }
 
   /** The caller's own orders, newest first. */
@@ -149,6 +171,12 @@ export class OrdersService {
     return found;
   }
 
+  /** The events of one of the caller's orders, oldest first (the owner only, as for reading it). */
+  async events(actor: UserRow, id: number): Promise<OrderEventRow[]> {
+    await this.get(actor, id);
+    return listOrderEvents(this.db, id);
+  }
+
   /** A failed order back to pending, queued for processing again (owner or administrator). */
   async retry(actor: UserRow, id: number): Promise<OrderRow> {
     return this.db.transaction().execute(async (trx) => {
@@ -159,8 +187,7 @@ export class OrdersService {
         throw new AppError('INVALID_STATE', `Only failed orders can be retried; this order is ${order.status}`);
       }
       const pending = await changeOrderStatus(trx, this.orderEvents, order, 'pending', { failureReason: null, totalAmount: 0 });
-      const job: OrderProcessJob = { orderId: order.id };
-      await this.queue.send(trx, ORDER_PROCESS_QUEUE, job);
+      await this.queue.send(trx, 'order-process', { orderId: order.id });
       return pending;
     });
   }

@@ -1,32 +1,81 @@
-import { sql, type Insertable, type Kysely, type Updateable } from 'kysely';
+import { sql, type Insertable, type Transaction, type Updateable } from 'kysely';
 import type { Database, ProductRow, ProductsTable } from '../../db/schema.ts';
+import type { Db } from '../../db/database.ts';
 
-type Executor = Kysely<Database>;
-
-export async function findProductById(db: Executor, id: number): Promise<ProductRow | undefined> {
+export async function findProductById(db: Db, id: number): Promise<ProductRow | undefined> {
   return db.selectFrom('products').selectAll().where('id', '=', id).executeTakeFirst();
 }
 
-export async function findProductBySku(db: Executor, sku: string): Promise<ProductRow | undefined> {
+export async function findProductBySku(db: Db, sku: string): Promise<ProductRow | undefined> {
   return db.selectFrom('products').selectAll().where('sku', '=', sku).executeTakeFirst();
 }
 
-/** id, is_active of the given products (one query); unknown ids are simply absent. */
-export async function findProductStates(db: Executor, ids: number[]): Promise<{ id: number; is_active: boolean }[]> {
+/** id, name, is_active of the given products (one query); unknown ids are simply absent. */
+export async function findProductStates(db: Db, ids: number[]): Promise<{ id: number; name: string; is_active: boolean }[]> {
   if (ids.length === 0) return [];
-  return db.selectFrom('products').select(['id', 'is_active']).where('id', 'in', ids).execute();
+  return db.selectFrom('products').select(['id', 'name', 'is_active']).where('id', 'in', ids).execute();
 }
 
-export async function insertProduct(db: Executor, product: Insertable<ProductsTable>): Promise<ProductRow> {
+export async function findProductsBySku(db: Db, skus: string[]): Promise<ProductRow[]> {
+  if (skus.length === 0) return [];
+  return db.selectFrom('products').selectAll().where('sku', 'in', skus).execute();
+}
+
+/** The SKU of each of the given products. */
+export async function findSkus(db: Db, ids: number[]): Promise<Map<number, string>> {
+  if (ids.length === 0) return new Map();
+  const rows = await db.selectFrom('products').select(['id', 'sku']).where('id', 'in', ids).execute();
+  return new Map(rows.map((r) => [r.id, r.sku]));
+}
+
+/** A product as an order's processing sees it: locked, with its price as exact decimal text. */
+export interface LockedProduct {
+  id: number;
+  name: string;
+  stock: number;
+  is_active: boolean;
+  /** numeric(12,2) as exact decimal text */
+  price: string;
+}
+
+/**
+ * Locks the given products, in id order, until `trx` ends, and returns them (unknown ids are
+ * absent). The id order means concurrent orders always take their locks in the same order. FOR NO
+ * KEY UPDATE (the lock an UPDATE of stock takes anyway), not FOR UPDATE: it does not conflict with
+ * the KEY SHARE locks that inserting order lines takes on their products through the foreign key,
+ * so creating an order never waits for (or deadlocks with) the processing of another one.
+ */
+export async function lockProducts(trx: Transaction<Database>, ids: number[]): Promise<LockedProduct[]> {
+  if (ids.length === 0) return [];
+  const { rows } = await sql<LockedProduct>`
+    SELECT id, name, stock, is_active, price::text AS price
+    FROM products WHERE id = ANY(${ids}::integer[])
+    ORDER BY id
+    FOR NO KEY UPDATE
+  `.execute(trx);
+  return rows;
+}
+
+/** Takes units out of stock, on products the caller has locked and checked (`lockProducts`). */
+export async function takeStock(trx: Transaction<Database>, demand: readonly { productId: number; quantity: number }[]): Promise<void> {
+  if (demand.length === 0) return;
+  await sql`
+    UPDATE products AS p SET stock = p.stock - d.quantity, updated_at = now()
+    FROM unnest(${demand.map((d) => d.productId)}::integer[], ${demand.map((d) => d.quantity)}::integer[]) AS d (id, quantity)
+    WHERE p.id = d.id
+  `.execute(trx);
+}
+
+export async function insertProduct(db: Db, product: Insertable<ProductsTable>): Promise<ProductRow> {
   return db.insertInto('products').values(product).returningAll().executeTakeFirstOrThrow();
 }
 
-export async function updateProduct(db: Executor, id: number, patch: Updateable<ProductsTable>): Promise<ProductRow | undefined> {
+export async function updateProduct(db: Db, id: number, patch: Updateable<ProductsTable>): Promise<ProductRow | undefined> {
   return db.updateTable('products').set(patch).where('id', '=', id).returningAll().executeTakeFirst();
 }
 
 export async function listProducts(
-  db: Executor,
+  db: Db,
   opts: { limit: number; offset: number; isActive: boolean | undefined },
 ): Promise<{ rows: ProductRow[]; total: number }> {
   let base = db.selectFrom('products');
@@ -44,7 +93,7 @@ export async function listProducts(
  * touched. Returns the number of rows inserted.
  */
 export async function seedProductsIfEmpty(
-  db: Executor,
+  db: Db,
   products: readonly { sku: string; name: string; price: string; stock: number }[],
 ): Promise<number> {
   if (products.length === 0) return 0;

@@ -1,15 +1,12 @@
-import { sql } from 'kysely';
+import { sql, type Expression } from 'kysely';
+import type { NewUser, UserRow, UserUpdate } from '../../db/schema.ts';
 import type { Db } from '../../db/database.ts';
-import type { Database, NewUser, UserRow, UserUpdate } from '../../db/schema.ts';
-import type { Kysely } from 'kysely';
 
-type Executor = Kysely<Database>;
-
-export async function findUserById(db: Executor, id: number): Promise<UserRow | undefined> {
+export async function findUserById(db: Db, id: number): Promise<UserRow | undefined> {
   return db.selectFrom('users').selectAll().where('id', '=', id).where('deleted_at', 'is', null).executeTakeFirst();
 }
 
-export async function findUserByEmail(db: Executor, email: string): Promise<UserRow | undefined> {
+export async function findUserByEmail(db: Db, email: string): Promise<UserRow | undefined> {
   return db
     .selectFrom('users')
     .selectAll()
@@ -18,11 +15,11 @@ export async function findUserByEmail(db: Executor, email: string): Promise<User
     .executeTakeFirst();
 }
 
-export async function insertUser(db: Executor, user: NewUser): Promise<UserRow> {
+export async function insertUser(db: Db, user: NewUser): Promise<UserRow> {
   return db.insertInto('users').values(user).returningAll().executeTakeFirstOrThrow();
 }
 
-export async function updateUser(db: Executor, id: number, patch: UserUpdate): Promise<UserRow | undefined> {
+export async function updateUser(db: Db, id: number, patch: UserUpdate): Promise<UserRow | undefined> {
   return db
     .updateTable('users')
     .set(patch)
@@ -30,6 +27,47 @@ export async function updateUser(db: Executor, id: number, patch: UserUpdate): P
     .where('deleted_at', 'is', null)
     .returningAll()
     .executeTakeFirst();
+}
+
+/** A session cut-off only moves forward (processes' clocks may differ by a little). */
+function laterCutoff(cutoff: Date) {
+  return sql<Date>`greatest(sessions_valid_after, ${cutoff})`;
+}
+
+/**
+ * A new password for a live user, which cuts off the sessions before `cutoff` and activates an
+ * account that was awaiting its first password (an account deactivated otherwise stays inactive).
+ */
+export async function setUserPassword(
+  db: Db,
+  id: number,
+  change: { password_hash: string; at: Date; cutoff: Date },
+): Promise<UserRow | undefined> {
+  return db
+    .updateTable('users')
+    .set((eb) => ({
+      password_hash: change.password_hash,
+      password_changed_at: change.at,
+      sessions_valid_after: laterCutoff(change.cutoff),
+      updated_at: change.at,
+      is_active: eb.or([eb.ref('is_active'), eb.ref('awaiting_password')]) as Expression<boolean>,
+      awaiting_password: false,
+    }))
+    .where('id', '=', id)
+    .where('deleted_at', 'is', null)
+    .returningAll()
+    .executeTakeFirst();
+}
+
+/** Access tokens of the user issued before `cutoff` are refused from now on; false when there is no such live user. */
+export async function cutOffSessions(db: Db, id: number, cutoff: Date): Promise<boolean> {
+  const res = await db
+    .updateTable('users')
+    .set({ sessions_valid_after: laterCutoff(cutoff) })
+    .where('id', '=', id)
+    .where('deleted_at', 'is', null)
+    .executeTakeFirst();
+  return Number(res.numUpdatedRows) > 0;
 }
 
 export async function listUsers(
@@ -50,7 +88,7 @@ export async function listUsers(
   return { rows, total: Number(count.total) };
 }
 
-export async function anyAdminExists(db: Executor): Promise<boolean> {
+export async function anyAdminExists(db: Db): Promise<boolean> {
   const row = await db
     .selectFrom('users')
     .select('id')
@@ -59,4 +97,17 @@ export async function anyAdminExists(db: Executor): Promise<boolean> {
     .limit(1)
     .executeTakeFirst();
   return row !== undefined;
+}
+
+/** The ids of live, active users: a subquery for the tables of other modules that must name only those. */
+export function activeUserIds(db: Db) {
+  return db.selectFrom('users').select('id').where('deleted_at', 'is', null).where('is_active', '=', true);
+}
+
+/**
+ * The users whose webhook subscriptions receive the events of an order owned by `ownerId`: the
+ * owner and every administrator, while live and active. A subquery (one statement with the caller's).
+ */
+export function eventRecipientIds(db: Db, ownerId: number) {
+  return activeUserIds(db).where((eb) => eb.or([eb('id', '=', ownerId), eb('is_admin', '=', true)]));
 }

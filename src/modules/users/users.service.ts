@@ -1,29 +1,53 @@
+import type { Transaction } from 'kysely';
 import type { Db } from '../../db/database.ts';
-import type { UserRow, UserUpdate } from '../../db/schema.ts';
-import { AppError } from '../../http/errors.ts';
-import { pageOf, type PageResult } from '../../http/common.schemas.ts';
-import type { JobQueue } from '../../jobs/queue.ts';
-import { assertPasswordLength, type PasswordHasher } from '../auth/passwords.ts';
-import { revokeUserRefreshTokens } from '../auth/refresh-tokens.repository.ts';
-import { findUserByEmail, findUserById, insertUser, listUsers, updateUser } from './users.repository.ts';
-import type { UserCreateBody, UserUpdateBody } from './users.schemas.ts';
-import { WELCOME_EMAIL_QUEUE } from './users.jobs.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
-import type { UserCache } from './user-cache.ts';
+import type { Database, UserRow, UserUpdate } from '../../db/schema.ts';
+import { pageOf, type PageResult } from '../../http/common.schemas.ts';
+import { AppError } from '../../http/errors.ts';
+import type { UserCache } from '../../http/user-cache.ts';
+import type { JobQueue } from '../../jobs/queue.ts';
+import { assertPasswordLength, type PasswordHasher } from './passwords.ts';
+import { cutOffSessions, findUserByEmail, findUserById, insertUser, listUsers, setUserPassword, updateUser } from './users.repository.ts';
+import type { UserCreateBody, UserUpdateBody } from './users.schemas.ts';
 
 const userNotFound = () => new AppError('NOT_FOUND', 'User not found');
+
+/**
+ * Ends every session of a user, inside the transaction that changes the user (the auth module
+ * revokes the refresh tokens): deactivation, deletion and a new password all end them.
+ */
+export type SessionsEnder = (trx: Transaction<Database>, userId: number) => Promise<void>;
+
+/**
+ * The cut-off that ends the access tokens issued until now: the next whole second. Tokens carry
+ * their issue time (`iat`) in whole seconds, so every token issued up to this moment has an `iat`
+ * below it, and tokens issued from now on are given an `iat` of at least it (see TokenService.issue).
+ */
+export function sessionCutoff(now = Date.now()): Date {
+  return new Date((Math.floor(now / 1000) + 1) * 1000);
+}
 
 export class UsersService {
   private readonly db: Db;
   private readonly queue: JobQueue;
   private readonly hasher: PasswordHasher;
   private readonly userCache: UserCache;
+  private readonly sessionEnders: SessionsEnder[] = [];
 
   constructor(deps: { db: Db; queue: JobQueue; hasher: PasswordHasher; userCache: UserCache }) {
     this.db = deps.db;
     this.queue = deps.queue;
     this.hasher = deps.hasher;
     this.userCache = deps.userCache;
+  }
+
+  /** `end` runs in every transaction that must end a user's sessions. */
+  endSessionsWith(end: SessionsEnder): void {
+    this.sessionEnders.push(end);
+  }
+
+  private async endSessions(trx: Transaction<Database>, userId: number): Promise<void> {
+    for (const end of this.sessionEnders) await end(trx, userId);
   }
 
   /** Runs a change to user `id` and evicts the row from this process's cache once it has ended. */
@@ -36,19 +60,14 @@ export class UsersService {
   }
 
   /** Creates a user and queues the welcome e-mail in the same transaction. */
-  async create(input: UserCreateBody, opts: { isAdmin?: boolean; welcome?: boolean } = {}): Promise<UserRow> {
+  async create(input: UserCreateBody): Promise<UserRow> {
     assertPasswordLength(input.password);
     if (await findUserByEmail(this.db, input.email)) throw new AppError('EMAIL_EXISTS', 'Email already registered');
     const password_hash = await this.hasher.hash(input.password);
     try {
       return await this.db.transaction().execute(async (trx) => {
-        const user = await insertUser(trx, {
-          email: input.email,
-          full_name: input.full_name,
-          password_hash,
-          is_admin: opts.isAdmin ?? false,
-        });
-        if (opts.welcome !== false) await this.queue.send(trx, WELCOME_EMAIL_QUEUE, { userId: user.id });
+        const user = await insertUser(trx, { email: input.email, full_name: input.full_name, password_hash, is_admin: false });
+        await this.queue.send(trx, 'user-welcome-email', { userId: user.id });
         return user;
       });
     } catch (err) {
@@ -61,6 +80,16 @@ export class UsersService {
     const user = await findUserById(this.db, id);
     if (!user) throw userNotFound();
     return user;
+  }
+
+  /** The live user with this id, if there is one. */
+  async findById(id: number): Promise<UserRow | undefined> {
+    return findUserById(this.db, id);
+  }
+
+  /** The live user with this e-mail (any case), if there is one. */
+  async findByEmail(email: string): Promise<UserRow | undefined> {
+    return findUserByEmail(this.db, email);
   }
 
   async list(q: { page: number; page_size: number; is_active?: boolean }): Promise<PageResult<UserRow>> {
@@ -91,18 +120,34 @@ export class UsersService {
     }
     const changes = Object.values(input).some((v) => v !== undefined);
     if (!changes) return current; // an empty PATCH changes nothing, not even updated_at
-    const patch: UserUpdate = { updated_at: new Date() };
+    const now = new Date();
+    const patch: UserUpdate = { updated_at: now };
     if (input.full_name !== undefined) patch.full_name = input.full_name;
     if (input.email !== undefined) patch.email = input.email;
-    if (input.is_active !== undefined) patch.is_active = input.is_active;
+    // an administrator's decision on the flag settles it: a password set later no longer activates
+    if (input.is_active !== undefined) {
+      patch.is_active = input.is_active;
+      patch.awaiting_password = false;
+    }
     if (input.is_admin !== undefined) patch.is_admin = input.is_admin;
     try {
-      return await this.changing(id, () => this.db.transaction().execute(async (trx) => {
-        const updated = await updateUser(trx, id, patch);
-        if (!updated) throw userNotFound();
-        if (input.is_active === false) await revokeUserRefreshTokens(trx, id);
-        return updated;
-      }));
+      return await this.changing(id, () =>
+        this.db.transaction().execute(async (trx) => {
+          const updated = await updateUser(trx, id, patch);
+          if (!updated) throw userNotFound();
+          if (input.is_active === false) await this.endSessions(trx, id);
+          if (updated.email.toLowerCase() !== current.email.toLowerCase()) {
+            // the previous address hears of it: whoever changed it may not be the account's holder
+            await this.queue.send(trx, 'user-email-changed', {
+              userId: id,
+              previousEmail: current.email,
+              newEmail: updated.email,
+              changedAt: now.toISOString(),
+            });
+          }
+          return updated;
+        }),
+      );
     } catch (err) {
       if (isUniqueViolation(err)) throw new AppError('EMAIL_EXISTS', 'Email already in use');
       throw err;
@@ -110,29 +155,70 @@ export class UsersService {
   }
 
   /**
-   * Soft delete: the row stays, marked deleted and inactive; its refresh tokens are revoked. Like
-   * deactivation, never on the caller's own account (an administrator cannot lock themselves out).
+   * Soft delete: the row stays, marked deleted and inactive; its sessions end. Like deactivation,
+   * never on the caller's own account (an administrator cannot lock themselves out).
    */
   async remove(actor: UserRow, id: number): Promise<void> {
     if (actor.id === id) throw new AppError('FORBIDDEN', 'Administrators cannot delete their own account');
-    await this.changing(id, () => this.db.transaction().execute(async (trx) => {
-      const now = new Date();
-      const deleted = await updateUser(trx, id, { deleted_at: now, is_active: false, updated_at: now });
-      if (!deleted) throw userNotFound();
-      await revokeUserRefreshTokens(trx, id);
-    }));
+    await this.changing(id, () =>
+      this.db.transaction().execute(async (trx) => {
+        const now = new Date();
+        const deleted = await updateUser(trx, id, { deleted_at: now, is_active: false, updated_at: now });
+        if (!deleted) throw userNotFound();
+        await this.endSessions(trx, id);
+      }),
+    );
   }
 
-  async changePassword(user: UserRow, currentPassword: string, newPassword: string): Promise<void> {
-    if (!(await this.hasher.verify(currentPassword, user.password_hash))) {
-      throw new AppError('INVALID_CREDENTIALS', 'Current password is incorrect');
-    }
-    assertPasswordLength(newPassword, 'new_password');
+  /**
+   * Sets a new password (checked for length, then hashed) and ends every session of the user: its
+   * refresh tokens are revoked and its access tokens issued until now are refused. An account
+   * awaiting its first password becomes active. `within` runs first in the same transaction (the
+   * auth module consumes a reset token there: if it throws, nothing changes).
+   */
+  async setPassword(
+    userId: number,
+    newPassword: string,
+    opts: { field?: string; within?: (trx: Transaction<Database>) => Promise<void> } = {},
+  ): Promise<UserRow> {
+    assertPasswordLength(newPassword, opts.field ?? 'new_password');
     const password_hash = await this.hasher.hash(newPassword);
-    await this.changing(user.id, () => this.db.transaction().execute(async (trx) => {
-      const now = new Date();
-      await updateUser(trx, user.id, { password_hash, password_changed_at: now, updated_at: now });
-      await revokeUserRefreshTokens(trx, user.id);
-    }));
+    return this.changing(userId, () =>
+      this.db.transaction().execute(async (trx) => {
+        await opts.within?.(trx);
+        const at = new Date();
+        const updated = await setUserPassword(trx, userId, { password_hash, at, cutoff: sessionCutoff(at.getTime()) });
+        if (!updated) throw userNotFound();
+        await this.endSessions(trx, userId);
+        return updated;
+      }),
+    );
+  }
+
+  /** Signs the user out everywhere: every refresh token revoked, every access token issued until now refused. */
+  async endAllSessions(userId: number): Promise<void> {
+    await this.changing(userId, () =>
+      this.db.transaction().execute(async (trx) => {
+        if (!(await cutOffSessions(trx, userId, sessionCutoff()))) throw userNotFound();
+        await this.endSessions(trx, userId);
+      }),
+    );
+  }
+
+  /**
+   * The customer of a platform order, in the order's transaction: the live user with that e-mail,
+   * or a new account that cannot sign in until its holder sets a password through password recovery,
+   * which activates it.
+   */
+  async findOrCreateCustomer(trx: Transaction<Database>, customer: { email: string; fullName: string }): Promise<UserRow> {
+    const existing = await findUserByEmail(trx, customer.email);
+    if (existing) return existing;
+    return insertUser(trx, {
+      email: customer.email,
+      full_name: customer.fullName,
+      password_hash: null,
+      is_active: false,
+      awaiting_password: true,
+    });
   }
 }

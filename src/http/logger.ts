@@ -1,0 +1,53 @@
+import type { FastifyServerOptions } from 'fastify';
+import pino from 'pino';
+import type { Config } from '../config.ts';
+import { AccessLogController } from './access-log.ts';
+
+let stdoutDestination: pino.DestinationStream | undefined;
+
+/**
+ * The process's log destination when stdout is not a terminal: asynchronous, so a busy process does
+ * not make a system call per line. Lines written while a write is in flight go out together in the
+ * next one (at rest each line is written at once), and pino flushes what is pending synchronously
+ * when the process exits. One per process: every app built in it shares it.
+ */
+function stdoutLog(): pino.DestinationStream {
+  stdoutDestination ??= pino.destination({ dest: 1, sync: false });
+  return stdoutDestination;
+}
+
+/**
+ * The service logger's options, and the controller that writes its per-request lines.
+ * @param stream where the JSON lines go instead of stdout (tests that read the log)
+ */
+export function loggerOptions(
+  config: Config,
+  stream: { write(msg: string): void } | undefined,
+): Pick<FastifyServerOptions, 'logger' | 'logController'> {
+  const logger = {
+    level: config.logLevel,
+    // secrets never reach the logs, whatever a serializer or a handler decides to log
+    redact: {
+      paths: [
+        'req.headers.authorization',
+        'req.headers.cookie',
+        'req.headers["x-shopify-hmac-sha256"]',
+        'headers.authorization',
+        '*.password',
+        '*.new_password',
+        '*.current_password',
+        '*.refresh_token',
+        '*.access_token',
+        '*.secret',
+        '*.password_hash',
+      ],
+      censor: '[redacted]',
+    },
+  };
+  // a terminal gets pino-pretty (a worker thread of its own), and the access lines through it
+  if (!stream && process.stdout.isTTY && config.logLevel !== 'silent') {
+    return { logger: { ...logger, transport: { target: 'pino-pretty' } }, logController: new AccessLogController() };
+  }
+  const destination = stream ?? stdoutLog();
+  return { logger: { ...logger, stream: destination }, logController: new AccessLogController(pino({ level: config.logLevel }, destination)) };
+}

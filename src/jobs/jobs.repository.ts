@@ -1,0 +1,162 @@
+import { sql, type Transaction } from 'kysely';
+import type { Db } from '../db/database.ts';
+import type { Database } from '../db/schema.ts';
+import type { JobSubject } from './registry.ts';
+
+/**
+ * The service's SQL on jobs: `job_links` (what each job is about), `purged_job_counts`, and reads and
+ * deletes of pg-boss's own job table (schema `pgboss`), which nothing outside src/jobs touches.
+ */
+
+/** Records what job `jobId` of `queue` is about, in the transaction that sent it. */
+export async function insertJobLink(db: Db | Transaction<Database>, jobId: string, queue: string, subject: JobSubject): Promise<void> {
+  await db
+    .insertInto('job_links')
+    .values({
+      job_id: jobId,
+      queue,
+      order_id: subject.orderId,
+      inbound_webhook_id: subject.inboundWebhookId,
+      message_row_id: subject.messageRowId,
+    })
+    .execute();
+}
+
+export type JobState = 'created' | 'retry' | 'active' | 'completed' | 'cancelled' | 'failed';
+
+/** One job as pg-boss keeps it. */
+export interface JobRecord {
+  id: string;
+  queue: string;
+  state: JobState;
+  retry_count: number;
+  created_on: Date;
+  started_on: Date | null;
+  completed_on: Date | null;
+  output: unknown;
+  /** the job this one stands in for, when it is a dead-letter copy */
+  source_id: string | null;
+}
+
+const jobColumns = sql.raw(`j.id::text AS id, j.name AS queue, j.state::text AS state, j.retry_count, j.created_on, j.started_on,
+  j.completed_on, j.output, j.source_id::text AS source_id`);
+
+/**
+ * The jobs sent for an order, for its platform webhooks and for its outgoing messages, and the
+ * dead-letter copies of any of them, oldest first. Only what pg-boss still keeps: finished jobs are
+ * deleted after the job retention period.
+ */
+export async function findJobsFor(
+  db: Db,
+  about: { orderId: number; inboundWebhookIds: readonly number[]; messageRowIds: readonly number[] },
+): Promise<JobRecord[]> {
+  const { rows } = await sql<JobRecord>`
+    WITH linked AS (
+      SELECT queue, job_id FROM job_links
+      WHERE order_id = ${about.orderId}
+        OR inbound_webhook_id = ANY(${[...about.inboundWebhookIds]}::integer[])
+        OR message_row_id = ANY(${[...about.messageRowIds]}::integer[])
+    )
+    SELECT ${jobColumns} FROM linked l JOIN pgboss.job j ON j.name = l.queue AND j.id = l.job_id
+    UNION ALL
+    SELECT ${jobColumns} FROM pgboss.job j
+    WHERE j.source_root_id IS NOT NULL AND j.source_root_id IN (SELECT job_id FROM linked)
+    ORDER BY created_on, id
+  `.execute(db);
+  return rows;
+}
+
+/** Per queue: jobs waiting (created, or waiting for a retry), running, and failed for good since the start. */
+export interface QueueJobCounts {
+  queue: string;
+  queued: number;
+  active: number;
+  failed: number;
+}
+
+/**
+ * Counts of every queue of the service (pg-boss's internal `__pgboss__…` queues apart), each from an index: waiting jobs from pg-boss's fetch index, running and
+ * failed ones from `oas_job_outcome_idx` (see job-indexes.ts). Failed jobs the purge deleted are
+ * added back from `purged_job_counts`, so `failed` only grows.
+ */
+export async function countJobsByQueue(db: Db): Promise<QueueJobCounts[]> {
+  const { rows } = await sql<{ queue: string; queued: number; active: number; failed: number }>`
+    SELECT q.name AS queue,
+      coalesce(w.n, 0)::integer AS queued,
+      coalesce(o.active, 0)::integer AS active,
+      (coalesce(o.failed, 0) + coalesce(p.failed, 0))::bigint AS failed
+    FROM pgboss.queue q
+    LEFT JOIN (SELECT name, count(*) AS n FROM pgboss.job WHERE state < 'active' AND NOT blocked GROUP BY name) w ON w.name = q.name
+    LEFT JOIN (
+      SELECT name, count(*) FILTER (WHERE state = 'active') AS active, count(*) FILTER (WHERE state = 'failed') AS failed
+      FROM pgboss.job WHERE state IN ('active', 'failed') GROUP BY name
+    ) o ON o.name = q.name
+    LEFT JOIN purged_job_counts p ON p.queue = q.name
+    WHERE NOT starts_with(q.name, '__pgboss__')
+    ORDER BY q.name
+  `.execute(db);
+  return rows.map((r) => ({ queue: r.queue, queued: Number(r.queued), active: Number(r.active), failed: Number(r.failed) }));
+}
+
+/**
+ * Deletes up to `limit` jobs that finished (completed, cancelled or failed) before `before`, with
+ * their links, and counts the failed ones in `purged_job_counts`; one short statement. Returns how
+ * many it deleted.
+ */
+export async function purgeFinishedJobs(db: Db, before: Date, limit: number): Promise<number> {
+  const { rows } = await sql<{ deleted: number }>`
+    WITH doomed AS (
+      SELECT name, id FROM pgboss.job
+      WHERE state > 'active' AND completed_on < ${before}
+      ORDER BY completed_on
+      LIMIT ${limit}
+      FOR UPDATE SKIP LOCKED
+    ), gone AS (
+      DELETE FROM pgboss.job j USING doomed d WHERE j.name = d.name AND j.id = d.id
+      RETURNING j.name, j.id, j.state
+    ), unlinked AS (
+      DELETE FROM job_links l USING gone g WHERE l.job_id = g.id
+      RETURNING 1
+    ), counted AS (
+      INSERT INTO purged_job_counts AS c (queue, failed)
+      SELECT name, count(*) FROM gone WHERE state = 'failed' GROUP BY name ORDER BY name
+      ON CONFLICT (queue) DO UPDATE SET failed = c.failed + excluded.failed
+      RETURNING 1
+    )
+    SELECT count(*)::integer AS deleted FROM gone
+  `.execute(db);
+  return Number(rows[0]?.deleted ?? 0);
+}
+
+/**
+ * Deletes up to `limit` links created before `before` whose job pg-boss removed by itself (a job
+ * that was never started within its queue's retention); links of purged jobs go with their jobs.
+ */
+export async function purgeOrphanJobLinks(db: Db, before: Date, limit: number): Promise<number> {
+  const { rows } = await sql<{ deleted: number }>`
+    WITH doomed AS (
+      SELECT l.job_id FROM job_links l
+      WHERE l.created_at < ${before}
+        AND NOT EXISTS (SELECT 1 FROM pgboss.job j WHERE j.name = l.queue AND j.id = l.job_id)
+      ORDER BY l.created_at
+      LIMIT ${limit}
+    ), gone AS (
+      DELETE FROM job_links l USING doomed d WHERE l.job_id = d.job_id RETURNING 1
+    )
+    SELECT count(*)::integer AS deleted FROM gone
+  `.execute(db);
+  return Number(rows[0]?.deleted ?? 0);
+}
+
+/** True when a job of `queue` about platform webhook `inboundWebhookId` was sent after `since`. */
+export async function inboundJobSentSince(db: Db, queue: string, inboundWebhookId: number, since: Date): Promise<boolean> {
+  const row = await db
+    .selectFrom('job_links')
+    .select('job_id')
+    .where('inbound_webhook_id', '=', inboundWebhookId)
+    .where('queue', '=', queue)
+    .where('created_at', '>', since)
+    .limit(1)
+    .executeTakeFirst();
+  return row !== undefined;
+}

@@ -1,0 +1,22 @@
+import type { FastifyBaseLogger } from 'fastify';
+import type { Db } from '../../db/database.ts';
+import type { JobQueue } from '../../jobs/queue.ts';
+import { purgeExpiredRefreshTokens } from './auth.repository.ts';
+import type { PasswordRecoveryService } from './password-recovery.service.ts';
+import { purgeExpiredResetTokens } from './password-reset.repository.ts';
+
+export function registerAuthJobs(queue: JobQueue, deps: { db: Db; log: FastifyBaseLogger; recovery: PasswordRecoveryService }): void {
+  queue.define({ name: 'refresh-tokens-purge' });
+  queue.work('refresh-tokens-purge', async () => {
+    const purged = await purgeExpiredRefreshTokens(deps.db);
+    if (purged > 0) deps.log.info({ purged }, 'purged expired refresh tokens');
+    const resetTokens = await purgeExpiredResetTokens(deps.db);
+    if (resetTokens > 0) deps.log.info({ purged: resetTokens }, 'purged expired password reset tokens');
+  });
+  queue.scheduleCron('refresh-tokens-purge', '17 * * * *');
+
+  queue.define({ name: 'password-recovery-email' });
+  queue.work('password-recovery-email', async (job) => {
+    await deps.recovery.sendResetEmail(job.data.email);
+  });
+}

@@ -1,0 +1,79 @@
+import type { Db } from '../../db/database.ts';
+import type { InboundWebhookRow } from '../../db/schema.ts';
+import { AppError } from '../../http/errors.ts';
+import { pageOf, type PageResult } from '../../http/common.schemas.ts';
+import { MAX_ID } from '../../http/path-ids.ts';
+import type { JobQueue } from '../../jobs/queue.ts';
+import {
+  findInboundWebhook,
+  findInboundWebhooksForOrder,
+  listInboundWebhooks,
+  lockInboundWebhookRow,
+  resetInboundWebhook,
+  type InboundWebhookSummaryRow,
+} from './inbound-webhooks.repository.ts';
+import type { InboundListQuery } from './inbound-webhooks.schemas.ts';
+
+const notFound = () => new AppError('NOT_FOUND', 'Inbound webhook not found');
+
+export interface Reprocessing {
+  message: string;
+  orderId: number | null;
+}
+
+/** The administrators' view of the stored platform webhooks, and their reprocessing. */
+export class InboundWebhooksAdminService {
+  private readonly db: Db;
+  private readonly queue: JobQueue;
+
+  constructor(deps: { db: Db; queue: JobQueue }) {
+    this.db = deps.db;
+    this.queue = deps.queue;
+  }
+
+  async list(q: InboundListQuery): Promise<PageResult<InboundWebhookSummaryRow>> {
+    const { rows, total } = await listInboundWebhooks(this.db, { status: q.status, topic: q.topic }, { limit: q.page_size, offset: (q.page - 1) * q.page_size });
+    return pageOf(rows, total, q.page, q.page_size);
+  }
+
+  async get(id: number): Promise<InboundWebhookRow> {
+    // an id no row can have is the same 404 as a missing row, and never reaches the database
+    const row = id >= 1 && id <= MAX_ID ? await findInboundWebhook(this.db, id) : undefined;
+    if (!row) throw notFound();
+    return row;
+  }
+
+  /** The webhooks that created or were linked to an order, oldest first (for the order's trace). */
+  async forOrder(orderId: number): Promise<InboundWebhookSummaryRow[]> {
+    return findInboundWebhooksForOrder(this.db, orderId);
+  }
+
+  /**
+   * Queues the stored webhook for processing again, for instance once the product or customer it
+   * was missing exists. A `failed` or `processed` webhook goes back to `received` (a processed one
+   * keeps its order link); a `received` one is queued once more. Processing runs under the stored
+   * webhook's row lock, does nothing to a webhook that is no longer `received`, and finds the order
+   * a platform id already has instead of creating another (orders are unique by platform and id),
+   * so however often and however concurrently this is called, one order exists and its stock is
+   * reserved once.
+   */
+  async reprocess(id: number): Promise<Reprocessing> {
+    if (!(id >= 1 && id <= MAX_ID)) throw notFound();
+    return this.db.transaction().execute(async (trx) => {
+      const row = await lockInboundWebhookRow(trx, id);
+      if (!row) throw notFound();
+      if (row.raw_body === null) {
+        throw new AppError('INVALID_STATE', 'The payload of this webhook was removed by the retention purge; it cannot be processed again');
+      }
+      if (row.status !== 'received') await resetInboundWebhook(trx, id);
+      await this.queue.send(trx, 'webhook-inbound-process', { inboundWebhookId: id });
+      const message =
+        row.status === 'processed'
+          ? 'Webhook queued for processing again; the order it was linked to is linked again, never created twice'
+          : row.status === 'failed'
+            ? 'Webhook queued for processing again'
+            : 'Webhook queued for processing (it had not been processed yet)';
+      return { message, orderId: row.order_id };
+    });
+  }
+}

@@ -1,0 +1,46 @@
+import type { AppContext, AppModule } from '../../app-context.ts';
+import type { OrdersModule } from '../orders/orders.module.ts';
+import type { UsersModule } from '../users/users.module.ts';
+import { registerInboundAdminRoutes } from './inbound-webhooks.admin.routes.ts';
+import { InboundWebhooksAdminService } from './inbound-webhooks.admin.service.ts';
+import { registerInboundRetentionJob, registerInboundWebhookJobs } from './inbound-webhooks.jobs.ts';
+import { registerInboundRoutes } from './inbound-webhooks.routes.ts';
+import { InboundWebhookService, type InboundProcessHooks } from './inbound-webhooks.service.ts';
+import { SHOPIFY_SOURCE } from './shopify-order.ts';
+
+export interface InboundWebhooksModule extends AppModule {
+  /** the stored webhooks for administrators and the order trace */
+  readonly admin: InboundWebhooksAdminService;
+}
+
+/**
+ * The e-commerce platform's order webhooks: verified, stored, acknowledged,
+ * then turned into orders in the background; and each platform order's outcome reported back to
+ * the platform's API. Administrators list, read and reprocess the stored webhooks; their payloads
+ * are purged after a retention period.
+ */
+export function createInboundWebhooksModule(
+  ctx: AppContext,
+  deps: { orders: OrdersModule; users: UsersModule; hooks?: InboundProcessHooks },
+): InboundWebhooksModule {
+  const { config, db, queue, log } = ctx;
+  const inbound = new InboundWebhookService({ db, queue, config, log, orders: deps.orders.service, users: deps.users.service, hooks: deps.hooks });
+  registerInboundWebhookJobs(queue, { db, config, log, inbound, orders: deps.orders.service });
+  registerInboundRetentionJob(queue, { db, config, log });
+  const admin = new InboundWebhooksAdminService({ db, queue });
+
+  // The report of a platform order's outcome is queued in the transaction of the final status change.
+  ctx.orderEvents.subscribe(async (trx, event, order) => {
+    if (!config.platformApiUrl || event.type !== 'order.status_changed') return;
+    if (event.status !== 'completed' && event.status !== 'failed') return;
+    if (order.source === SHOPIFY_SOURCE && order.external_id) await queue.send(trx, 'webhook-platform-report', { orderId: order.id });
+  });
+
+  return {
+    admin,
+    routes: async (api) => {
+      await registerInboundRoutes(api, inbound);
+      registerInboundAdminRoutes(api, admin);
+    },
+  };
+}

@@ -1,0 +1,144 @@
+import type { Transaction } from 'kysely';
+import type { Database, InboundBodyEncoding, InboundWebhookRow, InboundWebhookStatus } from '../../db/schema.ts';
+import type { Db } from '../../db/database.ts';
+
+/** Stores a received payload once per webhook id; undefined when that id was already stored. */
+export async function insertInboundWebhook(
+  db: Db,
+  values: {
+    webhookId: string;
+    topic: string | null;
+    shopDomain: string | null;
+    headers: Record<string, string>;
+    rawBody: string;
+    rawBodyEncoding: InboundBodyEncoding;
+  },
+): Promise<number | undefined> {
+  const row = await db
+    .insertInto('inbound_webhooks')
+    .values({
+      webhook_id: values.webhookId,
+      topic: values.topic,
+      shop_domain: values.shopDomain,
+      headers: JSON.stringify(values.headers),
+      raw_body: values.rawBody,
+      raw_body_encoding: values.rawBodyEncoding,
+    })
+    .onConflict((oc) => oc.column('webhook_id').doNothing())
+    .returning('id')
+    .executeTakeFirst();
+  return row?.id;
+}
+
+export async function findInboundWebhook(db: Db, id: number): Promise<InboundWebhookRow | undefined> {
+  return db.selectFrom('inbound_webhooks').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+/** Locks the stored event for its processing transaction and returns its current status. */
+export async function lockInboundWebhook(trx: Transaction<Database>, id: number): Promise<InboundWebhookRow['status'] | undefined> {
+  const row = await trx.selectFrom('inbound_webhooks').select('status').where('id', '=', id).forUpdate().executeTakeFirst();
+  return row?.status;
+}
+
+/** Records the outcome once: a stored event that is already processed or failed stays as it is. */
+export async function settleInboundWebhook(
+  db: Db,
+  id: number,
+  outcome: { status: 'processed' | 'failed'; orderId: number | null; error: string | null },
+): Promise<boolean> {
+  const res = await db
+    .updateTable('inbound_webhooks')
+    .set({ status: outcome.status, order_id: outcome.orderId, error: outcome.error, processed_at: new Date() })
+    .where('id', '=', id)
+    .where('status', '=', 'received')
+    .executeTakeFirst();
+  return Number(res.numUpdatedRows) > 0;
+}
+
+/** The stored event, locked until `trx` ends (the processing transaction takes the same lock). */
+export async function lockInboundWebhookRow(trx: Transaction<Database>, id: number): Promise<InboundWebhookRow | undefined> {
+  return trx.selectFrom('inbound_webhooks').selectAll().where('id', '=', id).forUpdate().executeTakeFirst();
+}
+
+/** Back to `received`, to be processed again; the order it is linked to (if any) stays linked. */
+export async function resetInboundWebhook(trx: Transaction<Database>, id: number): Promise<void> {
+  await trx.updateTable('inbound_webhooks').set({ status: 'received', error: null, processed_at: null }).where('id', '=', id).execute();
+}
+
+export interface InboundFilter {
+  status?: InboundWebhookStatus;
+  topic?: string;
+}
+
+/** The columns of a list entry (everything but the payload). */
+const summaryColumns = ['id', 'webhook_id', 'topic', 'shop_domain', 'status', 'error', 'order_id', 'received_at', 'processed_at'] as const;
+export type InboundWebhookSummaryRow = Pick<InboundWebhookRow, (typeof summaryColumns)[number]>;
+
+/**
+ * A page of stored events, newest first, and how many match: the count from the trigger-kept
+ * counters (by status and topic), constant time however many events are stored.
+ */
+export async function listInboundWebhooks(
+  db: Db,
+  f: InboundFilter,
+  page: { limit: number; offset: number },
+): Promise<{ rows: InboundWebhookSummaryRow[]; total: number }> {
+  let rows = db.selectFrom('inbound_webhooks').select(summaryColumns);
+  let counts = db.selectFrom('inbound_webhook_counts').select((eb) => eb.fn.coalesce(eb.fn.sum<string>('total'), eb.lit(0)).as('total'));
+  if (f.status !== undefined) {
+    rows = rows.where('status', '=', f.status);
+    counts = counts.where('status', '=', f.status);
+  }
+  if (f.topic !== undefined) {
+    rows = rows.where('topic', '=', f.topic);
+    counts = counts.where('topic', '=', f.topic);
+  }
+  const [page_, count] = await Promise.all([
+    rows.orderBy('id', 'desc').limit(page.limit).offset(page.offset).execute(),
+    counts.executeTakeFirstOrThrow(),
+  ]);
+  return { rows: page_, total: Number(count.total) };
+}
+
+/** The events that created or were linked to an order, oldest first. */
+export async function findInboundWebhooksForOrder(db: Db, orderId: number): Promise<InboundWebhookSummaryRow[]> {
+  return db.selectFrom('inbound_webhooks').select(summaryColumns).where('order_id', '=', orderId).orderBy('id', 'asc').execute();
+}
+
+/** Stored events by current status (every status present, 0 when none). */
+export async function countInboundWebhooksByStatus(db: Db): Promise<Record<InboundWebhookStatus, number>> {
+  const rows = await db
+    .selectFrom('inbound_webhook_counts')
+    .select((eb) => ['status', eb.fn.sum<string>('total').as('total')])
+    .groupBy('status')
+    .execute();
+  const counts: Record<InboundWebhookStatus, number> = { received: 0, processed: 0, failed: 0 };
+  for (const r of rows) counts[r.status] = Number(r.total);
+  return counts;
+}
+
+/**
+ * Removes the body and headers of up to `limit` events processed before `before`, in one short
+ * statement; the row (its outcome, its order link, its webhook id that keeps a repeat from being
+ * processed again) stays. Returns how many it purged.
+ */
+export async function purgeProcessedPayloads(db: Db, before: Date, limit: number): Promise<number> {
+  const res = await db
+    .updateTable('inbound_webhooks')
+    .set({ raw_body: null, headers: '{}', payload_purged_at: new Date() })
+    // checked again on the row itself: an event being reprocessed meanwhile keeps its payload
+    .where('status', '=', 'processed')
+    .where('raw_body', 'is not', null)
+    .where('id', 'in', (eb) =>
+      eb
+        .selectFrom('inbound_webhooks')
+        .select('id')
+        .where('status', '=', 'processed')
+        .where('raw_body', 'is not', null)
+        .where('processed_at', '<', before)
+        .orderBy('processed_at')
+        .limit(limit),
+    )
+    .executeTakeFirst();
+  return Number(res.numUpdatedRows);
+}

@@ -1,0 +1,227 @@
+import { isUtf8 } from 'node:buffer';
+import crypto from 'node:crypto';
+import type { IncomingHttpHeaders } from 'node:http';
+import type { FastifyBaseLogger } from 'fastify';
+import type { Config } from '../../config.ts';
+import type { Db } from '../../db/database.ts';
+import { isUniqueViolation } from '../../db/errors.ts';
+import type { InboundWebhookRow } from '../../db/schema.ts';
+import { AppError } from '../../http/errors.ts';
+import { inboundJobSentSince } from '../../jobs/jobs.repository.ts';
+import { givenUpJob, type JobQueue } from '../../jobs/queue.ts';
+import type { Job } from '../../jobs/registry.ts';
+import type { OrdersService } from '../orders/orders.service.ts';
+import { findProductsBySku } from '../products/products.repository.ts';
+import type { UsersService } from '../users/users.service.ts';
+import {
+  findInboundWebhook,
+  insertInboundWebhook,
+  lockInboundWebhook,
+  settleInboundWebhook,
+} from './inbound-webhooks.repository.ts';
+import { verifyShopifyHmac } from './shopify-hmac.ts';
+import { InboundRejection, mapShopifyOrder, SHOPIFY_SOURCE, type MappedShopifyOrder } from './shopify-order.ts';
+
+const ORDERS_CREATE_TOPIC = 'orders/create';
+
+/** Seams for tests (buildApp's `hooks.inboundProcessing`): fault injection without touching the database. */
+export interface InboundProcessHooks {
+  /** runs in every attempt before the stored payload is read; a throw is a transient failure */
+  beforeProcess?: (inboundWebhookId: number, lastAttempt: boolean) => void | Promise<void>;
+}
+
+export interface Receipt {
+  webhookId: string;
+  duplicate: boolean;
+}
+
+function header(headers: IncomingHttpHeaders, name: string): string | undefined {
+  const v = headers[name];
+  const s = Array.isArray(v) ? v[0] : v;
+  return s === undefined || s.trim() === '' ? undefined : s.trim();
+}
+
+/** The platform headers kept with the payload (the HMAC too: the stored body can be re-verified). */
+function platformHeaders(headers: IncomingHttpHeaders): Record<string, string> {
+  const kept: Record<string, string> = {};
+  for (const name of Object.keys(headers)) {
+    if (name.startsWith('x-shopify-') || name === 'content-type' || name === 'user-agent') {
+      const v = header(headers, name);
+      if (v !== undefined) kept[name] = v.slice(0, 1000);
+    }
+  }
+  return kept;
+}
+
+/**
+ * The stored payload as the JSON object processing needs. Whatever else a correctly signed body is
+ * (not UTF-8 text, not JSON, not an object) was stored and acknowledged all the same, and is recorded
+ * as failed with the reason here, never retried.
+ */
+function storedPayload(row: InboundWebhookRow): object {
+  if (row.raw_body === null) throw new InboundRejection('payload was removed by the retention purge');
+  if (row.raw_body_encoding !== 'utf8') throw new InboundRejection('payload is not UTF-8 text');
+  let payload: unknown;
+  try {
+    payload = JSON.parse(row.raw_body);
+  } catch {
+    throw new InboundRejection('payload is not valid JSON');
+  }
+  if (payload === null || typeof payload !== 'object' || Array.isArray(payload)) throw new InboundRejection('payload is not a JSON object');
+  return payload;
+}
+
+export interface InboundWebhookDeps {
+  db: Db;
+  queue: JobQueue;
+  config: Config;
+  log: FastifyBaseLogger;
+  orders: OrdersService;
+  users: UsersService;
+  hooks?: InboundProcessHooks;
+}
+
+export class InboundWebhookService {
+  private readonly hooks: InboundProcessHooks;
+  private readonly db: Db;
+  private readonly queue: JobQueue;
+  private readonly config: Config;
+  private readonly log: FastifyBaseLogger;
+  private readonly orders: OrdersService;
+  private readonly users: UsersService;
+
+  constructor(deps: InboundWebhookDeps) {
+    this.db = deps.db;
+    this.queue = deps.queue;
+    this.config = deps.config;
+    this.log = deps.log;
+    this.orders = deps.orders;
+    this.users = deps.users;
+    this.hooks = deps.hooks ?? {};
+  }
+
+  /**
+   * The acknowledgement path, kept to one transaction: verify the HMAC over the raw bytes (before
+   * anything is parsed), store the body once per webhook id, whatever it contains, and enqueue its
+   * processing with it. A repeated webhook id is acknowledged and not processed again. Whether the
+   * body is a usable order is for processing to decide and record (`failed`, with the reason).
+   */
+  async receive(rawBody: Buffer, headers: IncomingHttpHeaders): Promise<Receipt> {
+    const secret = this.config.shopifyWebhookSecret;
+    if (!secret) throw new AppError('WEBHOOK_NOT_CONFIGURED', 'Inbound webhooks are not configured on this server');
+    if (!verifyShopifyHmac(secret, rawBody, header(headers, 'x-shopify-hmac-sha256'))) {
+      throw new AppError('INVALID_SIGNATURE', 'Invalid webhook signature');
+    }
+    // byte for byte: as text when PostgreSQL can hold it as text, else in base64
+    const asText = isUtf8(rawBody) && !rawBody.includes(0);
+    // Without the platform's id, the body's digest identifies the delivery: an identical signed body
+    // sent again is the same webhook, and a signed payload is never refused for a missing header.
+    const givenId = header(headers, 'x-shopify-webhook-id');
+    if (givenId !== undefined && givenId.length > 255) {
+      throw new AppError('VALIDATION_ERROR', 'X-Shopify-Webhook-Id is too long', {
+        errors: [{ loc: ['header', 'x-shopify-webhook-id'], msg: 'at most 255 characters', type: 'string_too_long' }],
+      });
+    }
+    const webhookId = givenId ?? `sha256:${crypto.createHash('sha256').update(rawBody).digest('hex')}`;
+    const stored = await this.db.transaction().execute(async (trx) => {
+      const id = await insertInboundWebhook(trx, {
+        webhookId,
+        topic: header(headers, 'x-shopify-topic') ?? null,
+        shopDomain: header(headers, 'x-shopify-shop-domain') ?? null,
+        headers: platformHeaders(headers),
+        rawBody: asText ? rawBody.toString('utf8') : rawBody.toString('base64'),
+        rawBodyEncoding: asText ? 'utf8' : 'base64',
+      });
+      if (id !== undefined) await this.queue.send(trx, 'webhook-inbound-process', { inboundWebhookId: id });
+      return id !== undefined;
+    });
+    return { webhookId, duplicate: !stored };
+  }
+
+  /**
+   * The background half: turn the stored payload into an order (or link the order that already
+   * exists for its platform id) and record `processed` or `failed` on the stored event. A payload
+   * that cannot become an order is recorded as failed at once; anything else is retried by the queue
+   * and recorded as failed after the last attempt.
+   */
+  async process(inboundWebhookId: number, lastAttempt: boolean): Promise<void> {
+    const row = await findInboundWebhook(this.db, inboundWebhookId);
+    if (!row || row.status !== 'received') return;
+    try {
+      await this.hooks.beforeProcess?.(inboundWebhookId, lastAttempt);
+      if (row.topic !== null && row.topic !== ORDERS_CREATE_TOPIC) throw new InboundRejection(`unsupported topic: ${row.topic}`);
+      const mapped = mapShopifyOrder(storedPayload(row));
+      try {
+        await this.createOrLinkOrder(row.id, mapped);
+      } catch (err) {
+        // a concurrent delivery created the same order or customer first: the second pass links it
+        if (!isUniqueViolation(err)) throw err;
+        await this.createOrLinkOrder(row.id, mapped);
+      }
+    } catch (err) {
+      if (err instanceof InboundRejection) {
+        await settleInboundWebhook(this.db, row.id, { status: 'failed', orderId: null, error: err.message });
+        this.log.warn({ inboundWebhookId, webhookId: row.webhook_id, reason: err.message }, 'inbound webhook rejected');
+        return;
+      }
+      if (lastAttempt) {
+        const message = err instanceof Error ? err.message : String(err);
+        await settleInboundWebhook(this.db, row.id, { status: 'failed', orderId: null, error: `processing error: ${message}`.slice(0, 1000) });
+      }
+      throw err;
+    }
+  }
+
+  /**
+   * The dead-letter handler: pg-boss gave up on the event's processing job without the handler
+   * recording it (the last attempt expired or lost its worker, or the recording itself failed).
+   * Records the event `failed` with the job's last error; an event already settled is left as it is,
+   * so running this again, or after a late success, changes nothing. Returns whether it recorded.
+   */
+  async abandon(job: Job<'webhook-inbound-process-dead-letter'>): Promise<boolean> {
+    const given = givenUpJob(job);
+    const cause = given.cause ?? 'the job queue gave up on it';
+    const id = job.data.inboundWebhookId;
+    // reprocessed since the given-up job was sent: the newer job owns the outcome (1 ms: the job's
+    // creation time reaches JavaScript cut to milliseconds, the link's keeps microseconds)
+    if (job.sourceCreatedOn !== null) {
+      const after = new Date(new Date(job.sourceCreatedOn).getTime() + 1);
+      if (await inboundJobSentSince(this.db, 'webhook-inbound-process', id, after)) return false;
+    }
+    const settled = await settleInboundWebhook(this.db, id, { status: 'failed', orderId: null, error: `processing error: ${cause}`.slice(0, 1000) });
+    if (settled) this.log.error({ inboundWebhookId: id, ...given, cause }, 'inbound webhook processing given up by the queue');
+    return settled;
+  }
+
+  private async createOrLinkOrder(inboundId: number, mapped: MappedShopifyOrder): Promise<void> {
+    await this.db.transaction().execute(async (trx) => {
+      // one processor per stored event at a time; a repeated job finds it settled
+      const status = await lockInboundWebhook(trx, inboundId);
+      if (status !== 'received') return;
+      const existing = await this.orders.findIdByExternalId(trx, SHOPIFY_SOURCE, mapped.externalId);
+      if (existing !== undefined) {
+        await settleInboundWebhook(trx, inboundId, { status: 'processed', orderId: existing, error: null });
+        return;
+      }
+      const products = await findProductsBySku(trx, mapped.lines.map((l) => l.sku));
+      const bySku = new Map(products.map((p) => [p.sku, p]));
+      const unknown = mapped.lines.filter((l) => !bySku.has(l.sku)).map((l) => l.sku);
+      if (unknown.length > 0) throw new InboundRejection(`unknown SKU: ${unknown.join(', ')}`);
+      const inactive = products.filter((p) => !p.is_active).map((p) => p.sku);
+      if (inactive.length > 0) throw new InboundRejection(`product not available for SKU: ${inactive.join(', ')}`);
+
+      const customer = await this.users.findOrCreateCustomer(trx, { email: mapped.email, fullName: mapped.customerName });
+      const order = await this.orders.place(trx, {
+        userId: customer.id,
+        shippingAddress: mapped.shippingAddress,
+        lines: mapped.lines.map((l) => {
+          const product = bySku.get(l.sku)!;
+          return { productId: product.id, productName: product.name, quantity: l.quantity };
+        }),
+        source: SHOPIFY_SOURCE,
+        externalId: mapped.externalId,
+      });
+      await settleInboundWebhook(trx, inboundId, { status: 'processed', orderId: order.id, error: null });
+    });
+  }
+}

@@ -1,0 +1,66 @@
+import { iso, isoOrNull } from '../../http/common.schemas.ts';
+import { jobFailureMessage } from '../../jobs/queue.ts';
+import type { JobRecord } from '../../jobs/jobs.repository.ts';
+import { toInboundWebhookSummary } from '../inbound-webhooks/inbound-webhooks.mapper.ts';
+import { toAdminOrderDetail, toOrderEvent } from '../orders/orders.mapper.ts';
+import type { OrderTrace } from './trace.service.ts';
+
+export function toTraceJob(j: JobRecord) {
+  return {
+    id: j.id,
+    queue: j.queue,
+    state: j.state,
+    // pg-boss counts retries from the second attempt on; a job not started yet has made none
+    attempt_count: j.started_on === null ? 0 : j.retry_count + 1,
+    created_at: iso(j.created_on),
+    started_at: isoOrNull(j.started_on),
+    finished_at: isoOrNull(j.completed_on),
+    last_error: j.state === 'completed' ? null : (jobFailureMessage(j.output) ?? null),
+  };
+}
+
+function toTraceMessage(m: OrderTrace['messages'][number], sequence: number | null, attempts: OrderTrace['attempts']) {
+  return {
+    message_id: m.message_id,
+    event_type: m.event_type,
+    sequence,
+    status: m.status,
+    attempts: attempts.map((a) => ({
+      attempt: a.attempt,
+      attempted_at: iso(a.created_at),
+      status_code: a.status_code,
+      duration_ms: a.duration_ms,
+      success: a.success,
+      error: a.error,
+    })),
+  };
+}
+
+/** Messages grouped by subscription (in the order each subscription first got one), each with its attempts. */
+function deliveries(t: OrderTrace) {
+  const sequences = new Map(t.record.events.map((e) => [e.id, e.sequence]));
+  const attemptsOf = new Map<string, OrderTrace['attempts']>();
+  for (const a of t.attempts) attemptsOf.set(a.message_id, [...(attemptsOf.get(a.message_id) ?? []), a]);
+  const bySubscription = new Map<number, { subscription_id: number; url: string; messages: ReturnType<typeof toTraceMessage>[] }>();
+  for (const m of t.messages) {
+    let entry = bySubscription.get(m.subscription_id);
+    if (!entry) {
+      entry = { subscription_id: m.subscription_id, url: m.url, messages: [] };
+      bySubscription.set(m.subscription_id, entry);
+    }
+    const sequence = m.event_id === null ? null : (sequences.get(m.event_id) ?? null);
+    entry.messages.push(toTraceMessage(m, sequence, attemptsOf.get(m.message_id) ?? []));
+  }
+  return [...bySubscription.values()];
+}
+
+export function toOrderTrace(t: OrderTrace) {
+  const { order, lines, events } = t.record;
+  return {
+    order: toAdminOrderDetail(order, lines, events),
+    inbound: t.inbound.map(toInboundWebhookSummary),
+    events: events.map(toOrderEvent),
+    jobs: t.jobs.map(toTraceJob),
+    deliveries: deliveries(t),
+  };
+}

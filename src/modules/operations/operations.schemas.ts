@@ -1,0 +1,57 @@
+import { Type } from 'typebox';
+import { NullableTimestamp, Timestamp } from '../../http/common.schemas.ts';
+import { InboundWebhookSummary } from '../inbound-webhooks/inbound-webhooks.schemas.ts';
+import { AdminOrderDetail, OrderEventList } from '../orders/orders.schemas.ts';
+
+const NullableText = (description: string) => Type.Union([Type.String(), Type.Null()], { description });
+
+const TraceJob = Type.Object({
+  id: Type.String({ description: "the job queue's id of the job" }),
+  queue: Type.String({ description: 'e.g. `webhook-inbound-process`, `order-process`, `webhook-deliver`, `webhook-platform-report`, or a `…-dead-letter` queue' }),
+  state: Type.Union(
+    [Type.Literal('created'), Type.Literal('retry'), Type.Literal('active'), Type.Literal('completed'), Type.Literal('cancelled'), Type.Literal('failed')],
+    { description: '`created` and `retry`: waiting; `active`: running; `completed`, `cancelled`, `failed`: finished' },
+  ),
+  attempt_count: Type.Integer({ description: 'attempts started so far' }),
+  created_at: Timestamp,
+  started_at: NullableTimestamp,
+  finished_at: NullableTimestamp,
+  last_error: NullableText('the error of its latest failed attempt; null when none or once it completed'),
+});
+
+const TraceAttempt = Type.Object({
+  attempt: Type.Integer(),
+  attempted_at: Timestamp,
+  status_code: Type.Union([Type.Integer(), Type.Null()], { description: "the receiver's HTTP status; null when there was no answer" }),
+  duration_ms: Type.Union([Type.Integer(), Type.Null()]),
+  success: Type.Boolean(),
+  error: NullableText('why the attempt failed'),
+});
+
+const TraceMessage = Type.Object({
+  message_id: Type.String({ description: 'the `webhook-id` header of its deliveries' }),
+  event_type: Type.String(),
+  sequence: Type.Union([Type.Integer(), Type.Null()], { description: "the event's sequence in the order's history" }),
+  status: Type.Union([Type.Literal('held'), Type.Literal('queued'), Type.Literal('delivered'), Type.Literal('failed')], {
+    description: '`held`: waits for an earlier message of the order; `queued`: being delivered or retried; `delivered`; `failed`: every attempt failed',
+  }),
+  attempts: Type.Array(TraceAttempt),
+});
+
+export const OrderTraceBody = Type.Object(
+  {
+    order: AdminOrderDetail,
+    inbound: Type.Array(InboundWebhookSummary, { description: 'the platform webhooks that created or were linked to the order, oldest first' }),
+    events: OrderEventList,
+    jobs: Type.Array(TraceJob, {
+      description:
+        'every job run for the order, for those webhooks and for its outgoing messages (dead-letter copies included), oldest first; ' +
+        'finished jobs are kept for JOB_RETENTION_DAYS',
+    }),
+    deliveries: Type.Array(
+      Type.Object({ subscription_id: Type.Integer(), url: Type.String(), messages: Type.Array(TraceMessage) }),
+      { description: 'per subscription, each message of the order\'s events with every attempt; settled messages are kept for WEBHOOK_MESSAGE_RETENTION_DAYS' },
+    ),
+  },
+  { description: 'The whole story of one order' },
+);

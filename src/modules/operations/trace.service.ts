@@ -1,0 +1,47 @@
+import type { Db } from '../../db/database.ts';
+import type { WebhookDeliveryRow } from '../../db/schema.ts';
+import { findJobsFor, type JobRecord } from '../../jobs/jobs.repository.ts';
+import type { InboundWebhooksAdminService } from '../inbound-webhooks/inbound-webhooks.admin.service.ts';
+import type { InboundWebhookSummaryRow } from '../inbound-webhooks/inbound-webhooks.repository.ts';
+import type { OrderRecord, OrdersAdminService } from '../orders/orders.admin.service.ts';
+import { findMessageAttempts, findOrderMessages, type OrderMessageRow } from '../outbound-webhooks/trace.repository.ts';
+
+/** Everything recorded about one order, from each module that recorded part of it. */
+export interface OrderTrace {
+  record: OrderRecord;
+  inbound: InboundWebhookSummaryRow[];
+  jobs: JobRecord[];
+  messages: OrderMessageRow[];
+  attempts: WebhookDeliveryRow[];
+}
+
+/**
+ * The whole story of one order: the platform webhooks that created or were linked to it, the order
+ * with its events, every job run for it, for those webhooks and for its outgoing messages, and each
+ * message with its attempts. Each part comes from the module that owns it; this module depends on
+ * all of them and none of them on it.
+ */
+export class OrderTraceService {
+  private readonly db: Db;
+  private readonly orders: OrdersAdminService;
+  private readonly inbound: InboundWebhooksAdminService;
+
+  constructor(deps: { db: Db; orders: OrdersAdminService; inbound: InboundWebhooksAdminService }) {
+    this.db = deps.db;
+    this.orders = deps.orders;
+    this.inbound = deps.inbound;
+  }
+
+  async trace(orderId: number): Promise<OrderTrace> {
+    const record = await this.orders.get(orderId);
+    const [inbound, messages] = await Promise.all([this.inbound.forOrder(orderId), findOrderMessages(this.db, orderId)]);
+    const [attempts, jobs] = await Promise.all([
+      findMessageAttempts(
+        this.db,
+        messages.map((m) => m.message_id),
+      ),
+      findJobsFor(this.db, { orderId, inboundWebhookIds: inbound.map((i) => i.id), messageRowIds: messages.map((m) => m.id) }),
+    ]);
+    return { record, inbound, jobs, messages, attempts };
+  }
+}

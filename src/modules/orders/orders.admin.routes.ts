@@ -1,0 +1,45 @@
+import type { FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { errorResponses } from '../../http/errors.ts';
+import type { OrdersAdminService } from './orders.admin.service.ts';
+import { toAdminOrderDetail, toAdminOrderSummary } from './orders.mapper.ts';
+import { AdminOrderDetail, AdminOrderListQuery, AdminOrderPage, OrderIdParams } from './orders.schemas.ts';
+
+/** The administrators' order console. */
+export function registerOrderAdminRoutes(root: FastifyInstance, orders: OrdersAdminService): void {
+  const app = root.withTypeProvider<TypeBoxTypeProvider>();
+  const tags = ['admin'];
+  const config = { auth: 'admin' as const };
+
+  app.get('/admin/orders', {
+    config,
+    schema: {
+      tags,
+      summary: "List every user's orders, newest first (administrators)",
+      description:
+        'Filters combine. `source=platform` selects the orders created from an e-commerce platform\'s webhooks, `source=api` those placed ' +
+        'through POST /orders. `created_from` and `created_to` are inclusive: an ISO 8601 date-time with its offset, or a date for the ' +
+        'whole of that day in UTC.',
+      querystring: AdminOrderListQuery,
+      response: { 200: AdminOrderPage, ...errorResponses(401, 403, 422, 429) },
+    },
+    handler: async (request) => {
+      const page = await orders.list(request.query);
+      return { ...page, items: page.items.map(toAdminOrderSummary) };
+    },
+  });
+
+  app.get('/admin/orders/:order_id', {
+    config,
+    schema: {
+      tags,
+      summary: "Read any order with its lines, origin, failure reason and events (administrators)",
+      params: OrderIdParams,
+      response: { 200: AdminOrderDetail, ...errorResponses(401, 403, 404, 422, 429) },
+    },
+    handler: async (request) => {
+      const { order, lines, events } = await orders.get(request.params.order_id);
+      return toAdminOrderDetail(order, lines, events);
+    },
+  });
+}

@@ -1,0 +1,29 @@
+import type { FastifyBaseLogger } from 'fastify';
+import type { Db } from '../../db/database.ts';
+import type { JobQueue } from '../../jobs/queue.ts';
+import type { OrderProcessor } from './order-processor.ts';
+import { purgeExpiredIdempotencyKeys } from './orders.repository.ts';
+
+/**
+ * The order's background processing (the spec's internal retry policy: 3 attempts, exponential
+ * backoff), its dead-letter queue, where a job pg-boss gave up on fails the order with
+ * PROCESSING_ERROR, and the hourly purge of expired Idempotency-Key responses.
+ */
+export function registerOrderJobs(
+  queue: JobQueue,
+  deps: { db: Db; log: FastifyBaseLogger; processor: OrderProcessor; concurrency: number },
+): void {
+  const { processor } = deps;
+  queue.define({ name: 'order-process' });
+  queue.work('order-process', (job) => processor.handle(job), deps.concurrency);
+  queue.workGivenUp('order-process', async (job) => {
+    await processor.abandon(job);
+  });
+
+  queue.define({ name: 'idempotency-keys-purge' });
+  queue.work('idempotency-keys-purge', async () => {
+    const purged = await purgeExpiredIdempotencyKeys(deps.db);
+    if (purged > 0) deps.log.info({ purged }, 'purged expired idempotency keys');
+  });
+  queue.scheduleCron('idempotency-keys-purge', '23 * * * *');
+}

@@ -1,0 +1,285 @@
+import crypto from 'node:crypto';
+import type { Transaction } from 'kysely';
+import type { Dispatcher } from 'undici';
+import type { FastifyBaseLogger } from 'fastify';
+import type { Config } from '../../config.ts';
+import type { Db } from '../../db/database.ts';
+import type { Database, OrderEventRow, WebhookMessageRow, WebhookSubscriptionRow } from '../../db/schema.ts';
+import { ORDER_EVENT_TYPES } from '../../events/order-events.ts';
+import { iso } from '../../http/common.schemas.ts';
+import type { JobQueue } from '../../jobs/queue.ts';
+import type { JobPayloads } from '../../jobs/registry.ts';
+import {
+  findMessageWithSubscription,
+  insertDeliveryAttempt,
+  insertMessage,
+  laneBusy,
+  laneInFlight,
+  lockMessageLane,
+  noteFailedAttempt,
+  releaseNextInLane,
+  requeueMessages,
+  settleMessage,
+} from './messages.repository.ts';
+import { destinationOf, sendSignedMessage, type AttemptResult } from './sender.ts';
+import { matchingSubscriptions, recordSubscriptionFailure, resetSubscriptionFailures } from './subscriptions.repository.ts';
+
+export const WEBHOOK_TEST_EVENT = 'webhook.test';
+/** A subscription whose last N messages all failed (after every retry) is disabled. */
+export const DISABLE_AFTER_FAILED_MESSAGES = 20;
+const DELIVERY_JITTER = 0.2;
+
+/** One attempt of one message: `messageRowId` is webhook_messages.id. */
+type DeliverJob = JobPayloads['webhook-deliver'];
+
+/**
+ * The envelope of an order event; `id` names the event, `webhook-id` the message. A move to
+ * `failed` also carries why (`reason`) and what it concerned (`details`: the short lines of a stock
+ * failure, else null).
+ */
+function orderEventEnvelope(event: OrderEventRow) {
+  return {
+    id: `evt_${event.id}`,
+    type: event.type,
+    timestamp: iso(event.created_at),
+    data: {
+      order_id: event.order_id,
+      user_id: event.user_id,
+      previous_status: event.previous_status,
+      status: event.status,
+      total_amount: Number(event.total_amount),
+      sequence: event.sequence,
+      ...(event.status === 'failed' ? { reason: event.reason, details: event.details ?? null } : {}),
+    },
+  };
+}
+
+/** Stable across every retry of one event to one subscription. */
+function messageIdFor(eventId: number, subscriptionId: number): string {
+  return `msg_${eventId}_${subscriptionId}`;
+}
+
+/** The delay before retry number `retry` (1 = the first retry), from the configured schedule, with ±10 % jitter. */
+function retryDelayMs(schedule: readonly number[], retry: number): number | undefined {
+  const base = schedule[retry - 1];
+  if (base === undefined) return undefined;
+  return Math.round(base * 1000 * (1 - DELIVERY_JITTER / 2 + Math.random() * DELIVERY_JITTER));
+}
+
+/** When the secret before the last rotation stops signing; null when it does not sign (any more). */
+export function overlapEnd(subscription: WebhookSubscriptionRow, now = Date.now()): Date | null {
+  const expires = subscription.previous_secret_expires_at;
+  if (subscription.previous_secret === null || expires === null) return null;
+  const end = new Date(expires);
+  return end.getTime() > now ? end : null;
+}
+
+/**
+ * Outgoing deliveries. Retries follow the configured schedule (WEBHOOK_RETRY_SCHEDULE): each attempt
+ * is a job of its own, sent with the delay before it; pg-boss's own retries only cover a crash or a
+ * database error around an attempt.
+ *
+ * The messages of one order to one subscription form a lane: at most one of them is `queued` (in
+ * flight), the later ones wait `held` and are released oldest first as each one settles. Messages
+ * put back into delivery (resend, recover) go back into their lane the same way, so they never
+ * overtake an earlier message of their order that is still pending.
+ */
+export class WebhookDeliveryService {
+  private readonly db: Db;
+  private readonly queue: JobQueue;
+  private readonly config: Config;
+  private readonly dispatcher: Dispatcher;
+  private readonly log: FastifyBaseLogger;
+
+  constructor(deps: { db: Db; queue: JobQueue; config: Config; dispatcher: Dispatcher; log: FastifyBaseLogger }) {
+    this.db = deps.db;
+    this.queue = deps.queue;
+    this.config = deps.config;
+    this.dispatcher = deps.dispatcher;
+    this.log = deps.log;
+  }
+
+  /**
+   * Runs in the transaction that wrote the order event: one message per matching subscription.
+   * A message waits ('held') while an earlier message of the same order to the same subscription is
+   * still pending, so a receiver gets one order's events in sequence.
+   */
+  async fanOut(trx: Transaction<Database>, event: OrderEventRow): Promise<void> {
+    if (!(ORDER_EVENT_TYPES as readonly string[]).includes(event.type)) return;
+    const subscriptions = await matchingSubscriptions(trx, event.type, event.user_id);
+    if (subscriptions.length === 0) return;
+    const payload = JSON.stringify(orderEventEnvelope(event));
+    for (const subscription of subscriptions) {
+      await lockMessageLane(trx, subscription.id, event.order_id);
+      const busy = await laneBusy(trx, subscription.id, event.order_id);
+      const message = await insertMessage(trx, {
+        messageId: messageIdFor(event.id, subscription.id),
+        subscriptionId: subscription.id,
+        eventId: event.id,
+        orderId: event.order_id,
+        eventType: event.type,
+        payload,
+        status: busy ? 'held' : 'queued',
+      });
+      if (!busy) await this.enqueue(trx, subscription, { messageRowId: message.id, attempt: 1 });
+    }
+  }
+
+  /** A `webhook.test` message to one subscription, outside any order lane. */
+  async sendTest(subscription: WebhookSubscriptionRow): Promise<string> {
+    const id = crypto.randomBytes(12).toString('hex');
+    const messageId = `msg_test_${id}`;
+    const payload = JSON.stringify({
+      id: `evt_test_${id}`,
+      type: WEBHOOK_TEST_EVENT,
+      timestamp: new Date().toISOString(),
+      data: { subscription_id: subscription.id, message: 'This is a test event.' },
+    });
+    await this.db.transaction().execute(async (trx) => {
+      const message = await insertMessage(trx, {
+        messageId,
+        subscriptionId: subscription.id,
+        eventId: null,
+        orderId: null,
+        eventType: WEBHOOK_TEST_EVENT,
+        payload,
+        status: 'queued',
+      });
+      await this.enqueue(trx, subscription, { messageRowId: message.id, attempt: 1 });
+    });
+    return messageId;
+  }
+
+  /**
+   * Puts settled messages (delivered or failed) of `subscription` back into delivery, each with a
+   * fresh retry schedule, in the caller's transaction. Per order they go back into their lane:
+   * the oldest is sent once nothing of that order is in flight, the others follow in `id` (that is,
+   * `sequence`) order. Returns the ids re-queued and, among them, those sent at once.
+   */
+  async requeue(
+    trx: Transaction<Database>,
+    subscription: WebhookSubscriptionRow,
+    messages: readonly { id: number; order_id: number | null }[],
+  ): Promise<{ requeued: number[]; sentNow: number[] }> {
+    const requeued: number[] = [];
+    const sentNow: number[] = [];
+    const laneless = messages.filter((m) => m.order_id === null).map((m) => m.id);
+    for (const row of await requeueMessages(trx, laneless, 'queued')) {
+      await this.enqueue(trx, subscription, { messageRowId: row.id, attempt: row.attempts + 1 });
+      requeued.push(row.id);
+      sentNow.push(row.id);
+    }
+    const lanes = new Map<number, number[]>();
+    for (const m of messages) if (m.order_id !== null) lanes.set(m.order_id, [...(lanes.get(m.order_id) ?? []), m.id]);
+    // lane locks in one order, so two requeues of one subscription never wait on each other in a cycle
+    for (const orderId of [...lanes.keys()].sort((a, b) => a - b)) {
+      await lockMessageLane(trx, subscription.id, orderId);
+      const rows = await requeueMessages(trx, lanes.get(orderId) ?? [], 'held');
+      requeued.push(...rows.map((r) => r.id));
+      if (rows.length === 0 || (await laneInFlight(trx, subscription.id, orderId))) continue;
+      const next = await releaseNextInLane(trx, subscription.id, orderId);
+      if (next === undefined) continue;
+      await this.enqueue(trx, subscription, { messageRowId: next.id, attempt: next.attempts + 1 });
+      sentNow.push(next.id);
+    }
+    return { requeued, sentNow };
+  }
+
+  /** Each job is grouped by its destination, which pg-boss limits per worker process (outbound-webhooks.jobs.ts). */
+  private async enqueue(trx: Transaction<Database>, subscription: { url: string }, job: DeliverJob, delayMs = 0): Promise<void> {
+    await this.queue.send(trx, 'webhook-deliver', job, {
+      group: { id: destinationOf(subscription.url) },
+      ...(delayMs > 0 ? { startAfter: new Date(Date.now() + delayMs) } : {}),
+    });
+  }
+
+  /** One attempt of one message (the job handler). Never throws for a receiver's failure. */
+  async deliver(job: DeliverJob): Promise<void> {
+    const found = await findMessageWithSubscription(this.db, job.messageRowId);
+    if (!found || found.message.status !== 'queued') return; // settled already (a repeated job)
+    const { message, subscription } = found;
+    // a job whose attempt is already recorded: a repeated job, or one left from before a re-queue
+    if (job.attempt !== message.attempts + 1) return;
+    if (!subscription.is_active || subscription.deleted_at !== null) {
+      await this.settle(message, subscription, { status: 'failed', attempts: message.attempts, error: 'subscription is disabled or deleted' });
+      return;
+    }
+    const result = await sendSignedMessage(
+      this.dispatcher,
+      {
+        url: subscription.url,
+        secret: subscription.secret,
+        previousSecret: overlapEnd(subscription) ? subscription.previous_secret : null,
+        messageId: message.message_id,
+        body: message.payload,
+      },
+      { allowPrivate: this.config.webhookAllowPrivateTargets },
+    );
+    await this.recordAttempt(message, subscription, job.attempt, result);
+  }
+
+  private async recordAttempt(message: WebhookMessageRow, subscription: WebhookSubscriptionRow, attempt: number, result: AttemptResult): Promise<void> {
+    const attemptRow = {
+      subscriptionId: message.subscription_id,
+      eventId: message.event_id,
+      eventType: message.event_type,
+      messageId: message.message_id,
+      attempt,
+      statusCode: result.statusCode,
+      durationMs: result.durationMs,
+      success: result.success,
+      error: result.error,
+      requestHeaders: result.headers,
+      responseBody: result.responseBody,
+    };
+    if (result.success) {
+      await this.settle(message, subscription, { status: 'delivered', attempts: attempt, error: null }, async (trx) => {
+        await insertDeliveryAttempt(trx, attemptRow);
+        await resetSubscriptionFailures(trx, message.subscription_id);
+      });
+      return;
+    }
+    // the subscriber reads only the generic reason; the cause (resolved addresses, resolver errors) is logged here
+    const logged = { subscriptionId: message.subscription_id, messageId: message.message_id, attempt, error: result.error, detail: result.detail ?? undefined };
+    const gone = result.statusCode === 410;
+    const delay = gone ? undefined : retryDelayMs(this.config.webhookRetrySchedule, attempt - message.retry_base);
+    if (delay !== undefined) {
+      this.log.info(logged, 'webhook attempt failed');
+      await this.db.transaction().execute(async (trx) => {
+        await insertDeliveryAttempt(trx, attemptRow);
+        await noteFailedAttempt(trx, message.id, attempt, result.error);
+        await this.enqueue(trx, subscription, { messageRowId: message.id, attempt: attempt + 1 }, delay);
+      });
+      return;
+    }
+    this.log.warn(logged, 'webhook message failed');
+    await this.settle(message, subscription, { status: 'failed', attempts: attempt, error: result.error }, async (trx) => {
+      await insertDeliveryAttempt(trx, attemptRow);
+      const { disabled } = await recordSubscriptionFailure(trx, message.subscription_id, {
+        disableAfter: DISABLE_AFTER_FAILED_MESSAGES,
+        ...(gone ? { disableReason: 'receiver answered 410 Gone' } : {}),
+      });
+      if (disabled) {
+        this.log.warn({ subscriptionId: message.subscription_id }, 'webhook subscription disabled');
+        await this.queue.send(trx, 'webhook-disabled-email', { subscriptionId: message.subscription_id });
+      }
+    });
+  }
+
+  /** Final state of a message, plus the release of the next message of its lane, in one transaction. */
+  private async settle(
+    message: WebhookMessageRow,
+    subscription: WebhookSubscriptionRow,
+    outcome: { status: 'delivered' | 'failed'; attempts: number; error: string | null },
+    alsoInTransaction?: (trx: Transaction<Database>) => Promise<void>,
+  ): Promise<void> {
+    await this.db.transaction().execute(async (trx) => {
+      if (message.order_id !== null) await lockMessageLane(trx, message.subscription_id, message.order_id);
+      if (!(await settleMessage(trx, message.id, outcome))) return;
+      if (alsoInTransaction) await alsoInTransaction(trx);
+      if (message.order_id === null) return;
+      const next = await releaseNextInLane(trx, message.subscription_id, message.order_id);
+      if (next !== undefined) await this.enqueue(trx, subscription, { messageRowId: next.id, attempt: next.attempts + 1 });
+    });
+  }
+}

@@ -1,0 +1,236 @@
+import { sql, type Transaction } from 'kysely';
+import type { Database, WebhookDeliveryRow, WebhookMessageRow, WebhookMessageStatus, WebhookSubscriptionRow } from '../../db/schema.ts';
+import type { Db } from '../../db/database.ts';
+
+/**
+ * Serialises the messages of one order to one subscription between the transaction that adds a
+ * message and the one that settles the previous message (and releases the next). The two-key form
+ * of the advisory lock never collides with pg-boss's single-key locks.
+ */
+export async function lockMessageLane(trx: Transaction<Database>, subscriptionId: number, orderId: number): Promise<void> {
+  await sql`SELECT pg_advisory_xact_lock(${subscriptionId}::int, ${orderId}::int)`.execute(trx);
+}
+
+async function laneHas(db: Db, subscriptionId: number, orderId: number, statuses: WebhookMessageStatus[]): Promise<boolean> {
+  const row = await db
+    .selectFrom('webhook_messages')
+    .select('id')
+    .where('subscription_id', '=', subscriptionId)
+    .where('order_id', '=', orderId)
+    .where('status', 'in', statuses)
+    .limit(1)
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
+/** True when an earlier message of the same lane is still waiting or in flight. */
+export function laneBusy(db: Db, subscriptionId: number, orderId: number): Promise<boolean> {
+  return laneHas(db, subscriptionId, orderId, ['held', 'queued']);
+}
+
+/** True when a message of the lane is in flight (the one message of a lane that may be). */
+export function laneInFlight(db: Db, subscriptionId: number, orderId: number): Promise<boolean> {
+  return laneHas(db, subscriptionId, orderId, ['queued']);
+}
+
+export async function insertMessage(
+  db: Db,
+  values: {
+    messageId: string;
+    subscriptionId: number;
+    eventId: number | null;
+    orderId: number | null;
+    eventType: string;
+    payload: string;
+    status: Extract<WebhookMessageStatus, 'held' | 'queued'>;
+  },
+): Promise<WebhookMessageRow> {
+  return db
+    .insertInto('webhook_messages')
+    .values({
+      message_id: values.messageId,
+      subscription_id: values.subscriptionId,
+      event_id: values.eventId,
+      order_id: values.orderId,
+      event_type: values.eventType,
+      payload: values.payload,
+      status: values.status,
+    })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+export async function findMessageWithSubscription(
+  db: Db,
+  id: number,
+): Promise<{ message: WebhookMessageRow; subscription: WebhookSubscriptionRow } | undefined> {
+  const message = await db.selectFrom('webhook_messages').selectAll().where('id', '=', id).executeTakeFirst();
+  if (!message) return undefined;
+  const subscription = await db.selectFrom('webhook_subscriptions').selectAll().where('id', '=', message.subscription_id).executeTakeFirst();
+  return subscription ? { message, subscription } : undefined;
+}
+
+/** A message of one subscription by its public id (`webhook-id`). */
+export async function findMessage(db: Db, subscriptionId: number, messageId: string): Promise<WebhookMessageRow | undefined> {
+  return db
+    .selectFrom('webhook_messages')
+    .selectAll()
+    .where('message_id', '=', messageId)
+    .where('subscription_id', '=', subscriptionId)
+    .executeTakeFirst();
+}
+
+/** Moves a queued message to its final state (only once: a repeated job finds it settled). */
+export async function settleMessage(
+  db: Db,
+  id: number,
+  outcome: { status: 'delivered' | 'failed'; attempts: number; error: string | null },
+): Promise<boolean> {
+  const res = await db
+    .updateTable('webhook_messages')
+    .set({ status: outcome.status, attempts: outcome.attempts, last_error: outcome.error, settled_at: new Date() })
+    .where('id', '=', id)
+    .where('status', '=', 'queued')
+    .executeTakeFirst();
+  return Number(res.numUpdatedRows) > 0;
+}
+
+export async function noteFailedAttempt(db: Db, id: number, attempts: number, error: string | null): Promise<void> {
+  await db.updateTable('webhook_messages').set({ attempts, last_error: error }).where('id', '=', id).execute();
+}
+
+/** The oldest held message of the lane, now queued; undefined when the lane is empty. */
+export async function releaseNextInLane(
+  db: Db,
+  subscriptionId: number,
+  orderId: number,
+): Promise<{ id: number; attempts: number } | undefined> {
+  const next = await db
+    .selectFrom('webhook_messages')
+    .select('id')
+    .where('subscription_id', '=', subscriptionId)
+    .where('order_id', '=', orderId)
+    .where('status', '=', 'held')
+    .orderBy('id')
+    .limit(1)
+    .executeTakeFirst();
+  if (!next) return undefined;
+  return db
+    .updateTable('webhook_messages')
+    .set({ status: 'queued' })
+    .where('id', '=', next.id)
+    .returning(['id', 'attempts'])
+    .executeTakeFirstOrThrow();
+}
+
+/** Messages of a subscription that failed for good at or after `since`, oldest first. */
+export async function failedMessagesSince(db: Db, subscriptionId: number, since: Date): Promise<{ id: number; order_id: number | null }[]> {
+  return db
+    .selectFrom('webhook_messages')
+    .select(['id', 'order_id'])
+    .where('subscription_id', '=', subscriptionId)
+    .where('status', '=', 'failed')
+    .where('settled_at', '>=', since)
+    .orderBy('id')
+    .execute();
+}
+
+/**
+ * Settled messages (delivered or failed) back to `status`, their retry schedule starting again;
+ * the ones that are no longer settled (a concurrent resend or recover) are left alone.
+ */
+export async function requeueMessages(
+  db: Db,
+  ids: number[],
+  status: Extract<WebhookMessageStatus, 'held' | 'queued'>,
+): Promise<{ id: number; attempts: number }[]> {
+  if (ids.length === 0) return [];
+  return db
+    .updateTable('webhook_messages')
+    .set((eb) => ({ status, retry_base: eb.ref('attempts'), settled_at: null }))
+    .where('id', 'in', ids)
+    .where('status', 'in', ['delivered', 'failed'])
+    .returning(['id', 'attempts'])
+    .execute();
+}
+
+export async function insertDeliveryAttempt(
+  db: Db,
+  values: {
+    subscriptionId: number;
+    eventId: number | null;
+    eventType: string;
+    messageId: string;
+    attempt: number;
+    statusCode: number | null;
+    durationMs: number;
+    success: boolean;
+    error: string | null;
+    requestHeaders: Record<string, string>;
+    responseBody: string | null;
+  },
+): Promise<void> {
+  await db
+    .insertInto('webhook_deliveries')
+    .values({
+      subscription_id: values.subscriptionId,
+      event_id: values.eventId,
+      event_type: values.eventType,
+      message_id: values.messageId,
+      attempt: values.attempt,
+      status_code: values.statusCode,
+      duration_ms: values.durationMs,
+      success: values.success,
+      error: values.error,
+      request_headers: JSON.stringify(values.requestHeaders),
+      response_body: values.responseBody,
+    })
+    .execute();
+}
+
+/** Every attempt of one message, oldest first. */
+export async function listMessageAttempts(db: Db, subscriptionId: number, messageId: string): Promise<WebhookDeliveryRow[]> {
+  return db
+    .selectFrom('webhook_deliveries')
+    .selectAll()
+    .where('message_id', '=', messageId)
+    .where('subscription_id', '=', subscriptionId)
+    .orderBy('id')
+    .execute();
+}
+
+/** The state of a message as subscribers see it: held and queued are both still pending. */
+export type MessageState = 'pending' | 'delivered' | 'failed';
+
+const STATUSES_OF: Record<MessageState, WebhookMessageStatus[]> = {
+  pending: ['held', 'queued'],
+  delivered: ['delivered'],
+  failed: ['failed'],
+};
+
+export type DeliveryListRow = WebhookDeliveryRow & { order_id: number | null; message_status: WebhookMessageStatus | null };
+
+/** Attempts of a subscription, newest first; the filters apply to the message of each attempt. */
+export async function listDeliveries(
+  db: Db,
+  opts: { subscriptionId: number; limit: number; offset: number; status?: MessageState; eventType?: string; orderId?: number },
+): Promise<{ rows: DeliveryListRow[]; total: number }> {
+  let base = db
+    .selectFrom('webhook_deliveries as d')
+    .leftJoin('webhook_messages as m', 'm.message_id', 'd.message_id')
+    .where('d.subscription_id', '=', opts.subscriptionId);
+  if (opts.status !== undefined) base = base.where('m.status', 'in', STATUSES_OF[opts.status]);
+  if (opts.eventType !== undefined) base = base.where('d.event_type', '=', opts.eventType);
+  if (opts.orderId !== undefined) base = base.where('m.order_id', '=', opts.orderId);
+  const [rows, count] = await Promise.all([
+    base
+      .selectAll('d')
+      .select(['m.order_id', 'm.status as message_status'])
+      .orderBy('d.id', 'desc')
+      .limit(opts.limit)
+      .offset(opts.offset)
+      .execute(),
+    base.select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow(),
+  ]);
+  return { rows, total: Number(count.total) };
+}

@@ -1,0 +1,74 @@
+import type { WebhookDeliveryRow, WebhookMessageRow, WebhookMessageStatus, WebhookSubscriptionRow } from '../../db/schema.ts';
+import { iso, isoOrNull } from '../../http/common.schemas.ts';
+import { overlapEnd } from './delivery.service.ts';
+import type { DeliveryListRow, MessageState } from './messages.repository.ts';
+
+export function toSubscription(s: WebhookSubscriptionRow) {
+  return {
+    id: s.id,
+    url: s.url,
+    events: s.events,
+    description: s.description,
+    is_active: s.is_active,
+    disabled_reason: s.disabled_reason,
+    disabled_at: isoOrNull(s.disabled_at),
+    previous_secret_expires_at: isoOrNull(overlapEnd(s)),
+    created_at: iso(s.created_at),
+    updated_at: isoOrNull(s.updated_at),
+  };
+}
+
+/** Only the create and rotate-secret responses carry the secret. */
+export function toSubscriptionWithSecret(s: WebhookSubscriptionRow) {
+  return { ...toSubscription(s), secret: s.secret };
+}
+
+function messageState(status: WebhookMessageStatus): MessageState {
+  return status === 'held' || status === 'queued' ? 'pending' : status;
+}
+
+export function toDelivery(d: DeliveryListRow) {
+  return {
+    id: d.id,
+    event_id: d.event_id,
+    event_type: d.event_type,
+    order_id: d.order_id,
+    message_id: d.message_id,
+    message_status: d.message_status === null ? null : messageState(d.message_status),
+    attempt: d.attempt,
+    status_code: d.status_code,
+    duration_ms: d.duration_ms,
+    success: d.success,
+    error: d.error,
+    created_at: iso(d.created_at),
+  };
+}
+
+function toMessageAttempt(d: WebhookDeliveryRow) {
+  return {
+    attempt: d.attempt,
+    created_at: iso(d.created_at),
+    status_code: d.status_code,
+    duration_ms: d.duration_ms,
+    success: d.success,
+    error: d.error,
+    response_body: d.response_body,
+    headers: d.request_headers,
+  };
+}
+
+export function toMessage({ message: m, attempts }: { message: WebhookMessageRow; attempts: WebhookDeliveryRow[] }) {
+  return {
+    message_id: m.message_id,
+    subscription_id: m.subscription_id,
+    event_id: m.event_id,
+    event_type: m.event_type,
+    order_id: m.order_id,
+    status: messageState(m.status),
+    body: m.payload,
+    headers: attempts.at(-1)?.request_headers ?? null,
+    created_at: iso(m.created_at),
+    settled_at: isoOrNull(m.settled_at),
+    attempts: attempts.map(toMessageAttempt),
+  };
+}

@@ -1,0 +1,34 @@
+import type { AppContext, AppModule } from '../../app-context.ts';
+import { WebhookDeliveryService } from './delivery.service.ts';
+import { DisabledNotices } from './disabled-notices.ts';
+import { WebhookMessagesService } from './messages.service.ts';
+import { registerMessageRetentionJob } from './messages-retention.jobs.ts';
+import { registerOutboundWebhookJobs } from './outbound-webhooks.jobs.ts';
+import { registerSubscriptionRoutes } from './outbound-webhooks.routes.ts';
+import { DELIVERY_TIMEOUT_MS } from './sender.ts';
+import { createDeliveryAgent, type Resolver } from './ssrf.ts';
+import { SubscriptionsService } from './subscriptions.service.ts';
+
+/**
+ * Outgoing webhooks: subscriptions, the messages of each order event, their signed
+ * delivery with retries, in sequence per order, and the SSRF guard every delivery goes through.
+ */
+export function createOutboundWebhooksModule(ctx: AppContext, deps: { resolve?: Resolver } = {}): AppModule {
+  const { config, db, queue, log, mailer } = ctx;
+  const dispatcher = createDeliveryAgent({
+    allowPrivate: config.webhookAllowPrivateTargets,
+    timeoutMs: DELIVERY_TIMEOUT_MS,
+    ...(deps.resolve ? { resolve: deps.resolve } : {}),
+  });
+  const delivery = new WebhookDeliveryService({ db, queue, config, dispatcher, log });
+  const subscriptions = new SubscriptionsService({ db, config, delivery });
+  const messages = new WebhookMessagesService({ db, subscriptions, delivery });
+  registerOutboundWebhookJobs(queue, { delivery, notices: new DisabledNotices({ db, mailer }), maxPerHost: config.webhookMaxConcurrencyPerHost });
+  registerMessageRetentionJob(queue, { db, config, log });
+  // one message per matching subscription, written in the transaction of each order event
+  ctx.orderEvents.subscribe((trx, event) => delivery.fanOut(trx, event));
+  return {
+    routes: (api) => registerSubscriptionRoutes(api, { subscriptions, messages }),
+    close: () => dispatcher.close(),
+  };
+}

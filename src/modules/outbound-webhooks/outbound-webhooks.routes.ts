@@ -1,0 +1,218 @@
+import type { FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import { authUser } from '../../http/auth.ts';
+import { errorResponses } from '../../http/errors.ts';
+import type { WebhookMessagesService } from './messages.service.ts';
+import { toDelivery, toMessage, toSubscription, toSubscriptionWithSecret } from './outbound-webhooks.mapper.ts';
+import {
+  DeliveryListQuery,
+  DeliveryPage,
+  Message,
+  MessageIdParams,
+  MessageQueued,
+  RecoverBody,
+  RecoverQueued,
+  RotateSecretBody,
+  Subscription,
+  SubscriptionCreateBody,
+  SubscriptionIdParams,
+  SubscriptionListQuery,
+  SubscriptionPage,
+  SubscriptionUpdateBody,
+  SubscriptionWithSecret,
+} from './outbound-webhooks.schemas.ts';
+import type { SubscriptionsService } from './subscriptions.service.ts';
+
+export function registerSubscriptionRoutes(
+  root: FastifyInstance,
+  { subscriptions, messages }: { subscriptions: SubscriptionsService; messages: WebhookMessagesService },
+): void {
+  const app = root.withTypeProvider<TypeBoxTypeProvider>();
+  const tags = ['webhooks'];
+  const config = { auth: 'user' as const };
+  const byId = '/webhooks/subscriptions/:subscription_id';
+
+  app.post('/webhooks/subscriptions', {
+    config,
+    schema: {
+      tags,
+      summary: 'Subscribe a URL to order events',
+      description:
+        'Deliveries follow Standard Webhooks (`webhook-id`, `webhook-timestamp`, `webhook-signature: v1,<base64 HMAC-SHA256>`), ' +
+        'signed with the `secret` returned here (and by rotate-secret). An administrator\'s subscriptions receive every order\'s events. ' +
+        'The body is `{id, type, timestamp, data: {order_id, user_id, previous_status, status, total_amount, sequence}}`; when the new ' +
+        '`status` is `failed`, `data` also has `reason` (`INSUFFICIENT_STOCK`, `PRODUCT_UNAVAILABLE`, `TOTAL_TOO_LARGE` or ' +
+        '`PROCESSING_ERROR`) and `details` (for `INSUFFICIENT_STOCK`: `{lines: [{product_id, requested, available}]}`, else null). ' +
+        'A user has at most `WEBHOOK_MAX_SUBSCRIPTIONS_PER_USER` (default 25) subscriptions (400 `SUBSCRIPTION_LIMIT_REACHED`), ' +
+        'and one per URL (400 `SUBSCRIPTION_URL_EXISTS`; URLs are compared after WHATWG normalisation, without the fragment).',
+      body: SubscriptionCreateBody,
+      response: { 201: SubscriptionWithSecret, ...errorResponses(400, 401, 403, 422, 429) },
+    },
+    handler: async (request, reply) =>
+      reply.code(201).send(toSubscriptionWithSecret(await subscriptions.create(authUser(request), request.body))),
+  });
+
+  app.get('/webhooks/subscriptions', {
+    config,
+    schema: {
+      tags,
+      summary: 'List your subscriptions',
+      querystring: SubscriptionListQuery,
+      response: { 200: SubscriptionPage, ...errorResponses(401, 403, 422, 429) },
+    },
+    handler: async (request) => {
+      const page = await subscriptions.list(authUser(request), request.query);
+      return { ...page, items: page.items.map(toSubscription) };
+    },
+  });
+
+  app.get(byId, {
+    config,
+    schema: {
+      tags,
+      summary: 'Read a subscription',
+      params: SubscriptionIdParams,
+      response: { 200: Subscription, ...errorResponses(401, 403, 404, 422, 429) },
+    },
+    handler: async (request) => toSubscription(await subscriptions.get(authUser(request), request.params.subscription_id)),
+  });
+
+  app.patch(byId, {
+    config,
+    schema: {
+      tags,
+      summary: 'Update a subscription; only the given fields change',
+      description: 'A `url` already used by another of your subscriptions is 400 `SUBSCRIPTION_URL_EXISTS`.',
+      params: SubscriptionIdParams,
+      body: SubscriptionUpdateBody,
+      response: { 200: Subscription, ...errorResponses(400, 401, 403, 404, 422, 429) },
+    },
+    handler: async (request) =>
+      toSubscription(await subscriptions.update(authUser(request), request.params.subscription_id, request.body)),
+  });
+
+  app.delete(byId, {
+    config,
+    schema: {
+      tags,
+      summary: 'Delete a subscription (soft delete)',
+      params: SubscriptionIdParams,
+      response: { 204: Type.Null({ description: 'Deleted' }), ...errorResponses(401, 403, 404, 422, 429) },
+    },
+    handler: async (request, reply) => {
+      await subscriptions.remove(authUser(request), request.params.subscription_id);
+      return reply.code(204).send(null);
+    },
+  });
+
+  app.get(`${byId}/deliveries`, {
+    config,
+    schema: {
+      tags,
+      summary: 'Delivery attempts of a subscription, newest first',
+      description:
+        '`status` filters on the state of each attempt\'s message now (`pending`: being delivered, retried or waiting for an earlier ' +
+        'message of its order; `delivered`; `failed`: gave up); `event_type` and `order_id` on its event.',
+      params: SubscriptionIdParams,
+      querystring: DeliveryListQuery,
+      response: { 200: DeliveryPage, ...errorResponses(401, 403, 404, 422, 429) },
+    },
+    handler: async (request) => {
+      const page = await messages.deliveries(authUser(request), request.params.subscription_id, request.query);
+      return { ...page, items: page.items.map(toDelivery) };
+    },
+  });
+
+  app.get(`${byId}/messages/:message_id`, {
+    config,
+    schema: {
+      tags,
+      summary: 'One message: the body and headers sent, its state and every attempt',
+      params: MessageIdParams,
+      response: { 200: Message, ...errorResponses(401, 403, 404, 422, 429) },
+    },
+    handler: async (request) =>
+      toMessage(await messages.message(authUser(request), request.params.subscription_id, request.params.message_id)),
+  });
+
+  app.post(`${byId}/messages/:message_id/resend`, {
+    config,
+    schema: {
+      tags,
+      summary: 'Send a delivered or failed message again',
+      description:
+        'Same `webhook-id` and body, fresh `webhook-timestamp` and signature, and a fresh retry schedule. A message of an order waits ' +
+        'while an earlier message of that order is still pending. A pending message is 400 `INVALID_STATE`, and so is a disabled subscription.',
+      params: MessageIdParams,
+      response: { 202: MessageQueued, ...errorResponses(400, 401, 403, 404, 422, 429) },
+    },
+    handler: async (request, reply) => {
+      const { subscription_id: id, message_id: messageId } = request.params;
+      const { waiting } = await messages.resend(authUser(request), id, messageId);
+      return reply.code(202).send({
+        status: 'queued',
+        message: waiting ? 'Message queued; it is sent after the earlier pending messages of its order' : 'Message queued for delivery',
+        message_id: messageId,
+      });
+    },
+  });
+
+  app.post(`${byId}/recover`, {
+    config,
+    schema: {
+      tags,
+      summary: 'Queue again every message that failed for good since a time',
+      description:
+        'Messages of this subscription that used up their retries at or after `since` are queued again, each with a fresh retry ' +
+        'schedule. Per order they are sent in `sequence` order and never ahead of an earlier message of that order still pending. ' +
+        'A disabled subscription is 400 `INVALID_STATE`: enable it first.',
+      params: SubscriptionIdParams,
+      body: RecoverBody,
+      response: { 202: RecoverQueued, ...errorResponses(400, 401, 403, 404, 422, 429) },
+    },
+    handler: async (request, reply) => {
+      const since = new Date(request.body.since);
+      const queued = await messages.recover(authUser(request), request.params.subscription_id, since);
+      return reply.code(202).send({
+        status: 'queued',
+        message: `${queued} message${queued === 1 ? '' : 's'} queued for delivery`,
+        queued,
+        since: since.toISOString(),
+      });
+    },
+  });
+
+  app.post(`${byId}/test`, {
+    config,
+    schema: {
+      tags,
+      summary: 'Send a `webhook.test` event to the subscription',
+      params: SubscriptionIdParams,
+      response: { 202: MessageQueued, ...errorResponses(400, 401, 403, 404, 422, 429) },
+    },
+    handler: async (request, reply) => {
+      const messageId = await subscriptions.sendTest(authUser(request), request.params.subscription_id);
+      return reply.code(202).send({ status: 'queued', message: 'Test event queued for delivery', message_id: messageId });
+    },
+  });
+
+  app.post(`${byId}/rotate-secret`, {
+    config,
+    schema: {
+      tags,
+      summary: 'Replace the signing secret, the old one overlapping for a while',
+      description:
+        'Deliveries are signed with the new secret from now on. For `overlap_seconds` (default 86400, 0 to 604800) they also carry ' +
+        'the signature of the replaced secret: `webhook-signature: v1,<new> v1,<previous>`, so a receiver holding either verifies ' +
+        'them (retries of earlier messages included). Rotating again during an overlap ends it: only the secret just replaced overlaps.',
+      params: SubscriptionIdParams,
+      body: RotateSecretBody,
+      response: { 200: SubscriptionWithSecret, ...errorResponses(401, 403, 404, 422, 429) },
+    },
+    handler: async (request) =>
+      toSubscriptionWithSecret(
+        await subscriptions.rotateSecret(authUser(request), request.params.subscription_id, request.body?.overlap_seconds),
+      ),
+  });
+}

@@ -1,0 +1,180 @@
+import { Type, type Static } from 'typebox';
+import { Id, NullableTimestamp, Page, PageQuery, Timestamp } from '../../http/common.schemas.ts';
+import { MAX_ID } from '../../http/path-ids.ts';
+import { ORDER_EVENT_TYPES } from '../../events/order-events.ts';
+import { WEBHOOK_TEST_EVENT } from './delivery.service.ts';
+
+/** How long the previous secret keeps signing after a rotation, unless the caller says otherwise. */
+export const DEFAULT_SECRET_OVERLAP_SECONDS = 86400;
+export const MAX_SECRET_OVERLAP_SECONDS = 7 * 86400;
+
+const Url = Type.String({
+  minLength: 1,
+  maxLength: 2048,
+  description: 'delivery target: an https URL on a public address',
+});
+const EventKinds = Type.Array(Type.Union(ORDER_EVENT_TYPES.map((t) => Type.Literal(t))), {
+  minItems: 1,
+  maxItems: ORDER_EVENT_TYPES.length,
+  uniqueItems: true,
+  description: `event kinds: ${ORDER_EVENT_TYPES.join(', ')}`,
+});
+const Description = Type.Union([Type.String({ maxLength: 500 }), Type.Null()]);
+
+export const Subscription = Type.Object({
+  id: Type.Integer(),
+  url: Type.String(),
+  events: Type.Array(Type.String()),
+  description: Type.Union([Type.String(), Type.Null()]),
+  is_active: Type.Boolean(),
+  disabled_reason: Type.Union([Type.String(), Type.Null()], { description: 'why the service disabled it, if it did' }),
+  disabled_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
+    description: 'when it was disabled, by the service or by you; null while active',
+  }),
+  previous_secret_expires_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
+    description: 'until then deliveries also carry the signature of the secret before the last rotation; null when they carry only the current one',
+  }),
+  created_at: Timestamp,
+  updated_at: NullableTimestamp,
+});
+
+export const SubscriptionWithSecret = Type.Object({
+  ...Subscription.properties,
+  secret: Type.String({ description: 'signing secret (`whsec_…`); shown only on creation and rotation' }),
+});
+
+export const SubscriptionPage = Page(Subscription, 'A page of your webhook subscriptions, ordered by id');
+
+export const SubscriptionCreateBody = Type.Object(
+  { url: Url, events: EventKinds, description: Type.Optional(Description) },
+  { additionalProperties: false },
+);
+export type SubscriptionCreateBody = Static<typeof SubscriptionCreateBody>;
+
+export const SubscriptionUpdateBody = Type.Object(
+  {
+    url: Type.Optional(Url),
+    events: Type.Optional(EventKinds),
+    description: Type.Optional(Description),
+    is_active: Type.Optional(Type.Boolean({ description: 'true re-enables a disabled subscription' })),
+  },
+  { additionalProperties: false },
+);
+export type SubscriptionUpdateBody = Static<typeof SubscriptionUpdateBody>;
+
+export const SubscriptionIdParams = Type.Object({ subscription_id: Id });
+
+export const SubscriptionListQuery = Type.Object({ ...PageQuery });
+export type SubscriptionListQuery = Static<typeof SubscriptionListQuery>;
+
+const MessageState = Type.Union([Type.Literal('pending'), Type.Literal('delivered'), Type.Literal('failed')], {
+  description: 'pending: being delivered, retried, or waiting for an earlier message of its order; delivered; failed: every attempt failed' },
+);
+const DeliveryEventType = Type.Union([...ORDER_EVENT_TYPES, WEBHOOK_TEST_EVENT].map((t) => Type.Literal(t)));
+
+export const DeliveryListQuery = Type.Object({
+  ...PageQuery,
+  status: Type.Optional(
+    Type.Union([Type.Literal('pending'), Type.Literal('delivered'), Type.Literal('failed')], { description: 'attempts whose message is now in this state' }),
+  ),
+  event_type: Type.Optional(DeliveryEventType),
+  order_id: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_ID, description: 'attempts of the messages of this order' })),
+});
+export type DeliveryListQuery = Static<typeof DeliveryListQuery>;
+
+/** The first KiB of what the receiver answered. */
+const ResponseBody = Type.Union([Type.String(), Type.Null()], { description: 'the first KiB of the response body; null when no response came' });
+const AttemptError = Type.Union([Type.String(), Type.Null()], {
+  description: 'why the attempt failed: `HTTP <status>: <start of the body>`, or a reason such as "timeout after 15 s", "connection refused", "host not found", "target address not allowed"',
+});
+
+export const Delivery = Type.Object({
+  id: Type.Integer(),
+  event_id: Type.Union([Type.Integer(), Type.Null()]),
+  event_type: Type.String(),
+  order_id: Type.Union([Type.Integer(), Type.Null()], { description: 'the order of the event; null for a test event' }),
+  message_id: Type.String({ description: 'the `webhook-id` header; the same for every attempt of one message' }),
+  message_status: Type.Union([MessageState, Type.Null()], { description: 'the state of the message now' }),
+  attempt: Type.Integer(),
+  status_code: Type.Union([Type.Integer(), Type.Null()]),
+  duration_ms: Type.Union([Type.Integer(), Type.Null()]),
+  success: Type.Boolean(),
+  error: AttemptError,
+  created_at: Timestamp,
+});
+
+export const DeliveryPage = Page(Delivery, 'Delivery attempts, newest first');
+
+export const MessageIdParams = Type.Object({
+  subscription_id: Id,
+  message_id: Type.String({ pattern: '^msg_[A-Za-z0-9_]+$', maxLength: 100, description: 'the message id (`webhook-id` header, `msg_…`)' }),
+});
+
+const SentHeaders = Type.Record(Type.String(), Type.String(), {
+  description: 'the request headers, `webhook-signature` included (every `v1,` entry sent)',
+});
+
+export const MessageAttempt = Type.Object({
+  attempt: Type.Integer({ description: 'counts every attempt of the message, resends and recoveries included' }),
+  created_at: Timestamp,
+  status_code: Type.Union([Type.Integer(), Type.Null()], { description: 'null when no response came' }),
+  duration_ms: Type.Union([Type.Integer(), Type.Null()]),
+  success: Type.Boolean(),
+  error: AttemptError,
+  response_body: ResponseBody,
+  headers: Type.Union([SentHeaders, Type.Null()]),
+});
+
+export const Message = Type.Object({
+  message_id: Type.String({ description: 'the `webhook-id` header' }),
+  subscription_id: Type.Integer(),
+  event_id: Type.Union([Type.Integer(), Type.Null()]),
+  event_type: Type.String(),
+  order_id: Type.Union([Type.Integer(), Type.Null()]),
+  status: MessageState,
+  body: Type.String({ description: 'the exact request body, as signed and sent' }),
+  headers: Type.Union([SentHeaders, Type.Null()], { description: 'the headers of the latest attempt; null before the first' }),
+  created_at: Timestamp,
+  settled_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], { description: 'when it was delivered or failed for good' }),
+  attempts: Type.Array(MessageAttempt, { description: 'every attempt, oldest first' }),
+});
+
+export const MessageQueued = Type.Object({
+  status: Type.String(),
+  message: Type.String(),
+  message_id: Type.String(),
+});
+
+export const RotateSecretBody = Type.Union(
+  [
+    Type.Object(
+      {
+        overlap_seconds: Type.Optional(
+          Type.Integer({
+            minimum: 0,
+            maximum: MAX_SECRET_OVERLAP_SECONDS,
+            default: DEFAULT_SECRET_OVERLAP_SECONDS,
+            description: 'how long the replaced secret keeps signing beside the new one (0: not at all)',
+          }),
+        ),
+      },
+      { additionalProperties: false },
+    ),
+    Type.Null(),
+  ],
+  { description: 'optional' },
+);
+export type RotateSecretBody = Static<typeof RotateSecretBody>;
+
+export const RecoverBody = Type.Object(
+  { since: Type.String({ format: 'date-time', description: 'ISO 8601 date and time with a time zone: messages that failed for good at or after it are queued again' }) },
+  { additionalProperties: false },
+);
+export type RecoverBody = Static<typeof RecoverBody>;
+
+export const RecoverQueued = Type.Object({
+  status: Type.String(),
+  message: Type.String(),
+  queued: Type.Integer({ description: 'how many messages were queued again' }),
+  since: Timestamp,
+});

@@ -1,0 +1,138 @@
+import { sql, type Transaction, type Updateable } from 'kysely';
+import type { Database, WebhookSubscriptionRow, WebhookSubscriptionsTable } from '../../db/schema.ts';
+import { eventRecipientIds } from '../users/users.repository.ts';
+import type { Db } from '../../db/database.ts';
+
+export async function insertSubscription(
+  db: Db,
+  values: { userId: number; url: string; events: string[]; description: string | null; secret: string },
+): Promise<WebhookSubscriptionRow> {
+  return db
+    .insertInto('webhook_subscriptions')
+    .values({ user_id: values.userId, url: values.url, events: values.events, description: values.description, secret: values.secret })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+/** The first key of the per-user advisory lock; lane locks use subscription ids (positive) there. */
+const USER_SUBSCRIPTIONS_LOCK = -16;
+
+/**
+ * Serialises the creations and URL changes of one user's subscriptions, so the limit and the
+ * duplicate check hold for concurrent requests.
+ */
+export async function lockUserSubscriptions(trx: Transaction<Database>, userId: number): Promise<void> {
+  await sql`SELECT pg_advisory_xact_lock(${USER_SUBSCRIPTIONS_LOCK}::int, ${userId}::int)`.execute(trx);
+}
+
+/** The user's live (not deleted) subscriptions, enabled or not: what the limit and the duplicate check count. */
+export async function liveSubscriptionUrls(db: Db, userId: number): Promise<{ id: number; url: string }[]> {
+  return db.selectFrom('webhook_subscriptions').select(['id', 'url']).where('user_id', '=', userId).where('deleted_at', 'is', null).orderBy('id').execute();
+}
+
+export async function findSubscription(db: Db, id: number): Promise<WebhookSubscriptionRow | undefined> {
+  return db.selectFrom('webhook_subscriptions').selectAll().where('id', '=', id).where('deleted_at', 'is', null).executeTakeFirst();
+}
+
+export async function listSubscriptions(
+  db: Db,
+  opts: { userId: number; limit: number; offset: number },
+): Promise<{ rows: WebhookSubscriptionRow[]; total: number }> {
+  const base = db.selectFrom('webhook_subscriptions').where('user_id', '=', opts.userId).where('deleted_at', 'is', null);
+  const [rows, count] = await Promise.all([
+    base.selectAll().orderBy('id', 'asc').limit(opts.limit).offset(opts.offset).execute(),
+    base.select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow(),
+  ]);
+  return { rows, total: Number(count.total) };
+}
+
+export async function updateSubscription(
+  db: Db,
+  id: number,
+  patch: Updateable<WebhookSubscriptionsTable>,
+): Promise<WebhookSubscriptionRow | undefined> {
+  return db
+    .updateTable('webhook_subscriptions')
+    .set(patch)
+    .where('id', '=', id)
+    .where('deleted_at', 'is', null)
+    .returningAll()
+    .executeTakeFirst();
+}
+
+/**
+ * A new secret; the one it replaces (read in the same statement, so two concurrent rotations cannot
+ * lose one) keeps signing until `previousUntil`, or stops at once when that is null.
+ */
+export async function rotateSubscriptionSecret(
+  db: Db,
+  id: number,
+  values: { secret: string; previousUntil: Date | null },
+): Promise<WebhookSubscriptionRow | undefined> {
+  return db
+    .updateTable('webhook_subscriptions')
+    .set((eb) => ({
+      secret: values.secret,
+      previous_secret: values.previousUntil ? eb.ref('secret') : null,
+      previous_secret_expires_at: values.previousUntil,
+      updated_at: new Date(),
+    }))
+    .where('id', '=', id)
+    .where('deleted_at', 'is', null)
+    .returningAll()
+    .executeTakeFirst();
+}
+
+/**
+ * Active subscriptions that receive `type` for an order owned by `ownerId`: the owner's own, and
+ * every administrator's. Owners that were deleted or deactivated receive nothing.
+ */
+export async function matchingSubscriptions(db: Db, type: string, ownerId: number): Promise<{ id: number; url: string }[]> {
+  return db
+    .selectFrom('webhook_subscriptions')
+    .select(['id', 'url'])
+    .where('is_active', '=', true)
+    .where('deleted_at', 'is', null)
+    .where(sql<boolean>`${type} = ANY(events)`)
+    .where('user_id', 'in', eventRecipientIds(db, ownerId))
+    .orderBy('id')
+    .execute();
+}
+
+/** A delivered message resets the run of failures. */
+export async function resetSubscriptionFailures(db: Db, id: number): Promise<void> {
+  await db.updateTable('webhook_subscriptions').set({ consecutive_failures: 0 }).where('id', '=', id).where('consecutive_failures', '>', 0).execute();
+}
+
+/**
+ * Counts one finally-failed message; the subscription is disabled once the run reaches `disableAfter`
+ * (or at once when `disableReason` is given, e.g. the receiver answered 410 Gone). `disabled` is
+ * true only when this call disabled a subscription that was active: the caller sends the notice.
+ */
+export async function recordSubscriptionFailure(
+  trx: Transaction<Database>,
+  id: number,
+  opts: { disableAfter: number; disableReason?: string },
+): Promise<{ disabled: boolean }> {
+  const current = await trx
+    .selectFrom('webhook_subscriptions')
+    .select(['is_active', 'consecutive_failures', 'deleted_at'])
+    .where('id', '=', id)
+    .forUpdate()
+    .executeTakeFirst();
+  if (!current) return { disabled: false };
+  const failures = current.consecutive_failures + 1;
+  const reason = opts.disableReason ?? (failures >= opts.disableAfter ? `disabled after ${opts.disableAfter} consecutive failed messages` : undefined);
+  const disabling = reason !== undefined && current.is_active && current.deleted_at === null;
+  const now = new Date();
+  await trx
+    .updateTable('webhook_subscriptions')
+    .set({
+      consecutive_failures: failures,
+      updated_at: now,
+      ...(disabling ? { is_active: false, disabled_reason: reason, disabled_at: now } : {}),
+    })
+    .where('id', '=', id)
+    .execute();
+  return { disabled: disabling };
+}

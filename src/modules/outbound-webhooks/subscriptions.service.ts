@@ -1,0 +1,157 @@
+import type { Updateable } from 'kysely';
+import type { Config } from '../../config.ts';
+import type { Db } from '../../db/database.ts';
+import type { UserRow, WebhookSubscriptionRow, WebhookSubscriptionsTable } from '../../db/schema.ts';
+import { pageOf, type PageResult } from '../../http/common.schemas.ts';
+import { AppError } from '../../http/errors.ts';
+import type { WebhookDeliveryService } from './delivery.service.ts';
+import { newSubscriptionSecret } from './signing.ts';
+import { targetUrlProblem } from './ssrf.ts';
+import {
+  findSubscription,
+  insertSubscription,
+  listSubscriptions,
+  liveSubscriptionUrls,
+  lockUserSubscriptions,
+  rotateSubscriptionSecret,
+  updateSubscription,
+} from './subscriptions.repository.ts';
+import { DEFAULT_SECRET_OVERLAP_SECONDS, type SubscriptionCreateBody, type SubscriptionUpdateBody } from './outbound-webhooks.schemas.ts';
+
+const notFound = () => new AppError('NOT_FOUND', 'Subscription not found');
+
+/**
+ * The form two subscription URLs are compared in: WHATWG parsing (scheme and host in lower case,
+ * default port dropped, IP forms and percent-encoding normalised, empty path as `/`), without the
+ * fragment (never sent), an empty query or a trailing dot on the host name.
+ */
+export function subscriptionUrlKey(raw: string): string {
+  try {
+    const url = new URL(raw);
+    url.hash = '';
+    if (url.search === '?') url.search = '';
+    if (url.hostname.endsWith('.')) url.hostname = url.hostname.slice(0, -1);
+    return url.href;
+  } catch {
+    return raw;
+  }
+}
+
+/** Subscriptions are owned by their creator; nobody else (not even an administrator) manages them. */
+export class SubscriptionsService {
+  private readonly db: Db;
+  private readonly config: Config;
+  private readonly delivery: WebhookDeliveryService;
+
+  constructor(deps: { db: Db; config: Config; delivery: WebhookDeliveryService }) {
+    this.db = deps.db;
+    this.config = deps.config;
+    this.delivery = deps.delivery;
+  }
+
+  private assertTargetUrl(url: string): void {
+    const problem = targetUrlProblem(url, this.config.webhookAllowPrivateTargets);
+    if (problem) {
+      throw new AppError('VALIDATION_ERROR', `Validation failed: body.url: ${problem}`, {
+        errors: [{ loc: ['body', 'url'], msg: problem, type: 'url' }],
+      });
+    }
+  }
+
+  private static assertNoDuplicate(live: { id: number; url: string }[], url: string, exceptId?: number): void {
+    const key = subscriptionUrlKey(url);
+    const same = live.find((s) => s.id !== exceptId && subscriptionUrlKey(s.url) === key);
+    if (same) throw new AppError('SUBSCRIPTION_URL_EXISTS', `You already have a subscription to this URL (subscription ${same.id})`);
+  }
+
+  /** The limit and the duplicate check run under a per-user lock, so concurrent creations cannot pass them together. */
+  async create(owner: UserRow, input: SubscriptionCreateBody): Promise<WebhookSubscriptionRow> {
+    this.assertTargetUrl(input.url);
+    return this.db.transaction().execute(async (trx) => {
+      await lockUserSubscriptions(trx, owner.id);
+      const live = await liveSubscriptionUrls(trx, owner.id);
+      const max = this.config.webhookMaxSubscriptionsPerUser;
+      if (live.length >= max) {
+        throw new AppError('SUBSCRIPTION_LIMIT_REACHED', `A user may have at most ${max} webhook subscriptions; delete one you no longer use`);
+      }
+      SubscriptionsService.assertNoDuplicate(live, input.url);
+      return insertSubscription(trx, {
+        userId: owner.id,
+        url: input.url,
+        events: [...input.events],
+        description: input.description ?? null,
+        secret: newSubscriptionSecret(),
+      });
+    });
+  }
+
+  async list(owner: UserRow, q: { page: number; page_size: number }): Promise<PageResult<WebhookSubscriptionRow>> {
+    const { rows, total } = await listSubscriptions(this.db, {
+      userId: owner.id,
+      limit: q.page_size,
+      offset: (q.page - 1) * q.page_size,
+    });
+    return pageOf(rows, total, q.page, q.page_size);
+  }
+
+  async get(actor: UserRow, id: number): Promise<WebhookSubscriptionRow> {
+    const subscription = await findSubscription(this.db, id);
+    if (!subscription) throw notFound();
+    if (subscription.user_id !== actor.id) throw new AppError('FORBIDDEN', 'Not enough permissions to access this subscription');
+    return subscription;
+  }
+
+  async update(actor: UserRow, id: number, input: SubscriptionUpdateBody): Promise<WebhookSubscriptionRow> {
+    await this.get(actor, id);
+    if (input.url !== undefined) this.assertTargetUrl(input.url);
+    const now = new Date();
+    const patch: Updateable<WebhookSubscriptionsTable> = { updated_at: now };
+    if (input.url !== undefined) patch.url = input.url;
+    if (input.events !== undefined) patch.events = [...input.events];
+    if (input.description !== undefined) patch.description = input.description;
+    if (input.is_active !== undefined) {
+      patch.is_active = input.is_active;
+      // re-enabling starts a fresh run; disabling by hand is not the service's doing, so it has no reason
+      patch.disabled_reason = null;
+      patch.disabled_at = input.is_active ? null : now;
+      if (input.is_active) patch.consecutive_failures = 0;
+    }
+    const updated = await this.db.transaction().execute(async (trx) => {
+      if (input.url !== undefined) {
+        await lockUserSubscriptions(trx, actor.id);
+        SubscriptionsService.assertNoDuplicate(await liveSubscriptionUrls(trx, actor.id), input.url, id);
+      }
+      return updateSubscription(trx, id, patch);
+    });
+    if (!updated) throw notFound();
+    return updated;
+  }
+
+  /** Soft delete: the row and its delivery log stay; nothing is sent to it any more. */
+  async remove(actor: UserRow, id: number): Promise<void> {
+    await this.get(actor, id);
+    const now = new Date();
+    if (!(await updateSubscription(this.db, id, { deleted_at: now, is_active: false, updated_at: now }))) throw notFound();
+  }
+
+  /**
+   * A new secret signs from now on; the replaced one keeps signing beside it for `overlapSeconds`
+   * (0: not at all), so a receiver can deploy the new secret without rejecting deliveries meanwhile.
+   * Only the secret just replaced overlaps: rotating again ends an earlier overlap.
+   */
+  async rotateSecret(actor: UserRow, id: number, overlapSeconds = DEFAULT_SECRET_OVERLAP_SECONDS): Promise<WebhookSubscriptionRow> {
+    await this.get(actor, id);
+    const updated = await rotateSubscriptionSecret(this.db, id, {
+      secret: newSubscriptionSecret(),
+      previousUntil: overlapSeconds > 0 ? new Date(Date.now() + overlapSeconds * 1000) : null,
+    });
+    if (!updated) throw notFound();
+    return updated;
+  }
+
+  async sendTest(actor: UserRow, id: number): Promise<string> {
+    const subscription = await this.get(actor, id);
+    if (!subscription.is_active) throw new AppError('INVALID_STATE', 'Subscription is disabled; enable it before sending a test event');
+    return this.delivery.sendTest(subscription);
+  }
+}

@@ -1,0 +1,52 @@
+import crypto from 'node:crypto';
+import type { FastifyBaseLogger } from 'fastify';
+import type { Config } from '../../config.ts';
+import type { Db } from '../../db/database.ts';
+import { isUniqueViolation } from '../../db/errors.ts';
+import { PasswordHasher } from './passwords.ts';
+import { anyAdminExists, findUserByEmail, insertUser } from './users.repository.ts';
+
+/**
+ * Makes sure an administrator exists: ADMIN_EMAIL/ADMIN_PASSWORD when set (created once, never
+ * overwritten), otherwise admin@example.com with a random password printed once — only when the
+ * database has no administrator at all.
+ */
+export async function bootstrapAdmin(ctx: { config: Config; db: Db; log: FastifyBaseLogger }): Promise<void> {
+  const { config, db, log } = ctx;
+  const hasher = new PasswordHasher(config.bcryptRounds);
+  if (config.adminEmail && config.adminPassword) {
+    const existing = await findUserByEmail(db, config.adminEmail);
+    if (existing) {
+      if (!existing.is_admin) log.warn({ email: config.adminEmail }, 'ADMIN_EMAIL belongs to a user who is not an administrator; left unchanged');
+      return;
+    }
+    try {
+      await insertUser(db, {
+        email: config.adminEmail,
+        full_name: 'Administrator',
+        password_hash: await hasher.hash(config.adminPassword),
+        is_admin: true,
+      });
+    } catch (err) {
+      if (isUniqueViolation(err)) return; // another instance created it at the same moment
+      throw err;
+    }
+    log.info({ email: config.adminEmail }, 'administrator account created');
+    return;
+  }
+  if (await anyAdminExists(db)) return;
+  const email = 'admin@example.com';
+  const password = crypto.randomBytes(18).toString('base64url');
+  try {
+    await insertUser(db, { email, full_name: 'Administrator', password_hash: await hasher.hash(password), is_admin: true });
+  } catch (err) {
+    if (!isUniqueViolation(err)) throw err;
+    // either another instance created it at the same moment, or a non-admin user owns the address
+    if (!(await anyAdminExists(db))) {
+      log.warn(`no administrator exists and ${email} is taken by a regular user; set ADMIN_EMAIL and ADMIN_PASSWORD`);
+    }
+    return;
+  }
+  // printed once, on stdout, deliberately outside the (redacting) logger
+  process.stdout.write(`\n  Administrator account created: ${email} / ${password}\n  (shown once; set ADMIN_EMAIL and ADMIN_PASSWORD to choose your own)\n\n`);
+}

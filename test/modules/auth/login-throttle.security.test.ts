@@ -1,0 +1,171 @@
+import { describe, it, before } from 'node:test';
+import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
+import { loadConfig } from '../../../src/config.ts';
+import { buildTestApp, createUser, errorBody, TEST_PASSWORD, twoApps, waitFor, type TestUser } from '../../helpers/app.ts';
+import { REDIS_URL, redisAvailable, uniquePrefix } from '../../security/helpers.ts';
+import { login, requestRecovery, resetPassword } from './auth.helpers.ts';
+
+const MAX = 10;
+let ipCounter = 0;
+/** A client address no other test of this file uses (each IP has its own anonymous bucket). */
+const freshIp = () => `198.51.${Math.floor(++ipCounter / 250)}.${(ipCounter % 250) + 1}`;
+
+function assertThrottled(res: LightMyRequestResponse, window: number): void {
+  assert.equal(res.statusCode, 429, res.body);
+  const body = errorBody(res);
+  assert.equal(body.error_code, 'LOGIN_THROTTLED');
+  assert.match(body.detail, /^Too many failed sign-in attempts for this e-mail address; retry in \d+ seconds$/);
+  const retryAfter = Number(res.headers['retry-after']);
+  assert.ok(Number.isInteger(retryAfter) && retryAfter >= 1 && retryAfter <= window, `Retry-After ${res.headers['retry-after']}`);
+  assert.ok(body.detail.includes(`retry in ${retryAfter} seconds`));
+}
+
+/** `count` wrong passwords for `email`, alternating between two client IPs: every one a plain 401. */
+async function fail(app: FastifyInstance, email: string, count: number, ips = [freshIp(), freshIp()]): Promise<void> {
+  for (let i = 0; i < count; i++) {
+    const res = await login(app, email, `wrong-password-${i}`, { remoteAddress: ips[i % ips.length] });
+    assert.equal(res.statusCode, 401, `failure ${i + 1}: ${res.body}`);
+    assert.equal(errorBody(res).error_code, 'INVALID_CREDENTIALS');
+  }
+}
+
+describe('login protection per account', () => {
+  let app: FastifyInstance;
+  let bystander: TestUser;
+  before(async () => {
+    app = await buildTestApp(undefined, {
+      loginThrottleMaxFailures: MAX,
+      loginThrottleWindowSeconds: 900,
+      rateLimitAnonymous: 20,
+      rateLimitKeyPrefix: uniquePrefix(),
+    });
+    bystander = await createUser(app);
+  });
+
+  it('after 10 failures from two IPs, every further sign-in for the e-mail is 429 — other IPs, a foreign bearer token, the right password', async () => {
+    const victim = await createUser(app);
+    await fail(app, victim.email, MAX);
+    assertThrottled(await login(app, victim.email, 'wrong-password-11', { remoteAddress: freshIp() }), 900);
+    // the issue's attack: another account's valid token in the Authorization header buys nothing
+    assertThrottled(await login(app, victim.email, 'wrong-password-12', { remoteAddress: freshIp(), headers: bystander.auth }), 900);
+    // the right password does not get through either, until the window has passed
+    assertThrottled(await login(app, victim.email, TEST_PASSWORD, { remoteAddress: freshIp() }), 900);
+    assertThrottled(await login(app, victim.email.toUpperCase(), TEST_PASSWORD, { remoteAddress: freshIp() }), 900);
+    // other accounts are not affected
+    assert.equal((await login(app, bystander.email, TEST_PASSWORD, { remoteAddress: freshIp() })).statusCode, 200);
+  });
+
+  it('an unknown e-mail is counted and answered exactly like a known one', async () => {
+    const known = await createUser(app);
+    const unknown = `nobody-${crypto.randomBytes(4).toString('hex')}@example.com`;
+    const before = [await login(app, known.email, 'wrong', { remoteAddress: freshIp() }), await login(app, unknown, 'wrong', { remoteAddress: freshIp() })];
+    assert.deepEqual(errorBody(before[1]), errorBody(before[0]));
+    await fail(app, known.email, MAX - 1);
+    await fail(app, unknown, MAX - 1);
+    const [k, u] = [await login(app, known.email, 'wrong', { remoteAddress: freshIp() }), await login(app, unknown, 'wrong', { remoteAddress: freshIp() })];
+    assertThrottled(k, 900);
+    assertThrottled(u, 900);
+    const shape = (r: LightMyRequestResponse) => ({ status: r.statusCode, body: r.body.replace(/\d+/g, 'N'), headers: Object.keys(r.headers).sort() });
+    assert.deepEqual(shape(u), shape(k));
+  });
+
+  it('a successful sign-in clears the count', async () => {
+    const user = await createUser(app);
+    await fail(app, user.email, MAX - 1);
+    assert.equal((await login(app, user.email, TEST_PASSWORD, { remoteAddress: freshIp() })).statusCode, 200);
+    await fail(app, user.email, MAX);
+    assertThrottled(await login(app, user.email, TEST_PASSWORD, { remoteAddress: freshIp() }), 900);
+  });
+
+  it('a password reset ends the lock', async () => {
+    const user = await createUser(app);
+    await fail(app, user.email, MAX);
+    assertThrottled(await login(app, user.email, TEST_PASSWORD, { remoteAddress: freshIp() }), 900);
+    // a token as the recovery e-mail would carry it
+    const token = crypto.randomBytes(32).toString('base64url');
+    await app.ctx.db
+      .insertInto('password_reset_tokens')
+      .values({ user_id: user.user.id, token_hash: crypto.createHash('sha256').update(token).digest('hex'), email: user.email, expires_at: new Date(Date.now() + 60000) })
+      .execute();
+    assert.equal((await resetPassword(app, token, 'a-password-after-the-lock')).statusCode, 200);
+    assert.equal((await login(app, user.email, 'a-password-after-the-lock', { remoteAddress: freshIp() })).statusCode, 200);
+  });
+
+  it('login, refresh and both recovery routes count against the client IP whatever token they carry', async () => {
+    const holder = await createUser(app);
+    const calls: [string, (ip: string) => Promise<LightMyRequestResponse>][] = [
+      ['login', (ip) => login(app, bystander.email, 'wrong-password', { remoteAddress: ip, headers: holder.auth })],
+      ['refresh', (ip) => app.inject({ method: 'POST', url: '/api/v1/auth/refresh', payload: { refresh_token: 'x' }, remoteAddress: ip, headers: holder.auth })],
+      ['logout', (ip) => app.inject({ method: 'POST', url: '/api/v1/auth/logout', payload: { refresh_token: 'x' }, remoteAddress: ip, headers: holder.auth })],
+      ['password-recovery', (ip) => requestRecovery(app, `nobody-${ip}@example.com`, { remoteAddress: ip, headers: holder.auth })],
+      ['reset-password', (ip) => app.inject({ method: 'POST', url: '/api/v1/auth/reset-password', payload: { token: 'x', new_password: 'long-enough-1' }, remoteAddress: ip, headers: holder.auth })],
+    ];
+    for (const [name, call] of calls) {
+      const ip = freshIp();
+      for (let i = 1; i <= 20; i++) {
+        const res = await call(ip);
+        assert.equal(res.headers['x-ratelimit-limit'], '20', `${name} ${i}: the anonymous bucket`);
+        assert.equal(res.headers['x-ratelimit-remaining'], String(20 - i), `${name} ${i}`);
+      }
+      const limited = await call(ip);
+      assert.equal(limited.statusCode, 429, name);
+      assert.equal(errorBody(limited).error_code, 'RATE_LIMITED');
+      // the same token on a route that needs it still counts against its user
+      const mine = await app.inject({ method: 'GET', url: '/api/v1/auth/me', headers: holder.auth, remoteAddress: ip });
+      assert.equal(mine.statusCode, 200);
+      assert.equal(mine.headers['x-ratelimit-limit'], String(app.ctx.config.rateLimitAuthenticated));
+    }
+  });
+
+  it('LOGIN_THROTTLE_MAX_FAILURES and LOGIN_THROTTLE_WINDOW_SECONDS: 10 within 15 minutes by default, validated', () => {
+    const defaults = loadConfig({});
+    assert.equal(defaults.loginThrottleMaxFailures, 10);
+    assert.equal(defaults.loginThrottleWindowSeconds, 900);
+    const set = loadConfig({ LOGIN_THROTTLE_MAX_FAILURES: '5', LOGIN_THROTTLE_WINDOW_SECONDS: '60' });
+    assert.equal(set.loginThrottleMaxFailures, 5);
+    assert.equal(set.loginThrottleWindowSeconds, 60);
+    assert.throws(() => loadConfig({ LOGIN_THROTTLE_MAX_FAILURES: '0' }), /LOGIN_THROTTLE_MAX_FAILURES must be between 1 and/);
+    assert.throws(() => loadConfig({ LOGIN_THROTTLE_WINDOW_SECONDS: 'x' }), /LOGIN_THROTTLE_WINDOW_SECONDS must be an integer/);
+  });
+});
+
+describe('login protection per account, shared through Redis by two instances', () => {
+  const WINDOW = 5;
+  let a: FastifyInstance;
+  let b: FastifyInstance;
+  let available = false;
+  before(async () => {
+    available = await redisAvailable();
+    if (!available) return;
+    [a, b] = await twoApps(undefined, {
+      redisUrl: process.env.TEST_REDIS_URL || REDIS_URL,
+      rateLimitKeyPrefix: uniquePrefix(),
+      loginThrottleMaxFailures: MAX,
+      loginThrottleWindowSeconds: WINDOW,
+    });
+  });
+
+  it('failures on either instance add up; both refuse the 11th; after the window both let the right password in', async (t) => {
+    if (!available) return t.skip(`no Redis at ${REDIS_URL}`);
+    const user = await createUser(a);
+    const ips = [freshIp(), freshIp()];
+    // the window starts with the first failure: the failures and the first refusals must fall inside it
+    for (let i = 0; i < MAX; i++) {
+      const res = await login(i % 2 === 0 ? a : b, user.email, `wrong-${i}`, { remoteAddress: ips[i % 2] });
+      assert.equal(res.statusCode, 401, `failure ${i + 1}`);
+    }
+    assertThrottled(await login(a, user.email, TEST_PASSWORD, { remoteAddress: freshIp() }), WINDOW);
+    assertThrottled(await login(b, user.email, TEST_PASSWORD, { remoteAddress: freshIp(), headers: { authorization: 'Bearer forged.token.value' } }), WINDOW);
+    // until the window passes (polling; each attempt counts, but the window is fixed)
+    const ok = await waitFor(async () => {
+      const res = await login(b, user.email, TEST_PASSWORD, { remoteAddress: freshIp() });
+      return res.statusCode === 200 ? res : undefined;
+    }, (WINDOW + 5) * 1000, 250);
+    assert.equal(ok.statusCode, 200);
+    // the success on b cleared the count a sees
+    await fail(a, user.email, MAX - 1);
+    assert.equal((await login(a, user.email, TEST_PASSWORD, { remoteAddress: freshIp() })).statusCode, 200);
+  });
+});

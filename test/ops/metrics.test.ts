@@ -1,0 +1,139 @@
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import type { FastifyInstance } from 'fastify';
+import { sql } from 'kysely';
+import client from 'prom-client';
+import { api, buildTestApp, createUser, waitFor, type TestUser } from '../helpers/app.ts';
+import { createProduct } from '../products/products.factory.ts';
+import { waitForFinal } from '../orders/orders.helpers.ts';
+import { sendInbound, SHOPIFY_SECRET, startReceiver, type Receiver } from '../webhooks/webhooks.helpers.ts';
+import { registerOperationsMetrics } from '../../src/modules/operations/operations.metrics.ts';
+
+/** The samples of /metrics as `name{labels}` → value. */
+function parse(text: string): Map<string, number> {
+  const samples = new Map<string, number>();
+  for (const line of text.split('\n')) {
+    if (line === '' || line.startsWith('#')) continue;
+    const at = line.lastIndexOf(' ');
+    samples.set(line.slice(0, at), Number(line.slice(at + 1)));
+  }
+  return samples;
+}
+
+describe('/metrics: jobs, orders and webhooks, read from the database', () => {
+  let app: FastifyInstance;
+  let alice: TestUser;
+  let receiver: Receiver;
+
+  const scrape = async () => {
+    const res = await app.inject({ method: 'GET', url: '/metrics' });
+    assert.equal(res.statusCode, 200);
+    return { text: res.body, samples: parse(res.body) };
+  };
+  const count = async (query: string) => Number((await sql<{ n: number }>`${sql.raw(query)}`.execute(app.ctx.db)).rows[0].n);
+
+  before(async () => {
+    receiver = await startReceiver();
+    receiver.respond = (_req, i) => (i === 0 ? { status: 500 } : { status: 204 });
+    // no caching here: every scrape reads the database (the cache has its own test below)
+    app = await buildTestApp(undefined, { metricsCacheSeconds: 0, shopifyWebhookSecret: SHOPIFY_SECRET, webhookRetrySchedule: [0.2] });
+    alice = await createUser(app);
+    const sub = await api(app, alice, { method: 'POST', url: '/api/v1/webhooks/subscriptions', payload: { url: receiver.url, events: ['order.created'] } });
+    assert.equal(sub.statusCode, 201, sub.body);
+  });
+  after(async () => {
+    await app.close();
+    await receiver.close();
+  });
+
+  it('documents every metric with its type', async () => {
+    const { text } = await scrape();
+    for (const [name, type] of [
+      ['jobs_queued', 'gauge'],
+      ['jobs_active', 'gauge'],
+      ['jobs_failed_total', 'counter'],
+      ['order_status_transitions_total', 'counter'],
+      ['webhook_deliveries_total', 'counter'],
+      ['webhook_oldest_undelivered_message_age_seconds', 'gauge'],
+      ['inbound_webhooks', 'gauge'],
+      ['http_request_duration_seconds', 'histogram'],
+    ]) {
+      assert.ok(text.includes(`# TYPE ${name} ${type}`), `${name} ${type}`);
+      assert.ok(text.includes(`# HELP ${name} `), name);
+    }
+  });
+
+  it('order status transitions per status, outgoing deliveries per result, inbound webhooks per result', async () => {
+    const product = await createProduct(app, { stock: 1 });
+    const placed: number[] = [];
+    for (const quantity of [1, 1]) {
+      const res = await api(app, alice, { method: 'POST', url: '/api/v1/orders', payload: { items: [{ product_id: product.id, quantity }], shipping_address: 'x' } });
+      placed.push(res.json<{ id: number }>().id);
+    }
+    for (const id of placed) await waitForFinal(app, id);
+    await sendInbound(app, '{"not": "an order"}');
+    await waitFor(async () => ((await count(`SELECT count(*) AS n FROM inbound_webhooks WHERE status = 'failed'`)) === 1 ? true : undefined));
+    // two order.created messages: the first attempt of the first fails, its retry and the second succeed
+    await waitFor(async () => ((await count(`SELECT count(*) AS n FROM webhook_messages WHERE status = 'delivered'`)) === 2 ? true : undefined));
+
+    const { samples } = await scrape();
+    assert.equal(samples.get('order_status_transitions_total{status="pending"}'), 2);
+    assert.equal(samples.get('order_status_transitions_total{status="processing"}'), 2);
+    assert.equal(samples.get('order_status_transitions_total{status="completed"}'), 1);
+    assert.equal(samples.get('order_status_transitions_total{status="failed"}'), 1);
+    assert.equal(samples.get('webhook_deliveries_total{result="success"}'), 2);
+    assert.equal(samples.get('webhook_deliveries_total{result="failure"}'), 1);
+    assert.equal(samples.get('webhook_oldest_undelivered_message_age_seconds'), 0);
+    assert.equal(samples.get('inbound_webhooks{status="failed"}'), 1);
+    assert.equal(samples.get('inbound_webhooks{status="processed"}'), 0);
+    assert.equal(samples.get('inbound_webhooks{status="received"}'), 0);
+  });
+
+  it('queued, running and failed jobs per queue; a failed job stays counted after the purge deletes it', async () => {
+    const before = (await scrape()).samples;
+    assert.equal(before.get('jobs_queued{queue="webhook-platform-report"}'), 0, 'every queue is reported, with 0 when empty');
+    // a job due in an hour waits in its queue
+    await app.ctx.queue.sendNow('webhook-platform-report', { orderId: 1 }, { startAfter: 3600 });
+    // jobs no worker here will touch: one running, two failed for good (as pg-boss records them)
+    await sql`
+      INSERT INTO pgboss.job (name, data, state, started_on, completed_on)
+      VALUES ('user-welcome-email', '{}', 'active', now(), NULL),
+             ('user-welcome-email', '{}', 'failed', now(), now()),
+             ('user-welcome-email', '{}', 'failed', now(), now() - interval '400 days')
+    `.execute(app.ctx.db);
+    const after = (await scrape()).samples;
+    assert.equal(after.get('jobs_queued{queue="webhook-platform-report"}'), 1);
+    assert.equal(after.get('jobs_active{queue="user-welcome-email"}'), 1);
+    assert.equal(after.get('jobs_failed_total{queue="user-welcome-email"}'), (before.get('jobs_failed_total{queue="user-welcome-email"}') ?? 0) + 2);
+
+    // the purge deletes the year-old failed job; the counter does not go down
+    await app.ctx.queue.boss.send('jobs-purge', {});
+    await waitFor(async () =>
+      (await count(`SELECT count(*) AS n FROM pgboss.job WHERE name = 'user-welcome-email' AND state = 'failed'`)) === 1 ? true : undefined,
+    );
+    const purged = (await scrape()).samples;
+    assert.equal(purged.get('jobs_failed_total{queue="user-welcome-email"}'), after.get('jobs_failed_total{queue="user-welcome-email"}'));
+  });
+
+  it('the age of the oldest message not yet delivered', async () => {
+    const sub = await app.ctx.db.selectFrom('webhook_subscriptions').select('id').executeTakeFirstOrThrow();
+    await app.ctx.db
+      .insertInto('webhook_messages')
+      .values({ message_id: 'msg_metrics_held', subscription_id: sub.id, event_id: null, order_id: null, event_type: 'order.created', payload: '{}', status: 'held', created_at: new Date(Date.now() - 3600_000) })
+      .execute();
+    const age = (await scrape()).samples.get('webhook_oldest_undelivered_message_age_seconds')!;
+    assert.ok(age >= 3600 && age < 3700, String(age));
+    await app.ctx.db.deleteFrom('webhook_messages').where('message_id', '=', 'msg_metrics_held').execute();
+    assert.equal((await scrape()).samples.get('webhook_oldest_undelivered_message_age_seconds'), 0);
+  });
+
+  it('reuses what it read for the cache period: frequent scrapes do not query the database again', async () => {
+    const registry = new client.Registry();
+    registerOperationsMetrics(registry, { db: app.ctx.db, cacheSeconds: 3600, log: app.ctx.log });
+    const first = parse(await registry.metrics()).get('inbound_webhooks{status="failed"}')!;
+    await sendInbound(app, 'still not an order');
+    await waitFor(async () => ((await count(`SELECT count(*) AS n FROM inbound_webhooks WHERE status = 'failed'`)) === first + 1 ? true : undefined));
+    assert.equal(parse(await registry.metrics()).get('inbound_webhooks{status="failed"}'), first, 'the cached figure');
+    assert.equal((await scrape()).samples.get('inbound_webhooks{status="failed"}'), first + 1, 'the uncached app reads it');
+  });
+});

@@ -9,8 +9,8 @@ const haveChromium = fs.existsSync(CHROMIUM);
 // In CI a missing browser is a failure, not a silent skip.
 const skip = !haveChromium && !process.env.CI ? `no Chromium at ${CHROMIUM}` : false;
 
-describe('interactive docs in a real browser', { skip, timeout: 60000 }, () => {
-  it('Authorize with the password flow, then Try it out on GET /auth/me answers 200 with the user', async (t) => {
+describe('interactive docs in a real browser', { skip, timeout: 120000 }, () => {
+  it('our title and icon, no top bar, the document from /openapi.json; Authorize with the password flow, then Try it out on GET /auth/me answers 200 with the user', async (t) => {
     assert.ok(haveChromium, `Chromium is required in CI (looked for ${CHROMIUM})`);
     const app = await buildTestApp(t);
     const user = await createUser(app);
@@ -46,11 +46,30 @@ describe('interactive docs in a real browser', { skip, timeout: 60000 }, () => {
     });
     page.on('pageerror', (e) => pageErrors.push(e.message));
 
+    const documentRequests: string[] = [];
+    page.on('request', (r) => {
+      if (/\/(openapi\.json|docs\/json)$/.test(new URL(r.url()).pathname)) documentRequests.push(new URL(r.url()).pathname);
+    });
     const docs = await page.goto(`${base}/docs`);
     assert.equal(docs?.status(), 200);
     // the page renders under its own Content-Security-Policy (static CSP of @fastify/swagger-ui)
     assert.match((await docs?.allHeaders())?.['content-security-policy'] ?? '', /script-src/);
     await page.locator('.information-container .title').filter({ hasText: 'Order and Account Service' }).waitFor();
+
+    // the page is ours: our title and icon, no top bar (third-party logo, "Explore" box), and the
+    // document it shows is the one at /openapi.json
+    assert.equal(await page.title(), 'Order and Account Service — API reference');
+    assert.equal(await page.locator('.topbar').count(), 0, 'no top bar');
+    assert.equal(await page.getByText('Explore', { exact: true }).count(), 0, 'no "Explore" button');
+    assert.equal(await page.locator('img[src*="logo"], .topbar-wrapper img').count(), 0, 'no logo image');
+    const icons = await page.locator('link[rel="icon"]').evaluateAll((links) => links.map((l) => l.getAttribute('href')));
+    assert.deepEqual(icons, ['/docs/static/theme/favicon.svg']);
+    const icon = await page.request.get(`${base}/docs/static/theme/favicon.svg`);
+    assert.equal(icon.status(), 200);
+    assert.match(await icon.text(), /<svg[^>]*>.*>OA</s);
+    assert.deepEqual(documentRequests, ['/openapi.json'], 'the document is fetched from /openapi.json only');
+    const source = page.locator('.information-container .info a.link, .information-container .info__url, .information-container a[href$="/openapi.json"]');
+    assert.match((await source.first().getAttribute('href')) ?? '', /\/openapi\.json$/, 'the page names /openapi.json as its source');
 
     // Authorize: OAuth2 password flow against the login route
     await page.locator('.auth-wrapper button.authorize').click();

@@ -14,6 +14,7 @@ import { registerPathIds } from './http/path-ids.ts';
 import { registerRateLimit } from './http/rate-limit.ts';
 import { registerSecurity } from './http/security.ts';
 import { registerSecurityHeaders } from './http/security-headers.ts';
+import { registerTracing } from './http/tracing.ts';
 import { closeIdleConnectionsOnShutdown, serverOptions } from './http/server.ts';
 import { UserCache, UserChangeFeed } from './http/user-cache.ts';
 import { registerValidation } from './http/validation.ts';
@@ -89,6 +90,8 @@ export async function buildApp(config: Config, opts: BuildOptions = {}): Promise
   // @fastify/cors is registered before the auth check exists; it only ever answers 204 or 404.
   registerValidation(app);
   registerErrorHandling(app);
+  // first of the onRequest hooks: a request rejected by a later one still has its route on its span
+  if (config.otelEndpoint) registerTracing(app);
   // the docs page loads its own scripts and styles; the API itself serves only JSON
   registerSecurityHeaders(app, { contentSecurityPolicy: false, crossOriginEmbedderPolicy: false });
   if (config.corsOrigins.length > 0) await app.register(cors, { origin: [...config.corsOrigins], credentials: false });

@@ -75,6 +75,14 @@ export interface Config {
   readonly jobRetentionDays: number;
   /** how long /metrics reuses the figures it read from the database */
   readonly metricsCacheSeconds: number;
+  /**
+   * OpenTelemetry traces go to this OTLP endpoint (OTEL_EXPORTER_OTLP_ENDPOINT, or the traces-only
+   * OTEL_EXPORTER_OTLP_TRACES_ENDPOINT); unset: no tracing, and the SDK is not even loaded. The SDK
+   * reads the other standard OTEL_* variables (protocol, headers, sampler, batch delay) itself.
+   */
+  readonly otelEndpoint: string | undefined;
+  /** the traces' `service.name` (OTEL_SERVICE_NAME) */
+  readonly otelServiceName: string;
 }
 
 export class ConfigError extends Error {}
@@ -284,6 +292,8 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     inboundPayloadRetentionDays: int(env, 'INBOUND_PAYLOAD_RETENTION_DAYS', 30, 0, 3650),
     jobRetentionDays: int(env, 'JOB_RETENTION_DAYS', 7, 0, 3650),
     metricsCacheSeconds: num(env, 'METRICS_CACHE_SECONDS', 5, 0),
+    otelEndpoint: url(env, 'OTEL_EXPORTER_OTLP_ENDPOINT', ['http:', 'https:']) ?? url(env, 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', ['http:', 'https:']),
+    otelServiceName: str(env, 'OTEL_SERVICE_NAME') ?? 'order-account-service',
     ...overrides,
   };
   // PGlite lives inside one process: splitting roles or running several API processes needs a server.

@@ -1,6 +1,4 @@
 import closeWithGrace from 'close-with-grace';
-import { buildApp } from './app.ts';
-import { bootstrapAdmin } from './modules/users/admin-bootstrap.ts';
 import { runClusterPrimary, shouldRunCluster } from './cluster.ts';
 import { loadConfigOrExit } from './config.ts';
 
@@ -8,6 +6,12 @@ const config = loadConfigOrExit();
 
 // WEB_CONCURRENCY > 1: this process only supervises the forked API (and worker) processes; it never returns
 if (shouldRunCluster(config)) await runClusterPrimary(config);
+
+// Tracing starts before the app is loaded (its instrumentations patch the database and HTTP
+// libraries as they load), and only when asked for: unset, the SDK is never imported.
+const telemetry = config.otelEndpoint ? (await import('./telemetry.ts')).startTelemetry(config) : undefined;
+const { buildApp } = await import('./app.ts');
+const { bootstrapAdmin } = await import('./modules/users/admin-bootstrap.ts');
 
 const app = await buildApp(config);
 if (config.role !== 'worker') await bootstrapAdmin(app.ctx);
@@ -17,6 +21,7 @@ closeWithGrace({ delay: 30000 }, async ({ signal, err }) => {
   if (err) app.log.error({ err }, 'shutting down after an error');
   else app.log.info({ signal }, 'shutting down');
   await app.close();
+  await telemetry?.shutdown();
 });
 
 if (config.role === 'worker') {

@@ -1,3 +1,4 @@
+import { ROOT_CONTEXT, SpanKind, SpanStatusCode, context, propagation, trace } from '@opentelemetry/api';
 import { PgBoss, fromKysely, fromPglite, type JobWithMetadata, type SendOptions } from 'pg-boss';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Transaction } from 'kysely';
@@ -83,6 +84,28 @@ export interface WorkOptions {
    * and at most `concurrency`.
    */
   perGroup?: number;
+}
+
+/**
+ * The field of a job's data that carries the W3C trace context (`traceparent`, `tracestate`) of
+ * the request or job that sent it, so the job's run continues that trace in whichever process
+ * runs it. Present only when tracing is on (src/telemetry.ts); handlers never read it.
+ */
+export const TRACE_CONTEXT_FIELD = 'traceContext';
+
+const tracer = trace.getTracer('order-account-service/jobs');
+
+/** `data` with the current trace context added; `data` itself when there is none (tracing off). */
+function withTraceContext<T>(data: T): T {
+  const carrier: Record<string, string> = {};
+  propagation.inject(context.active(), carrier);
+  return carrier.traceparent ? { ...data, [TRACE_CONTEXT_FIELD]: carrier } : data;
+}
+
+/** The trace context a job was sent with (the root context when it carries none). */
+function traceContextOf(data: unknown) {
+  const carrier = data !== null && typeof data === 'object' ? (data as Record<string, unknown>)[TRACE_CONTEXT_FIELD] : undefined;
+  return carrier !== null && typeof carrier === 'object' ? propagation.extract(ROOT_CONTEXT, carrier) : ROOT_CONTEXT;
 }
 
 /** Runs `fn` over `items`, at most `limit` at a time. */
@@ -209,17 +232,38 @@ export class JobQueue {
         // failing its batch-mates; pg-boss then completes the batch's jobs that are still active.
         // Not `perJobResults`: pg-boss 12.35 settles those through a join with a JSON recordset that
         // the planner cannot size, and it scans every retained job of the queue (linear in history).
-        await eachLimited(jobs, oneByOne ? 1 : w.concurrency, async (job) => {
-          try {
-            await w.handler(job);
-          } catch (err) {
-            this.log.warn({ err, queue: w.name, jobId: job.id, attempt: job.retryCount + 1 }, 'job attempt failed');
-            await this.boss.fail(w.name, job.id, { message: err instanceof Error ? err.message : String(err) });
-          }
-        });
+        await eachLimited(jobs, oneByOne ? 1 : w.concurrency, (job) => this.run(w, job));
       });
     }
     for (const s of this.schedules) await this.boss.schedule(s.name, s.cron);
+  }
+
+  /**
+   * One attempt of one job, in a span of its own (a child of the span that sent the job, when tracing
+   * is on); a failed attempt is failed by id, so pg-boss retries it.
+   */
+  private async run(w: Worker, job: JobWithMetadata<unknown>): Promise<void> {
+    const attempt = job.retryCount + 1;
+    const attributes = {
+      'messaging.system': 'pg-boss',
+      'messaging.operation.type': 'process',
+      'messaging.destination.name': w.name,
+      'messaging.message.id': job.id,
+      'job.queue': w.name,
+      'job.attempt': attempt,
+    };
+    await tracer.startActiveSpan(`process ${w.name}`, { kind: SpanKind.CONSUMER, attributes }, traceContextOf(job.data), async (span) => {
+      try {
+        await w.handler(job);
+      } catch (err) {
+        span.recordException(err instanceof Error ? err : String(err));
+        span.setStatus({ code: SpanStatusCode.ERROR, message: err instanceof Error ? err.message : String(err) });
+        this.log.warn({ err, queue: w.name, jobId: job.id, attempt }, 'job attempt failed');
+        await this.boss.fail(w.name, job.id, { message: err instanceof Error ? err.message : String(err) });
+      } finally {
+        span.end();
+      }
+    });
   }
 
   /**
@@ -276,7 +320,7 @@ export class JobQueue {
    * A job about an order, a platform webhook or an outgoing message is linked to it in `trx` too.
    */
   async send<N extends JobName>(trx: Transaction<Database>, name: N, data: JobPayloads[N], options: SendOptions = {}): Promise<string | null> {
-    const id = await this.boss.send(name, data, { ...options, db: fromKysely(trx) });
+    const id = await this.boss.send(name, withTraceContext(data), { ...options, db: fromKysely(trx) });
     const subject = jobSubjectOf(data);
     if (id !== null && subject) await insertJobLink(trx, id, name, subject);
     return id;
@@ -284,7 +328,7 @@ export class JobQueue {
 
   /** Enqueues outside any transaction (for jobs that follow a committed change). */
   async sendNow<N extends JobName>(name: N, data: JobPayloads[N], options: SendOptions = {}): Promise<string | null> {
-    const id = await this.boss.send(name, data, options);
+    const id = await this.boss.send(name, withTraceContext(data), options);
     const subject = jobSubjectOf(data);
     if (id !== null && subject) await insertJobLink(this.handle.db, id, name, subject);
     return id;

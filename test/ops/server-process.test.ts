@@ -1,85 +1,11 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs/promises';
-import net from 'node:net';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import type { TestContext } from 'node:test';
 import pg from 'pg';
 import { Agent, request } from 'undici';
-import { defer, testConfig, waitFor } from '../helpers/app.ts';
-
-const NODE = 'node_modules/.bin/node';
-const ADMIN_EMAIL = 'ops-admin@example.com';
-const ADMIN_PASSWORD = 'ops-admin-password-123';
-
-/** A port nobody listens on right now (the kernel picks it). */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.unref();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-interface Proc {
-  child: ChildProcess;
-  stdout: () => string;
-  stderr: () => string;
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
-
-function start(t: TestContext, script: string, env: Record<string, string>): Proc {
-  const child = spawn(NODE, [script], {
-    env: { PATH: process.env.PATH ?? '', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  let err = '';
-  child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr?.on('data', (d: Buffer) => (err += d.toString()));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.on('exit', (code, signal) => resolve({ code, signal })),
-  );
-  t.after(() => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  });
-  return { child, stdout: () => out, stderr: () => err, exited };
-}
-
-/** Environment of a fresh server: its own data directory and (with TEST_DATABASE_URL) its own database. */
-async function serverEnv(t: TestContext, extra: Record<string, string> = {}): Promise<Record<string, string>> {
-  const config = await testConfig(t);
-  const env: Record<string, string> = {
-    DATA_DIR: config.dataDir,
-    HOST: '127.0.0.1',
-    BCRYPT_ROUNDS: '12',
-    LOG_LEVEL: 'warn',
-    ADMIN_EMAIL,
-    ADMIN_PASSWORD,
-    SEED_DEMO_CATALOG: 'false',
-    ...extra,
-  };
-  if (config.databaseUrl && config.databaseUrl !== ':memory:') env.DATABASE_URL = config.databaseUrl;
-  return env;
-}
-
-async function untilHealthy(base: string, proc: Proc): Promise<void> {
-  await waitFor(async () => {
-    if (proc.child.exitCode !== null) throw new Error(`server exited: ${proc.stderr()}${proc.stdout()}`);
-    try {
-      const res = await request(`${base}/health`);
-      await res.body.dump();
-      return res.statusCode === 200 ? true : undefined;
-    } catch {
-      return undefined;
-    }
-  }, 30000, 100);
-}
+import { defer, waitFor } from '../helpers/app.ts';
+import { ADMIN_EMAIL, ADMIN_PASSWORD, freePort, serverEnv, start, untilHealthy } from '../helpers/server-process.ts';
 
 describe('the server process', { timeout: 90000 }, () => {
   it('prints the docs URL, finishes in-flight requests on SIGTERM and exits 0', async (t) => {

@@ -1,0 +1,79 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import net from 'node:net';
+import type { TestContext } from 'node:test';
+import { request } from 'undici';
+import { testConfig, waitFor } from './app.ts';
+
+/** Server processes started by tests (src/server.ts, the migrate CLI), as an operator runs them. */
+export const NODE = 'node_modules/.bin/node';
+export const ADMIN_EMAIL = 'ops-admin@example.com';
+export const ADMIN_PASSWORD = 'ops-admin-password-123';
+
+/** A port nobody listens on right now (the kernel picks it). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as net.AddressInfo;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+export interface Proc {
+  child: ChildProcess;
+  stdout: () => string;
+  stderr: () => string;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+export function start(t: TestContext, script: string, env: Record<string, string>): Proc {
+  const child = spawn(NODE, [script], {
+    env: { PATH: process.env.PATH ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr?.on('data', (d: Buffer) => (err += d.toString()));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.on('exit', (code, signal) => resolve({ code, signal })),
+  );
+  t.after(() => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  });
+  return { child, stdout: () => out, stderr: () => err, exited };
+}
+
+/** Environment of a fresh server: its own data directory and (with TEST_DATABASE_URL) its own database. */
+export async function serverEnv(t: TestContext, extra: Record<string, string> = {}): Promise<Record<string, string>> {
+  const config = await testConfig(t);
+  const env: Record<string, string> = {
+    DATA_DIR: config.dataDir,
+    HOST: '127.0.0.1',
+    BCRYPT_ROUNDS: '12',
+    LOG_LEVEL: 'warn',
+    ADMIN_EMAIL,
+    ADMIN_PASSWORD,
+    SEED_DEMO_CATALOG: 'false',
+    ...extra,
+  };
+  if (config.databaseUrl && config.databaseUrl !== ':memory:') env.DATABASE_URL = config.databaseUrl;
+  return env;
+}
+
+/** Waits for /health; generous, as start-up (migrations, the embedded database) is slow on a busy machine. */
+export async function untilHealthy(base: string, proc: Proc): Promise<void> {
+  await waitFor(async () => {
+    if (proc.child.exitCode !== null) throw new Error(`server exited: ${proc.stderr()}${proc.stdout()}`);
+    try {
+      const res = await request(`${base}/health`);
+      await res.body.dump();
+      return res.statusCode === 200 ? true : undefined;
+    } catch {
+      return undefined;
+    }
+  }, 90000, 100);
+}

@@ -1,0 +1,181 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import zlib from 'node:zlib';
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { request } from 'undici';
+import { defer, waitFor } from '../helpers/app.ts';
+import { ADMIN_EMAIL, ADMIN_PASSWORD, freePort, serverEnv, start, untilHealthy, type Proc } from '../helpers/server-process.ts';
+import { startSlowReceiver, type Envelope } from '../modules/outbound-webhooks/outbound-webhooks.helpers.ts';
+
+/** One span as an OTLP/HTTP JSON export carries it, with the resource it came from. */
+interface ExportedSpan {
+  traceId: string;
+  spanId: string;
+  parentSpanId?: string;
+  name: string;
+  kind: number;
+  attributes: Record<string, unknown>;
+  resource: Record<string, unknown>;
+}
+
+const SPAN_KIND = { SERVER: 2, CLIENT: 3, CONSUMER: 5 } as const;
+
+type AnyValue = { stringValue?: string; intValue?: string | number; boolValue?: boolean; doubleValue?: number };
+
+function attributesOf(list: { key: string; value: AnyValue }[] | undefined): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const { key, value } of list ?? []) {
+    out[key] = value.stringValue ?? (value.intValue !== undefined ? Number(value.intValue) : (value.boolValue ?? value.doubleValue));
+  }
+  return out;
+}
+
+/** A real OTLP/HTTP receiver: accepts POST /v1/traces in the JSON encoding and keeps every span. */
+async function startOtlpReceiver(): Promise<{ url: string; spans: ExportedSpan[]; close(): Promise<void> }> {
+  const spans: ExportedSpan[] = [];
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      if (req.method !== 'POST' || req.url !== '/v1/traces') {
+        res.writeHead(404).end();
+        return;
+      }
+      const raw = Buffer.concat(chunks);
+      const body = JSON.parse((req.headers['content-encoding'] === 'gzip' ? zlib.gunzipSync(raw) : raw).toString('utf8')) as {
+        resourceSpans: {
+          resource?: { attributes?: { key: string; value: AnyValue }[] };
+          scopeSpans: { spans: { traceId: string; spanId: string; parentSpanId?: string; name: string; kind: number; attributes?: { key: string; value: AnyValue }[] }[] }[];
+        }[];
+      };
+      for (const rs of body.resourceSpans) {
+        const resource = attributesOf(rs.resource?.attributes);
+        for (const ss of rs.scopeSpans) {
+          for (const s of ss.spans) spans.push({ ...s, attributes: attributesOf(s.attributes), resource });
+        }
+      }
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    spans,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+async function call(base: string, method: 'GET' | 'POST', path: string, token: string | undefined, body?: unknown): Promise<{ status: number; json: Record<string, unknown> }> {
+  const res = await request(`${base}${path}`, {
+    method,
+    headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return { status: res.statusCode, json: (await res.body.json()) as Record<string, unknown> };
+}
+
+// With PostgreSQL the API and the worker run as separate processes (the path the trace must cross);
+// on the embedded database one process plays both roles.
+const split = Boolean(process.env.TEST_DATABASE_URL);
+
+describe(`OpenTelemetry: one trace from POST /orders to the subscriber (${split ? 'API and worker processes' : 'one process'})`, { timeout: 240000 }, () => {
+  it('the delivery carries the traceparent of the order request, and every process exports spans of that trace', async (t) => {
+    const otlp = await startOtlpReceiver();
+    defer(t, () => otlp.close());
+    const subscriber = await startSlowReceiver();
+    defer(t, () => subscriber.close());
+    const otel = {
+      OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url,
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+      OTEL_BSP_SCHEDULE_DELAY: '100',
+      WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+      BCRYPT_ROUNDS: '4',
+    };
+
+    const apiPort = await freePort();
+    const base = `http://127.0.0.1:${apiPort}`;
+    const apiEnv = await serverEnv(t, { ...otel, PORT: String(apiPort), ROLE: split ? 'api' : 'all' });
+    const processes: Proc[] = [start(t, 'src/server.ts', apiEnv)];
+    await untilHealthy(base, processes[0]);
+    if (split) {
+      const workerEnv = await serverEnv(t, { ...otel, PORT: String(await freePort()), ROLE: 'worker', LOG_LEVEL: 'info' });
+      workerEnv.DATABASE_URL = apiEnv.DATABASE_URL;
+      const worker = start(t, 'src/server.ts', workerEnv);
+      processes.push(worker);
+      await waitFor(async () => {
+        if (worker.child.exitCode !== null) throw new Error(`worker exited: ${worker.stderr()}`);
+        return worker.stdout().includes('worker started') ? true : undefined;
+      }, 30000);
+    }
+
+    const login = await call(base, 'POST', '/api/v1/auth/login', undefined, { username: ADMIN_EMAIL, password: ADMIN_PASSWORD });
+    assert.equal(login.status, 200);
+    const token = String(login.json.access_token);
+    const product = await call(base, 'POST', '/api/v1/products', token, { sku: 'OTEL-1', name: 'Traced widget', price: 3, stock: 5 });
+    assert.equal(product.status, 201);
+    // an administrator's subscription receives every order's events
+    const subscription = await call(base, 'POST', '/api/v1/webhooks/subscriptions', token, { url: subscriber.url, events: ['order.created', 'order.status_changed'] });
+    assert.equal(subscription.status, 201);
+
+    const order = await call(base, 'POST', '/api/v1/orders', token, { items: [{ product_id: product.json.id, quantity: 1 }], shipping_address: '1 Trace Road' });
+    assert.equal(order.status, 201);
+    const orderId = order.json.id as number;
+
+    // the subscriber gets order.created (queued by the request) and the completion (queued by the order's job)
+    const deliveries = await waitFor(async () => {
+      const hits = subscriber.hits.filter((h) => (JSON.parse(h.body) as Envelope).data.order_id === orderId);
+      return hits.some((h) => (JSON.parse(h.body) as Envelope).data.status === 'completed') ? hits : undefined;
+    }, 60000);
+    const traceparents = deliveries.map((h) => String(h.headers.traceparent));
+    for (const tp of traceparents) assert.match(tp, /^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/);
+
+    // the request's server span, named after its route, with its status
+    const orderSpan = await waitFor(async () =>
+      otlp.spans.find((s) => s.kind === SPAN_KIND.SERVER && s.name === 'POST /api/v1/orders' && s.attributes['http.response.status_code'] === 201),
+    );
+    assert.equal(orderSpan.attributes['http.route'], '/api/v1/orders');
+    const traceId = orderSpan.traceId;
+    for (const tp of traceparents) assert.equal(tp.split('-')[1], traceId, 'each delivery continues the trace of POST /orders');
+
+    // the spans of that trace, once the processes have exported the last of them
+    const inTrace = await waitFor(async () => {
+      const spans = otlp.spans.filter((s) => s.traceId === traceId);
+      const ids = new Set(spans.map((s) => s.spanId));
+      const deliveredBy = traceparents.map((tp) => tp.split('-')[2]);
+      return deliveredBy.every((id) => ids.has(id)) && spans.some((s) => s.name === 'process order-process') ? spans : undefined;
+    }, 30000);
+
+    // each delivery's traceparent names the outgoing HTTP call's own client span
+    for (const tp of traceparents) {
+      const client = inTrace.find((s) => s.spanId === tp.split('-')[2]);
+      assert.equal(client?.kind, SPAN_KIND.CLIENT);
+      assert.equal(client?.attributes['http.request.method'], 'POST');
+      assert.equal(client?.attributes['url.full'], subscriber.url);
+    }
+    // the job runs, with their queue and attempt
+    const processOrder = inTrace.find((s) => s.name === 'process order-process');
+    assert.equal(processOrder?.kind, SPAN_KIND.CONSUMER);
+    assert.equal(processOrder?.attributes['job.queue'], 'order-process');
+    assert.equal(processOrder?.attributes['job.attempt'], 1);
+    assert.ok(inTrace.some((s) => s.name === 'process webhook-deliver' && s.attributes['job.attempt'] === 1));
+
+    // spans from every process share the trace: the API's request, the worker's jobs and deliveries
+    const pids = processes.map((p) => p.child.pid);
+    const pidsInTrace = new Set(inTrace.map((s) => s.resource['process.pid']));
+    for (const pid of pids) assert.ok(pidsInTrace.has(pid), `process ${pid} exported spans of the trace`);
+    assert.equal(orderSpan.resource['process.pid'], pids[0]);
+    assert.equal(processOrder?.resource['process.pid'], pids.at(-1));
+    assert.equal(orderSpan.resource['service.name'], 'order-account-service');
+
+    // with PostgreSQL, the statements of the request and of the jobs are spans of the trace too
+    if (split) {
+      const statements = inTrace.filter((s) => s.attributes['db.system.name'] === 'postgresql' || s.attributes['db.system'] === 'postgresql');
+      assert.ok(statements.some((s) => s.resource['process.pid'] === pids[0]), 'the API process traced its statements');
+      assert.ok(statements.some((s) => s.resource['process.pid'] === pids[1]), 'the worker traced its statements');
+    }
+
+    for (const p of processes) p.child.kill('SIGTERM');
+    for (const p of processes) assert.deepEqual(await p.exited, { code: 0, signal: null }, p.stderr());
+  });
+});

@@ -29,8 +29,26 @@ export interface Proc {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
-export function start(t: TestContext, script: string, env: Record<string, string>): Proc {
-  const child = spawn(NODE, [script], {
+/** What the process writes to stderr when it loads the OpenTelemetry SDK (see SDK_LOAD_PROBE). */
+export const SDK_LOADED = 'probe: @opentelemetry/sdk-node loaded';
+
+/**
+ * Node options for `start` that make the process report (SDK_LOADED, on stderr) whether it ever
+ * resolves the OpenTelemetry SDK: a module resolution hook, registered before the entry point runs.
+ */
+export const SDK_LOAD_PROBE = [
+  `--import=data:text/javascript,${encodeURIComponent(
+    `import { registerHooks } from 'node:module';
+    registerHooks({ resolve(specifier, context, next) {
+      if (specifier === '@opentelemetry/sdk-node') process.stderr.write(${JSON.stringify(`${SDK_LOADED}
+`)});
+      return next(specifier, context);
+    } });`,
+  )}`,
+];
+
+export function start(t: TestContext, script: string, env: Record<string, string>, nodeOptions: string[] = []): Proc {
+  const child = spawn(NODE, [...nodeOptions, script], {
     env: { PATH: process.env.PATH ?? '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -5,15 +5,17 @@ import assert from 'node:assert/strict';
 import pg from 'pg';
 import { Agent, request } from 'undici';
 import { defer, waitFor } from '../helpers/app.ts';
-import { ADMIN_EMAIL, ADMIN_PASSWORD, freePort, serverEnv, start, untilHealthy } from '../helpers/server-process.ts';
+import { ADMIN_EMAIL, ADMIN_PASSWORD, freePort, SDK_LOAD_PROBE, SDK_LOADED, serverEnv, start, untilHealthy } from '../helpers/server-process.ts';
 
 describe('the server process', { timeout: 90000 }, () => {
-  it('prints the docs URL, finishes in-flight requests on SIGTERM and exits 0', async (t) => {
+  it('prints the docs URL, loads no tracing SDK, finishes in-flight requests on SIGTERM and exits 0', async (t) => {
     const port = await freePort();
     const base = `http://127.0.0.1:${port}`;
     // debug: the access log writes "incoming request" for each one, so the test knows when all are in flight
-    const proc = start(t, 'src/server.ts', await serverEnv(t, { PORT: String(port), LOG_LEVEL: 'debug' }));
+    const proc = start(t, 'src/server.ts', await serverEnv(t, { PORT: String(port), LOG_LEVEL: 'debug' }), SDK_LOAD_PROBE);
     await untilHealthy(base, proc);
+    // without OTEL_EXPORTER_OTLP_ENDPOINT the OpenTelemetry SDK is never loaded (tracing costs nothing)
+    assert.ok(!proc.stderr().includes(SDK_LOADED), 'the SDK is not loaded');
     assert.match(proc.stdout(), new RegExp(`${base.replace(/[.]/g, '\\.')}/docs`));
 
     // each login on its own connection: bcrypt at cost 12 keeps every one in flight for a while

@@ -5,7 +5,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { request } from 'undici';
 import { defer, waitFor } from '../helpers/app.ts';
-import { ADMIN_EMAIL, ADMIN_PASSWORD, freePort, serverEnv, start, untilHealthy, type Proc } from '../helpers/server-process.ts';
+import { ADMIN_EMAIL, ADMIN_PASSWORD, freePort, SDK_LOAD_PROBE, SDK_LOADED, serverEnv, start, untilHealthy, type Proc } from '../helpers/server-process.ts';
 import { startSlowReceiver, type Envelope } from '../modules/outbound-webhooks/outbound-webhooks.helpers.ts';
 
 /** One span as an OTLP/HTTP JSON export carries it, with the resource it came from. */
@@ -96,8 +96,10 @@ describe(`OpenTelemetry: one trace from POST /orders to the subscriber (${split 
     const apiPort = await freePort();
     const base = `http://127.0.0.1:${apiPort}`;
     const apiEnv = await serverEnv(t, { ...otel, PORT: String(apiPort), ROLE: split ? 'api' : 'all' });
-    const processes: Proc[] = [start(t, 'src/server.ts', apiEnv)];
+    const processes: Proc[] = [start(t, 'src/server.ts', apiEnv, SDK_LOAD_PROBE)];
     await untilHealthy(base, processes[0]);
+    // the probe sees the SDK load when the endpoint is set (test/ops/server-process.test.ts: and not otherwise)
+    assert.ok(processes[0].stderr().includes(SDK_LOADED), 'the SDK is loaded');
     if (split) {
       const workerEnv = await serverEnv(t, { ...otel, PORT: String(await freePort()), ROLE: 'worker', LOG_LEVEL: 'info' });
       workerEnv.DATABASE_URL = apiEnv.DATABASE_URL;

@@ -7,7 +7,7 @@ import { startSlowReceiver, type Envelope } from '../modules/outbound-webhooks/o
 // The documented flow through the generated types and the openapi-fetch client, against the app on
 // a real port: every call below is type-checked against clients/typescript/schema.d.ts by
 // `npm run typecheck`, so a change of the document that breaks an integrator breaks this file.
-describe('typed client (openapi-typescript + openapi-fetch)', () => {
+describe('typed client (openapi-typescript + openapi-fetch)', { timeout: 240000 }, () => {
   it('signs in, refreshes, manages users, items, orders until completed and subscriptions', async (t) => {
     const app = await buildTestApp(t);
     const admin = await createUser(app, { admin: true });

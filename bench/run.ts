@@ -17,15 +17,21 @@ import { scalePhase } from './scale.ts';
 import { endScenarios, logIn } from './scenario.ts';
 import { seedPhase } from './seed.ts';
 import { cleanup, startProcesses } from './services.ts';
+import { startupPhase } from './startup.ts';
+import { statementsPhase } from './statements.ts';
 import { writesPhase } from './writes.ts';
 
 async function main(ctx: RunContext): Promise<void> {
   const { phase, noCluster, scaleLarge } = ctx.opts;
   const report = startReport(ctx);
   const client = await seedPhase(ctx, report);
+  // before any load: the figure is the process's own, not the machine's
+  const startup = await startupPhase(ctx, report);
+  const statements = await statementsPhase(ctx, report);
   const { service, loader } = await startProcesses(ctx); // the baseline, the service, the load generator
   try {
     const b = await logIn(ctx, { client, loader, service, report });
+    b.targets.push(startup, statements);
     if (phase('reads')) await readsPhase(b);
     if (phase('mixed')) await mixedPhase(b);
     if (phase('logins')) await loginsPhase(b);

@@ -34,7 +34,7 @@ export async function freshDatabase(ctx: RunContext, name: string): Promise<pg.C
   return client;
 }
 
-function serviceEnv(ctx: RunContext, database: string, extra: Record<string, string> = {}): Record<string, string> {
+export function serviceEnv(ctx: RunContext, database: string, extra: Record<string, string> = {}): Record<string, string> {
   return {
     DATABASE_URL: dbUrl(ctx, database),
     REDIS_URL: ctx.redisUrl,

@@ -1,6 +1,6 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { PGlite } from '@electric-sql/pglite';
+import type { PGlite } from '@electric-sql/pglite';
 import { Kysely, PGliteDialect, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import { PreparingClient } from './prepared.ts';
@@ -65,6 +65,8 @@ export async function createDatabase(opts: DatabaseOptions): Promise<DatabaseHan
       },
     };
   }
+  // loaded only here: a process on PostgreSQL never holds the embedded database's code
+  const { PGlite } = await import('@electric-sql/pglite');
   let pglite: PGlite;
   if (opts.databaseUrl === ':memory:') {
     pglite = await PGlite.create();

@@ -4,6 +4,7 @@ import type { Config } from '../config.ts';
 import { frameworkErrors } from './errors.ts';
 import { loggerOptions } from './logger.ts';
 import { serverLimits } from './security.ts';
+import { lazySchemaController } from './validation.ts';
 
 /** Fastify's options for the service: logging, resource limits, proxies, routing, request ids. */
 export function serverOptions(config: Config, logStream: { write(msg: string): void } | undefined): FastifyServerOptions {
@@ -16,6 +17,7 @@ export function serverOptions(config: Config, logStream: { write(msg: string): v
     trustProxy: config.trustProxy === true ? (_address: string, hop: number) => hop === 0 : config.trustProxy,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
     frameworkErrors,
+    schemaController: lazySchemaController,
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && /^[\w.-]{1,64}$/.test(given) ? given : crypto.randomUUID();

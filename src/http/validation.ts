@@ -1,6 +1,47 @@
+import { createRequire } from 'node:module';
 import { Ajv, type Options, type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyServerOptions } from 'fastify';
+
+/** A validator as Fastify calls it: true or false, with the errors of the last call on `errors`. */
+interface Validator {
+  (data: unknown): boolean;
+  errors?: ValidateFunction['errors'];
+}
+
+/**
+ * Compiles on the first call: Ajv's and fast-json-stringify's generated code for every route's
+ * schemas held about 9 MB at start-up, most of it for routes a given process rarely or never serves.
+ */
+function compiledOnFirstUse(compile: () => Validator): Validator {
+  let validate: Validator | undefined;
+  const lazy: Validator = (data) => {
+    validate ??= compile();
+    const ok = validate(data);
+    lazy.errors = validate.errors;
+    return ok;
+  };
+  lazy.errors = null;
+  return lazy;
+}
+
+type SerializerFactory = (externalSchemas: unknown, options: unknown) => (route: unknown) => (data: unknown) => string;
+// the serializer compiler Fastify uses when given none, resolved through Fastify's own dependencies
+const fastifyRequire = createRequire(import.meta.resolve('fastify'));
+const { SerializerSelector } = fastifyRequire('@fastify/fast-json-stringify-compiler') as { SerializerSelector: () => SerializerFactory };
+
+/** Fastify's response serializers, each built on the first response it writes (see compiledOnFirstUse). */
+export const lazySchemaController: FastifyServerOptions['schemaController'] = {
+  compilersFactory: {
+    buildSerializer: ((externalSchemas: unknown, options: unknown) => {
+      const build = SerializerSelector()(externalSchemas, options);
+      return (route: unknown) => {
+        let serialize: ((data: unknown) => string) | undefined;
+        return (data: unknown) => (serialize ??= build(route))(data);
+      };
+    }) as never,
+  },
+};
 
 function makeAjv(opts: Options): Ajv {
   const ajv = new Ajv({ allErrors: false, removeAdditional: false, useDefaults: true, strict: false, ...opts });
@@ -18,8 +59,8 @@ export function registerValidation(app: FastifyInstance): void {
   const bodyAjv = makeAjv({ coerceTypes: false });
   const textAjv = makeAjv({ coerceTypes: 'array' });
   app.setValidatorCompiler(({ schema, httpPart }) => {
-    if (httpPart === 'body') return bodyAjv.compile(schema);
-    return withBooleanWords(textAjv.compile(schema), booleanProperties(schema));
+    if (httpPart === 'body') return compiledOnFirstUse(() => bodyAjv.compile(schema) as Validator);
+    return compiledOnFirstUse(() => withBooleanWords(textAjv.compile(schema) as Validator, booleanProperties(schema)));
   });
   registerJsonParser(app);
 }
@@ -38,7 +79,7 @@ function booleanProperties(schema: unknown): string[] {
   return Object.keys(props).filter((k) => props[k].type === 'boolean');
 }
 
-function withBooleanWords(validate: ValidateFunction, keys: string[]) {
+function withBooleanWords(validate: Validator, keys: string[]): Validator {
   if (keys.length === 0) return validate;
   const wrapped = (data: unknown): boolean => {
     if (data !== null && typeof data === 'object') {
@@ -54,7 +95,7 @@ function withBooleanWords(validate: ValidateFunction, keys: string[]) {
     wrapped.errors = validate.errors;
     return ok;
   };
-  wrapped.errors = null as ValidateFunction['errors'];
+  wrapped.errors = null as Validator['errors'];
   return wrapped;
 }
 

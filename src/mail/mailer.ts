@@ -1,7 +1,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import crypto from 'node:crypto';
-import nodemailer, { type Transporter } from 'nodemailer';
+import type { Transporter } from 'nodemailer';
 import type { Config } from '../config.ts';
 
 export interface MailMessage {
@@ -15,30 +15,34 @@ export interface Mailer {
   close(): void;
 }
 
-/** SMTP when SMTP_URL is set; otherwise every message becomes an .eml file in DATA_DIR/outbox. */
+/**
+ * SMTP when SMTP_URL is set; otherwise every message becomes an .eml file in DATA_DIR/outbox.
+ * nodemailer is loaded with the first message: most processes never send one.
+ */
 export function createMailer(config: Config): Mailer {
-  if (config.smtpUrl) {
-    const transport: Transporter = nodemailer.createTransport(config.smtpUrl);
-    return {
-      async send(message) {
-        await transport.sendMail({ from: config.mailFrom, ...message });
-      },
-      close() {
-        transport.close();
-      },
-    };
-  }
+  let transport: Promise<Transporter> | undefined;
+  const open = async (): Promise<Transporter> => {
+    const { default: nodemailer } = await import('nodemailer');
+    return config.smtpUrl
+      ? nodemailer.createTransport(config.smtpUrl)
+      : nodemailer.createTransport({ streamTransport: true, buffer: true, newline: 'unix' });
+  };
   const outbox = path.join(config.dataDir, 'outbox');
-  const transport = nodemailer.createTransport({ streamTransport: true, buffer: true, newline: 'unix' });
   return {
     async send(message) {
-      const info = await transport.sendMail({ from: config.mailFrom, ...message });
+      // a transport that could not be made is tried again with the next message
+      transport ??= open().catch((err: unknown) => {
+        transport = undefined;
+        throw err;
+      });
+      const info = await (await transport).sendMail({ from: config.mailFrom, ...message });
+      if (config.smtpUrl) return;
       await fs.mkdir(outbox, { recursive: true });
       const name = `${new Date().toISOString().replace(/[:.]/g, '-')}-${crypto.randomUUID()}.eml`;
       await fs.writeFile(path.join(outbox, name), info.message as Buffer);
     },
     close() {
-      transport.close();
+      void transport?.then((t) => t.close(), () => {});
     },
   };
 }

@@ -121,7 +121,7 @@ describe('SSRF: subscription targets', () => {
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     const port = (server.address() as net.AddressInfo).port;
     const resolve: Resolver = (hostname, cb) => cb(null, hostname === 'hooks.example.com' ? [{ address: '127.0.0.1', family: 4 }] : []);
-    const agent = createDeliveryAgent({ allowPrivate: false, timeoutMs: 3000, resolve });
+    const agent = await createDeliveryAgent({ allowPrivate: false, timeoutMs: 3000, resolve });
     try {
       const result = await sendSignedMessage(
         agent,
@@ -142,7 +142,7 @@ describe('SSRF: subscription targets', () => {
     const redirector = await startReceiver('/in');
     redirector.respond = () => ({ status: 302, headers: { location: internal.url } });
     // private targets allowed only so the redirector on 127.0.0.1 is reachable at all
-    const agent = createDeliveryAgent({ allowPrivate: true, timeoutMs: 3000 });
+    const agent = await createDeliveryAgent({ allowPrivate: true, timeoutMs: 3000 });
     try {
       const result = await sendSignedMessage(agent, { url: redirector.url, secret: SECRET_WHSEC, messageId: 'msg_redirect', body: '{}' }, { allowPrivate: true });
       assert.equal(result.success, false);

@@ -161,7 +161,7 @@ describe('SSRF guard: address checks', () => {
 
   it('a name resolving to 127.0.0.1 at delivery time is never connected to (DNS rebinding)', async () => {
     const counter = await connectionCounter();
-    const agent = createDeliveryAgent({
+    const agent = await createDeliveryAgent({
       allowPrivate: false,
       timeoutMs: 5000,
       resolve: fakeResolver({ 'rebind.example.test': ['127.0.0.1'] }),
@@ -186,7 +186,7 @@ describe('SSRF guard: address checks', () => {
 
   it('an IP-literal internal URL stored earlier is refused again at delivery, before any connection', async () => {
     const counter = await connectionCounter();
-    const agent = createDeliveryAgent({ allowPrivate: false, timeoutMs: 5000 });
+    const agent = await createDeliveryAgent({ allowPrivate: false, timeoutMs: 5000 });
     try {
       for (const url of [`http://127.0.0.1:${counter.port}/hook`, `https://127.0.0.1:${counter.port}/hook`, `https://[::ffff:127.0.0.1]:${counter.port}/hook`]) {
         const result = await sendSignedMessage(agent, { url, secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', messageId: 'msg_2', body: '{}' }, { allowPrivate: false });

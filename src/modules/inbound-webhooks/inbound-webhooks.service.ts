@@ -150,7 +150,7 @@ export class InboundWebhookService {
     try {
       await this.hooks.beforeProcess?.(inboundWebhookId, lastAttempt);
       if (row.topic !== null && row.topic !== ORDERS_CREATE_TOPIC) throw new InboundRejection(`unsupported topic: ${row.topic}`);
-      const mapped = mapShopifyOrder(storedPayload(row));
+      const mapped = await mapShopifyOrder(storedPayload(row));
       try {
         await this.createOrLinkOrder(row.id, mapped);
       } catch (err) {

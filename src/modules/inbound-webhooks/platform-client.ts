@@ -1,4 +1,4 @@
-import { request, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
 
 export interface FulfilmentReport {
   externalId: string;
@@ -28,6 +28,8 @@ export async function reportFulfilment(
       service_order_id: report.orderId,
     },
   };
+  // loaded on the first report: an API process never sends one
+  const { request } = await import('undici');
   const res = await request(url, {
     method: 'POST',
     headers: {

@@ -1,5 +1,4 @@
 import { Type, type Static } from 'typebox';
-import { Value } from 'typebox/value';
 import { MAX_ORDER_LINES as MAX_LINES } from '../orders/orders.schemas.ts';
 import { MAX_QUANTITY } from '../orders/orders.service.ts';
 
@@ -74,8 +73,12 @@ function formatAddress(a: NonNullable<ShopifyOrderPayload['shipping_address']>):
     .join(', ');
 }
 
-/** Validates the payload's shape and maps it onto what an order needs (products are looked up later). */
-export function mapShopifyOrder(payload: unknown): MappedShopifyOrder {
+/**
+ * Validates the payload's shape and maps it onto what an order needs (products are looked up later).
+ * TypeBox's value checker is loaded on the first payload: only a process that runs jobs maps one.
+ */
+export async function mapShopifyOrder(payload: unknown): Promise<MappedShopifyOrder> {
+  const { Value } = await import('typebox/value');
   if (!Value.Check(ShopifyOrderPayload, payload)) {
     const first = [...Value.Errors(ShopifyOrderPayload, payload)][0];
     throw new InboundRejection(`invalid order payload: ${first ? `${first.instancePath || '/'} ${first.message}` : 'unexpected shape'}`);

@@ -2,7 +2,7 @@ import type { Transaction } from 'kysely';
 import type { Database, OrderRow, OrderStatus } from '../../db/schema.ts';
 import type { OrderEventBus } from '../../events/order-events.ts';
 import type { JobQueue } from '../../jobs/queue.ts';
-import { insertOrder, insertOrderEvent, updateOrder, type NewOrder } from './orders.repository.ts';
+import { insertOrderWithEvent, updateOrderWithEvent, type NewOrder } from './orders.repository.ts';
 
 /** What a failure concerned: for a stock failure, each short line. */
 export interface FailureDetails {
@@ -21,21 +21,19 @@ export async function changeOrderStatus(
   next: OrderStatus,
   fields: { failureReason?: string | null; totalAmount?: string | number; details?: FailureDetails } = {},
 ): Promise<OrderRow> {
-  const updated = await updateOrder(trx, order.id, {
-    status: next,
-    updated_at: new Date(),
-    ...(fields.failureReason !== undefined ? { failure_reason: fields.failureReason } : {}),
-    ...(fields.totalAmount !== undefined ? { total_amount: fields.totalAmount } : {}),
-  });
-  const event = await insertOrderEvent(trx, {
-    orderId: updated.id,
-    userId: updated.user_id,
-    type: 'order.status_changed',
-    previousStatus: order.status,
-    status: next,
-    totalAmount: updated.total_amount,
-    reason: next === 'failed' ? (fields.failureReason ?? null) : null,
-    details: next === 'failed' ? (fields.details ?? null) : null,
+  const { order: updated, event } = await updateOrderWithEvent(trx, order.id, {
+    patch: {
+      status: next,
+      updated_at: new Date(),
+      ...(fields.failureReason !== undefined ? { failure_reason: fields.failureReason } : {}),
+      ...(fields.totalAmount !== undefined ? { total_amount: fields.totalAmount } : {}),
+    },
+    event: {
+      type: 'order.status_changed',
+      previousStatus: order.status,
+      reason: next === 'failed' ? (fields.failureReason ?? null) : null,
+      details: next === 'failed' ? (fields.details ?? null) : null,
+    },
   });
   await orderEvents.publish(trx, event, updated);
   return updated;
@@ -51,15 +49,7 @@ export async function placeOrder(
   deps: { orderEvents: OrderEventBus; queue: JobQueue },
   input: NewOrder,
 ): Promise<OrderRow> {
-  const order = await insertOrder(trx, input);
-  const event = await insertOrderEvent(trx, {
-    orderId: order.id,
-    userId: order.user_id,
-    type: 'order.created',
-    previousStatus: null,
-    status: 'pending',
-    totalAmount: order.total_amount,
-  });
+  const { order, event } = await insertOrderWithEvent(trx, input);
   await deps.orderEvents.publish(trx, event, order);
   await deps.queue.send(trx, 'order-process', { orderId: order.id });
   return order;

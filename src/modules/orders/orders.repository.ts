@@ -103,10 +103,6 @@ export async function listUserOrders(
   return { rows: page, total: Number(page[0].total) };
 }
 
-export async function updateOrder(trx: Transaction<Database>, id: number, patch: Updateable<OrdersTable>): Promise<OrderRow> {
-  return trx.updateTable('orders').set(patch).where('id', '=', id).returningAll().executeTakeFirstOrThrow();
-}
-
 export interface NewOrder {
   userId: number;
   shippingAddress: string;
@@ -118,71 +114,108 @@ export interface NewOrder {
   externalId?: string | null;
 }
 
-/** Inserts a pending order (total 0) and its lines (unit price 0). */
-export async function insertOrder(trx: Transaction<Database>, input: NewOrder): Promise<OrderRow> {
-  const order = await trx
-    .insertInto('orders')
-    .values({
-      user_id: input.userId,
-      status: 'pending',
-      total_amount: 0,
-      shipping_address: input.shippingAddress,
-      failure_reason: null,
-      source: input.source ?? 'api',
-      external_id: input.externalId ?? null,
-    })
-    .returningAll()
-    .executeTakeFirstOrThrow();
-  if (input.lines.length > 0) {
-    await trx
-      .insertInto('order_items')
-      .values(
-        input.lines.map((line) => ({
-          order_id: order.id,
-          product_id: line.productId,
-          product_name: line.productName,
-          quantity: line.quantity,
-          unit_price: 0,
-        })),
-      )
-      .execute();
-  }
-  return order;
+/**
+ * Inserts a pending order (total 0), its lines (unit price 0) and its `order.created` event (sequence
+ * 1: the order is new) in one statement: one round trip where the order, its lines and its event
+ * took three. The lines get their ids in the order given.
+ */
+export async function insertOrderWithEvent(trx: Transaction<Database>, input: NewOrder): Promise<{ order: OrderRow; event: OrderEventRow }> {
+  const { rows } = await sql<OrderRow & { event_id: number; event_created_at: Date }>`
+    WITH o AS (
+      INSERT INTO orders (user_id, status, total_amount, shipping_address, failure_reason, source, external_id)
+      VALUES (${input.userId}, 'pending', 0, ${input.shippingAddress}, NULL, ${input.source ?? 'api'}, ${input.externalId ?? null})
+      RETURNING *
+    ), lines AS (
+      INSERT INTO order_items (order_id, product_id, product_name, quantity, unit_price)
+      SELECT o.id, l.product_id, l.product_name, l.quantity, 0
+      FROM o, unnest(${input.lines.map((l) => l.productId)}::integer[], ${input.lines.map((l) => l.productName)}::text[],
+                     ${input.lines.map((l) => l.quantity)}::integer[]) WITH ORDINALITY AS l(product_id, product_name, quantity, n)
+      ORDER BY l.n
+    ), event AS (
+      INSERT INTO order_events (order_id, user_id, type, previous_status, status, total_amount, sequence)
+      SELECT o.id, o.user_id, 'order.created', NULL, o.status, o.total_amount, 1 FROM o
+      RETURNING id AS event_id, created_at AS event_created_at
+    )
+    SELECT o.*, event.event_id, event.event_created_at FROM o, event
+  `.execute(trx);
+  const { event_id, event_created_at, ...order } = rows[0];
+  return {
+    order,
+    event: {
+      id: event_id,
+      order_id: order.id,
+      user_id: order.user_id,
+      type: 'order.created',
+      previous_status: null,
+      status: order.status,
+      total_amount: order.total_amount,
+      sequence: 1,
+      reason: null,
+      details: null,
+      created_at: event_created_at,
+    },
+  };
 }
 
-export interface NewOrderEvent {
-  orderId: number;
-  userId: number;
-  type: OrderEventType;
-  previousStatus: OrderStatus | null;
-  status: OrderStatus;
-  totalAmount: string | number;
-  /** why it failed, on a move to failed */
-  reason?: string | null;
-  /** what the failure concerned (JSON), on a move to failed */
-  details?: unknown;
+/** The change of one order's status (and of the fields that go with it) and the event it writes. */
+export interface OrderChange {
+  patch: Updateable<OrdersTable> & { status: OrderStatus };
+  event: { type: OrderEventType; previousStatus: OrderStatus | null; reason: string | null; details: unknown };
 }
 
 /**
- * Writes the order's next numbered event (`sequence` 1, 2, 3 …). Callers hold the order row's lock
- * (or just created it), so the sequence cannot race.
+ * Updates the order and writes its next numbered event (`sequence` 1, 2, 3 …), from the row as
+ * updated, in one statement: one round trip where the update and the insert took two. The sequence
+ * is read from the statement's snapshot, which holds every earlier event of the order; the caller
+ * holds the order row's lock, so it cannot race.
  */
-export async function insertOrderEvent(trx: Transaction<Database>, input: NewOrderEvent): Promise<OrderEventRow> {
-  return trx
-    .insertInto('order_events')
-    .values({
-      order_id: input.orderId,
-      user_id: input.userId,
-      type: input.type,
-      previous_status: input.previousStatus,
-      status: input.status,
-      total_amount: input.totalAmount,
-      reason: input.reason ?? null,
-      details: input.details === undefined || input.details === null ? null : JSON.stringify(input.details),
-      sequence: sql<number>`(SELECT coalesce(max(sequence), 0) + 1 FROM order_events WHERE order_id = ${input.orderId})`,
-    })
-    .returningAll()
+export async function updateOrderWithEvent(trx: Transaction<Database>, id: number, change: OrderChange): Promise<{ order: OrderRow; event: OrderEventRow }> {
+  const { event } = change;
+  const details = event.details === undefined || event.details === null ? null : JSON.stringify(event.details);
+  const row = await trx
+    .with('updated', (db) => db.updateTable('orders').set(change.patch).where('id', '=', id).returningAll())
+    .with('event', (db) =>
+      db
+        .insertInto('order_events')
+        .columns(['order_id', 'user_id', 'type', 'previous_status', 'status', 'total_amount', 'reason', 'details', 'sequence'])
+        .expression((eb) =>
+          eb
+            .selectFrom('updated')
+            .select([
+              'updated.id',
+              'updated.user_id',
+              sql<string>`${event.type}::text`.as('type'),
+              sql<OrderStatus | null>`${event.previousStatus}::text`.as('previous_status'),
+              'updated.status',
+              'updated.total_amount',
+              sql<string | null>`${event.reason}::text`.as('reason'),
+              sql<string | null>`${details}::jsonb`.as('details'),
+              sql<number>`(SELECT coalesce(max(sequence), 0) + 1 FROM order_events WHERE order_id = ${id})`.as('sequence'),
+            ]),
+        )
+        .returning(['id as event_id', 'sequence as event_sequence', 'details as event_details', 'created_at as event_created_at']),
+    )
+    .selectFrom(['updated', 'event'])
+    .selectAll('updated')
+    .select(['event.event_id', 'event.event_sequence', 'event.event_details', 'event.event_created_at'])
     .executeTakeFirstOrThrow();
+  const { event_id, event_sequence, event_details, event_created_at, ...order } = row;
+  return {
+    order: order as OrderRow,
+    event: {
+      id: event_id,
+      order_id: order.id,
+      user_id: order.user_id,
+      type: event.type,
+      previous_status: event.previousStatus,
+      status: order.status,
+      total_amount: order.total_amount,
+      sequence: event_sequence,
+      reason: event.reason,
+      details: event_details,
+      created_at: event_created_at,
+    } as OrderEventRow,
+  };
 }
 
 /** The units an order wants of each product (lines of the same product summed), in product id order. */

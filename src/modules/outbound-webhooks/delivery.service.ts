@@ -88,10 +88,11 @@ export class WebhookDeliveryService {
   private readonly db: Db;
   private readonly queue: JobQueue;
   private readonly config: Config;
-  private readonly dispatcher: Dispatcher;
+  /** the delivery agent, made on the first delivery */
+  private readonly dispatcher: () => Promise<Dispatcher>;
   private readonly log: FastifyBaseLogger;
 
-  constructor(deps: { db: Db; queue: JobQueue; config: Config; dispatcher: Dispatcher; log: FastifyBaseLogger }) {
+  constructor(deps: { db: Db; queue: JobQueue; config: Config; dispatcher: () => Promise<Dispatcher>; log: FastifyBaseLogger }) {
     this.db = deps.db;
     this.queue = deps.queue;
     this.config = deps.config;
@@ -205,7 +206,7 @@ export class WebhookDeliveryService {
       return;
     }
     const result = await sendSignedMessage(
-      this.dispatcher,
+      await this.dispatcher(),
       {
         url: subscription.url,
         secret: subscription.secret,

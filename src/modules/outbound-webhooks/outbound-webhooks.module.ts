@@ -15,11 +15,14 @@ import { SubscriptionsService } from './subscriptions.service.ts';
  */
 export function createOutboundWebhooksModule(ctx: AppContext, deps: { resolve?: Resolver } = {}): AppModule {
   const { config, db, queue, log, mailer } = ctx;
-  const dispatcher = createDeliveryAgent({
-    allowPrivate: config.webhookAllowPrivateTargets,
-    timeoutMs: DELIVERY_TIMEOUT_MS,
-    ...(deps.resolve ? { resolve: deps.resolve } : {}),
-  });
+  // made on the first delivery: an API process (ROLE=api) never delivers
+  let agent: ReturnType<typeof createDeliveryAgent> | undefined;
+  const dispatcher = () =>
+    (agent ??= createDeliveryAgent({
+      allowPrivate: config.webhookAllowPrivateTargets,
+      timeoutMs: DELIVERY_TIMEOUT_MS,
+      ...(deps.resolve ? { resolve: deps.resolve } : {}),
+    }));
   const delivery = new WebhookDeliveryService({ db, queue, config, dispatcher, log });
   const subscriptions = new SubscriptionsService({ db, config, delivery });
   const messages = new WebhookMessagesService({ db, subscriptions, delivery });
@@ -29,6 +32,8 @@ export function createOutboundWebhooksModule(ctx: AppContext, deps: { resolve?: 
   ctx.orderEvents.subscribe((trx, event) => delivery.fanOut(trx, event));
   return {
     routes: (api) => registerSubscriptionRoutes(api, { subscriptions, messages }),
-    close: () => dispatcher.close(),
+    close: async () => {
+      if (agent) await (await agent).close();
+    },
   };
 }

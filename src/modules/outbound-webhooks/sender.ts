@@ -1,4 +1,4 @@
-import { request, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
 import { assertSafeTargetUrl, UnsafeTargetError } from './ssrf.ts';
 import { signStandardWebhook } from './signing.ts';
 
@@ -128,6 +128,7 @@ export async function sendSignedMessage(
   };
   try {
     assertSafeTargetUrl(message.url, opts.allowPrivate);
+    const { request } = await import('undici');
     const res = await request(message.url, {
       dispatcher,
       method: 'POST',

@@ -1,7 +1,7 @@
 import dns from 'node:dns';
 import net, { type LookupFunction } from 'node:net';
 import ipaddr from 'ipaddr.js';
-import { Agent } from 'undici';
+import type { Agent } from 'undici';
 
 /**
  * SSRF guard for subscriber URLs. Two checks, because neither is enough alone:
@@ -99,8 +99,12 @@ export function guardedLookup(resolve: Resolver = systemResolver): LookupFunctio
   };
 }
 
-/** The dispatcher every delivery goes through: no redirects (undici follows none by default). */
-export function createDeliveryAgent(opts: { allowPrivate: boolean; resolve?: Resolver; timeoutMs: number }): Agent {
+/**
+ * The dispatcher every delivery goes through: no redirects (undici follows none by default). undici
+ * is loaded here, not at start-up: only a process that delivers needs it.
+ */
+export async function createDeliveryAgent(opts: { allowPrivate: boolean; resolve?: Resolver; timeoutMs: number }): Promise<Agent> {
+  const { Agent } = await import('undici');
   return new Agent({
     connect: {
       timeout: opts.timeoutMs,

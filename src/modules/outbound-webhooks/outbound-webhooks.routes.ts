@@ -1,12 +1,12 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
+import { apiVersionOf } from '../../http/api-version.ts';
 import { authUser } from '../../http/auth.ts';
 import { errorResponses } from '../../http/errors.ts';
 import type { WebhookMessagesService } from './messages.service.ts';
 import { toDelivery, toMessage, toSubscription, toSubscriptionWithSecret } from './outbound-webhooks.mapper.ts';
 import {
-  DeliveryListQuery,
   DeliveryPage,
   Message,
   MessageIdParams,
@@ -14,13 +14,9 @@ import {
   RecoverBody,
   RecoverQueued,
   RotateSecretBody,
-  Subscription,
-  SubscriptionCreateBody,
   SubscriptionIdParams,
   SubscriptionListQuery,
-  SubscriptionPage,
-  SubscriptionUpdateBody,
-  SubscriptionWithSecret,
+  subscriptionSchemas,
 } from './outbound-webhooks.schemas.ts';
 import type { SubscriptionsService } from './subscriptions.service.ts';
 
@@ -29,6 +25,8 @@ export function registerSubscriptionRoutes(
   { subscriptions, messages }: { subscriptions: SubscriptionsService; messages: WebhookMessagesService },
 ): void {
   const app = root.withTypeProvider<TypeBoxTypeProvider>();
+  const version = apiVersionOf(root);
+  const { DeliveryListQuery, Subscription, SubscriptionCreateBody, SubscriptionPage, SubscriptionUpdateBody, SubscriptionWithSecret } = subscriptionSchemas(version);
   const tags = ['webhooks'];
   const config = { auth: 'user' as const };
   const byId = '/webhooks/subscriptions/:subscription_id';
@@ -50,7 +48,7 @@ export function registerSubscriptionRoutes(
       response: { 201: SubscriptionWithSecret, ...errorResponses(400, 401, 403, 422, 429) },
     },
     handler: async (request, reply) =>
-      reply.code(201).send(toSubscriptionWithSecret(await subscriptions.create(authUser(request), request.body))),
+      reply.code(201).send(toSubscriptionWithSecret(version, await subscriptions.create(authUser(request), request.body, version))),
   });
 
   app.get('/webhooks/subscriptions', {
@@ -63,7 +61,7 @@ export function registerSubscriptionRoutes(
     },
     handler: async (request) => {
       const page = await subscriptions.list(authUser(request), request.query);
-      return { ...page, items: page.items.map(toSubscription) };
+      return { ...page, items: page.items.map((sub) => toSubscription(version, sub)) };
     },
   });
 
@@ -75,7 +73,7 @@ export function registerSubscriptionRoutes(
       params: SubscriptionIdParams,
       response: { 200: Subscription, ...errorResponses(401, 403, 404, 422, 429) },
     },
-    handler: async (request) => toSubscription(await subscriptions.get(authUser(request), request.params.subscription_id)),
+    handler: async (request) => toSubscription(version, await subscriptions.get(authUser(request), request.params.subscription_id)),
   });
 
   app.patch(byId, {
@@ -89,7 +87,7 @@ export function registerSubscriptionRoutes(
       response: { 200: Subscription, ...errorResponses(400, 401, 403, 404, 422, 429) },
     },
     handler: async (request) =>
-      toSubscription(await subscriptions.update(authUser(request), request.params.subscription_id, request.body)),
+      toSubscription(version, await subscriptions.update(authUser(request), request.params.subscription_id, request.body)),
   });
 
   app.delete(byId, {
@@ -212,6 +210,7 @@ export function registerSubscriptionRoutes(
     },
     handler: async (request) =>
       toSubscriptionWithSecret(
+        version,
         await subscriptions.rotateSecret(authUser(request), request.params.subscription_id, request.body?.overlap_seconds),
       ),
   });

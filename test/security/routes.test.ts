@@ -83,6 +83,7 @@ describe('route audit (deny by default)', () => {
       'POST /api/v1/auth/password-recovery',
       'POST /api/v1/auth/refresh',
       'POST /api/v1/auth/reset-password',
+      'POST /api/v1/webhooks/orders/cancelled',
       'POST /api/v1/webhooks/orders/create',
     ]
       // v2 serves the same routes, so the same ones are public there; and it has its own document

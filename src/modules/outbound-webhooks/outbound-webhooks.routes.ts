@@ -42,6 +42,10 @@ export function registerSubscriptionRoutes(
         'The body is `{id, type, timestamp, data: {order_id, user_id, previous_status, status, total_amount, sequence}}`; when the new ' +
         '`status` is `failed`, `data` also has `reason` (`INSUFFICIENT_STOCK`, `PRODUCT_UNAVAILABLE`, `TOTAL_TOO_LARGE` or ' +
         '`PROCESSING_ERROR`) and `details` (for `INSUFFICIENT_STOCK`: `{lines: [{product_id, requested, available}]}`, else null). ' +
+        (version === 'v1'
+          ? 'A cancelled order (API v2) is a move to `failed` with `reason` `CANCELLED` here. '
+          : 'The subscription receives this version\'s rendering (its `api_version` is v2): a cancellation is a move to `cancelled` whose ' +
+            '`data.reason` is the reason given (or null), sent as `order.status_changed` and, to subscriptions of that kind, `order.cancelled`. ') +
         'A user has at most `WEBHOOK_MAX_SUBSCRIPTIONS_PER_USER` (default 25) subscriptions (400 `SUBSCRIPTION_LIMIT_REACHED`), ' +
         'and one per URL (400 `SUBSCRIPTION_URL_EXISTS`; URLs are compared after WHATWG normalisation, without the fragment).',
       body: SubscriptionCreateBody,

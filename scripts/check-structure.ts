@@ -38,6 +38,7 @@ const OWNERS: Record<string, string> = {
   webhook_subscriptions: 'outbound-webhooks',
   webhook_messages: 'outbound-webhooks',
   webhook_deliveries: 'outbound-webhooks',
+  platform_cancellations: 'inbound-webhooks',
 };
 
 function files(dir: string): string[] {

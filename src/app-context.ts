@@ -29,7 +29,7 @@ export interface AppContext {
  * (everything is registered before the queue starts); the app then registers its routes.
  */
 export interface AppModule {
-  /** its routes, under the versioned API prefix */
+  /** its routes, registered once per API version under that version's prefix (`api.apiVersion` names it) */
   routes?(api: FastifyInstance): void | Promise<void>;
   /** routes outside the versioned API (/.well-known/…) */
   rootRoutes?(app: FastifyInstance): void;

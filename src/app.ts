@@ -7,7 +7,8 @@ import type { DatabaseHandle } from './db/database.ts';
 import { openDatabase } from './db/migrate.ts';
 import { OrderEventBus } from './events/order-events.ts';
 import { registerAuth } from './http/auth.ts';
-import { API_PREFIX, registerDocs } from './http/docs.ts';
+import { API_VERSIONS, apiPrefix } from './http/api-version.ts';
+import { registerDocs } from './http/docs.ts';
 import { registerErrorHandling } from './http/errors.ts';
 import { registerObservability } from './http/observability.ts';
 import { registerPathIds } from './http/path-ids.ts';
@@ -67,7 +68,7 @@ export async function buildApp(config: Config, opts: BuildOptions = {}): Promise
   app.decorate('ctx', ctx);
   const userFeed = new UserChangeFeed({ cache: ctx.userCache, database, log: app.log });
 
-  // The domain, in the order its routes appear under /api/v1 and in the OpenAPI document.
+  // The domain, in the order its routes appear under each API version and in the OpenAPI documents.
   const users = createUsersModule(ctx);
   const auth = await createAuthModule(ctx, { users });
   const orders = createOrdersModule(ctx, { hooks: opts.hooks?.orderProcessing });
@@ -111,12 +112,17 @@ export async function buildApp(config: Config, opts: BuildOptions = {}): Promise
   const metrics = registerObservability(app, ctx.readiness);
   operations.registerMetrics(metrics);
   for (const module of modules) module.rootRoutes?.(app);
-  await app.register(
-    async (api) => {
-      for (const module of modules) await module.routes?.(api);
-    },
-    { prefix: API_PREFIX },
-  );
+  // Every version serves every module's routes, from the same handlers: a route reads the version
+  // of its scope to pick that version's schemas and mappers.
+  for (const version of API_VERSIONS) {
+    await app.register(
+      async (api) => {
+        api.decorate('apiVersion', version);
+        for (const module of modules) await module.routes?.(api);
+      },
+      { prefix: apiPrefix(version) },
+    );
+  }
 
   // Shutdown: connections drain, then jobs, the user feed, the modules' own resources, the pools.
   closeIdleConnectionsOnShutdown(app);

@@ -64,7 +64,7 @@ describe('reliability: soak on two API and two worker processes', () => {
     }
   });
 
-  it(`mixed load for ${SOAK_SECONDS} s: no 5xx, no lost order, stock reserved exactly once`, async () => {
+  it(`mixed load for ${SOAK_SECONDS} s, cancellations included: no 5xx, no lost order, stock reserved and released exactly once`, async () => {
     const base = () => pick(apis).baseUrl;
     const admin = await adminLogin(apis[0].baseUrl);
     const users = await createUsers(apis[0].baseUrl, admin.access, USERS, 'soak');
@@ -82,6 +82,8 @@ describe('reliability: soak on two API and two worker processes', () => {
     let webhooksAccepted = 0;
     let externalId = 1_000_000;
     const userItems = new Map<number, number[]>();
+    const cancelAnswers = new Map<number, number>();
+    let platformCancellations = 0;
 
     const record = (op: string, r: Result) => {
       stats.add(r);
@@ -155,6 +157,27 @@ describe('reliability: soak on two API and two worker processes', () => {
           record('POST /webhooks/orders/create (repeat)', again);
         }
       }],
+      [8, async (lane) => {
+        // an owner cancels one of their recent orders (v2), whatever its processing is doing
+        const u = users[lane % USERS];
+        const list = await call(base(), 'GET', `/api/v2/orders?page=1&page_size=${randInt(1, 10)}`, { token: u.token });
+        record('GET /v2/orders', list);
+        const items = (list.body as { items?: { id: number }[] } | undefined)?.items ?? [];
+        if (items.length === 0) return;
+        const r = await call(base(), 'POST', `/api/v2/orders/${pick(items).id}/cancel`, { token: u.token, body: { reason: `soak ${lane}` } });
+        record('POST /v2/orders/{id}/cancel', r);
+        cancelAnswers.set(r.status, (cancelAnswers.get(r.status) ?? 0) + 1);
+        if (r.status !== 200 && !(r.status === 400 && (r.body as { error_code?: string }).error_code === 'ORDER_NOT_CANCELLABLE')) {
+          fiveXX.push(`cancel: unexpected ${r.status} ${JSON.stringify(r.body)}`.slice(0, 300));
+        }
+      }],
+      [3, async () => {
+        // the platform cancels one of its orders: one already sent, or (now and then) one it sends next
+        const id = Math.random() < 0.3 ? externalId + 1 : externalId - randInt(0, 20);
+        const r = await sendInbound(base(), JSON.stringify({ id, cancel_reason: 'customer' }), `soak-cancel-${id}`, { topic: 'orders/cancelled' });
+        record('POST /webhooks/orders/cancelled', r);
+        if (r.status === 200) platformCancellations++;
+      }],
       [5, async (lane) => {
         record('GET /products', await call(base(), 'GET', '/api/v1/products', { token: users[lane % USERS].token }));
       }],
@@ -204,7 +227,9 @@ describe('reliability: soak on two API and two worker processes', () => {
       ['orders accepted via API (201)', accepted.size],
       ['inbound webhooks acknowledged (200)', webhooksAccepted],
       ['inbound processed / failed / left', `${inbound.processed} / ${inbound.failed} / ${inbound.received}`],
-      ['orders completed / failed / other', `${counts.completed ?? 0} / ${counts.failed ?? 0} / ${(counts.pending ?? 0) + (counts.processing ?? 0)}`],
+      ['orders completed / failed / cancelled / other', `${counts.completed ?? 0} / ${counts.failed ?? 0} / ${counts.cancelled ?? 0} / ${(counts.pending ?? 0) + (counts.processing ?? 0)}`],
+      ['cancel answers (API)', JSON.stringify(Object.fromEntries(cancelAnswers))],
+      ['platform cancellations acknowledged', platformCancellations],
       ['units reserved', reserved],
       ['order events', events],
       ['order jobs by state', JSON.stringify(jobs.states)],
@@ -224,6 +249,7 @@ describe('reliability: soak on two API and two worker processes', () => {
     assert.deepEqual(idempotentMismatches, [], 'an Idempotency-Key replay returns the same order');
     assert.equal(inbound.received, 0, 'every acknowledged webhook was processed');
     assert.ok(accepted.size > 0 && webhooksAccepted > 0, 'the load placed orders through both channels');
+    assert.ok((counts.cancelled ?? 0) > 0, 'the load cancelled orders');
     for (const p of d.processes) assert.ok(p.running, `${p.name} is still running`);
   });
 });

@@ -8,7 +8,7 @@ type NullableTimestamp = ColumnType<Date | null, Date | string | null | undefine
 type Money = ColumnType<string, string | number | undefined, string | number>;
 type Json = ColumnType<unknown, string, string>;
 
-export type OrderStatus = 'pending' | 'processing' | 'completed' | 'failed';
+export type OrderStatus = 'pending' | 'processing' | 'completed' | 'failed' | 'cancelled';
 
 export interface UsersTable {
   id: Generated<number>;
@@ -73,6 +73,8 @@ export interface OrdersTable {
   failure_reason: string | null;
   source: ColumnType<string, string | undefined, string>;
   external_id: string | null;
+  /** when it was cancelled; null unless it is `cancelled` */
+  cancelled_at: NullableTimestamp;
   created_at: CreatedAt;
   updated_at: CreatedAt;
 }
@@ -95,7 +97,7 @@ export interface OrderEventsTable {
   status: OrderStatus;
   total_amount: Money;
   sequence: number;
-  /** why the order failed (its failure_reason), on the event that moved it to failed; else null */
+  /** why the order failed (its failure_reason) or was cancelled, on the event that moved it there; else null */
   reason: ColumnType<string | null, string | null | undefined, string | null>;
   /** what the failure concerned (for a stock failure, the short lines); else null */
   details: ColumnType<unknown, string | null | undefined, string | null>;
@@ -146,6 +148,18 @@ export interface InboundWebhooksTable {
   payload_purged_at: NullableTimestamp;
 }
 
+/** A platform's cancellation of one of its orders, kept until (and after) it is applied to the order. */
+export interface PlatformCancellationsTable {
+  source: string;
+  external_id: string;
+  /** the stored webhook that carried it */
+  inbound_webhook_id: number;
+  reason: string | null;
+  received_at: CreatedAt;
+  /** when the order was cancelled for it; null while its order has not arrived */
+  applied_at: NullableTimestamp;
+}
+
 export interface WebhookSubscriptionsTable {
   id: Generated<number>;
   user_id: number;
@@ -161,6 +175,8 @@ export interface WebhookSubscriptionsTable {
   /** the secret before the last rotation: deliveries carry its signature too until it expires */
   previous_secret: string | null;
   previous_secret_expires_at: NullableTimestamp;
+  /** the API version it was created under, whose rendering of order events it receives */
+  api_version: ColumnType<'v1' | 'v2', 'v1' | 'v2' | undefined, 'v1' | 'v2'>;
   created_at: CreatedAt;
   updated_at: NullableTimestamp;
   deleted_at: NullableTimestamp;
@@ -277,6 +293,7 @@ export interface Database {
   idempotency_keys: IdempotencyKeysTable;
   items: ItemsTable;
   inbound_webhooks: InboundWebhooksTable;
+  platform_cancellations: PlatformCancellationsTable;
   webhook_subscriptions: WebhookSubscriptionsTable;
   webhook_deliveries: WebhookDeliveriesTable;
   webhook_messages: WebhookMessagesTable;

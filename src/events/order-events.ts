@@ -1,8 +1,29 @@
 import type { Transaction } from 'kysely';
-import type { Database, OrderEventRow, OrderRow } from '../db/schema.ts';
+import type { Database, OrderEventRow, OrderRow, OrderStatus } from '../db/schema.ts';
 
 export type OrderEventType = 'order.created' | 'order.status_changed';
 export const ORDER_EVENT_TYPES: readonly OrderEventType[] = ['order.created', 'order.status_changed'];
+
+/**
+ * The kinds of message a subscription can receive: one per order event of its type, and
+ * `order.cancelled` as well for the status change that cancels an order (v2 only).
+ */
+export type WebhookEventKind = OrderEventType | 'order.cancelled';
+export const WEBHOOK_EVENT_KINDS: Record<'v1' | 'v2', readonly WebhookEventKind[]> = {
+  v1: ORDER_EVENT_TYPES,
+  v2: [...ORDER_EVENT_TYPES, 'order.cancelled'],
+};
+
+/** A status as an API version names it: v1 has no `cancelled` and reads such an order as `failed`. */
+export function statusIn(version: 'v1' | 'v2', status: OrderStatus): OrderStatus {
+  return version === 'v1' && status === 'cancelled' ? 'failed' : status;
+}
+
+/**
+ * The failure reason v1 gives a cancelled order (in its order reads and its subscriptions'
+ * messages): such an order will not be fulfilled, so v1 reads it as failed, for this reason.
+ */
+export const V1_CANCELLED_REASON = 'CANCELLED';
 
 /**
  * Acts on an order event inside the transaction that wrote it (and the change behind it): what it

@@ -1,10 +1,12 @@
 import type { FastifyInstance } from 'fastify';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
+import { API_VERSIONS, apiPrefix, type ApiVersion } from './api-version.ts';
 import { ERROR_STATUS } from './errors.ts';
 
 export const API_PREFIX = '/api/v1';
 export const SECURITY_SCHEME = 'OAuth2PasswordBearer';
+
 const DOCS_TITLE = 'Order and Account Service';
 
 /** The docs page's icon: a plain monogram, no third-party mark. */
@@ -14,11 +16,15 @@ const FAVICON =
 
 /**
  * A Swagger UI plugin (its source is sent to the browser and runs there): the page loads, and shows
- * as its source, the document at `/openapi.json` (the address the README gives integrators) instead
- * of the `/docs/json` copy that @fastify/swagger-ui points Swagger UI at.
+ * as its source, the version's own document — `/openapi.json` (v1, the address the README gives
+ * integrators), or `/openapi-v2.json` when the page is `/docs?version=v2` — instead of the
+ * `/docs/json` copy that @fastify/swagger-ui points Swagger UI at. Without the top bar there is no
+ * document selector; each document's description links to the other version's page instead.
  */
-function documentAtOpenApiJson() {
-  const own = (url: unknown) => (typeof url === 'string' && /\/docs\/json$/.test(url) ? new URL('/openapi.json', url).href : url);
+function documentOfVersion() {
+  const page = (globalThis as unknown as { location: { search: string } }).location;
+  const path = new URLSearchParams(page.search).get('version') === 'v2' ? '/openapi-v2.json' : '/openapi.json';
+  const own = (url: unknown) => (typeof url === 'string' && /\/docs\/json$/.test(url) ? new URL(path, url).href : url);
   return {
     statePlugins: {
       spec: {
@@ -31,34 +37,64 @@ function documentAtOpenApiJson() {
   };
 }
 
-/** OpenAPI 3.1 generated from the route schemas, Swagger UI at /docs, the raw document at /openapi.json. */
+/** The OpenAPI document of each version, and the decorator that builds it. */
+const DOCUMENTS: Record<ApiVersion, { path: string; decorator: string }> = {
+  v1: { path: '/openapi.json', decorator: 'swagger' },
+  v2: { path: '/openapi-v2.json', decorator: 'swaggerV2' },
+};
+
+const VERSION_NOTES: Record<ApiVersion, string> = {
+  v1: 'This is **v1**, the specification\'s contract, unchanged. A cancelled order reads `failed` here. ' +
+    'The v2 reference: [/docs?version=v2](/docs?version=v2).',
+  v2: 'This is **v2**: the same routes, authentication, rate limits and errors as v1, plus order cancellation ' +
+    '(status `cancelled`, POST /orders/{order_id}/cancel, event kind `order.cancelled`) and `failure_reason`, ' +
+    '`cancelled_at` on order reads. The v1 reference: [/docs](/docs).',
+};
+
+/** Whether a route of the whole app belongs in `version`'s document: its own prefix, or outside every version. */
+function belongsTo(url: string, version: ApiVersion): boolean {
+  const versioned = API_VERSIONS.find((v) => url.startsWith(`${apiPrefix(v)}/`));
+  return versioned === undefined || versioned === version;
+}
+
+/**
+ * OpenAPI 3.1 generated from the route schemas, one document per API version (/openapi.json is v1,
+ * /openapi-v2.json is v2; the operational routes appear in both), and Swagger UI at /docs (v1) and
+ * /docs?version=v2.
+ */
 export async function registerDocs(app: FastifyInstance): Promise<void> {
-  await app.register(swagger, {
-    openapi: {
-      openapi: '3.1.0',
-      info: {
-        title: DOCS_TITLE,
-        version: '1.0.0',
-        description:
-          'User accounts, orders processed in the background, an owner-scoped item collection and webhooks.\n\n' +
-          'Every error has the body `{detail, error_code}`; 422 adds `errors`. Error codes: ' +
-          Object.keys(ERROR_STATUS)
-            .map((c) => `\`${c}\``)
-            .join(', ') +
-          '.\n\nUse **Authorize** with your e-mail as username to sign in.',
-      },
-      servers: [{ url: '/' }],
-      components: {
-        securitySchemes: {
-          [SECURITY_SCHEME]: {
-            type: 'oauth2',
-            flows: { password: { tokenUrl: `${API_PREFIX}/auth/login`, scopes: {} } },
+  for (const version of API_VERSIONS) {
+    const document = DOCUMENTS[version];
+    await app.register(swagger, {
+      decorator: document.decorator,
+      transform: ({ schema, url }) => ({ schema: belongsTo(url, version) ? schema : { ...schema, hide: true }, url }),
+      openapi: {
+        openapi: '3.1.0',
+        info: {
+          title: DOCS_TITLE,
+          version: version === 'v1' ? '1.0.0' : '2.0.0',
+          description:
+            'User accounts, orders processed in the background, an owner-scoped item collection and webhooks.\n\n' +
+            `${VERSION_NOTES[version]}\n\n` +
+            'Every error has the body `{detail, error_code}`; 422 adds `errors`. Error codes: ' +
+            Object.keys(ERROR_STATUS)
+              .map((c) => `\`${c}\``)
+              .join(', ') +
+            '.\n\nUse **Authorize** with your e-mail as username to sign in.',
+        },
+        servers: [{ url: '/' }],
+        components: {
+          securitySchemes: {
+            [SECURITY_SCHEME]: {
+              type: 'oauth2',
+              flows: { password: { tokenUrl: `${apiPrefix(version)}/auth/login`, scopes: {} } },
+            },
           },
         },
       },
-    },
-    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
-  });
+      refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
+    });
+  }
   await app.register(swaggerUi, {
     routePrefix: '/docs',
     // no third-party logo, favicon or title: the page is the service's own
@@ -71,7 +107,7 @@ export async function registerDocs(app: FastifyInstance): Promise<void> {
       // BaseLayout: the operations without the standalone top bar (its logo and the "Explore" box
       // with a document address of its own)
       layout: 'BaseLayout',
-      plugins: [documentAtOpenApiJson],
+      plugins: [documentOfVersion],
       persistAuthorization: true,
       docExpansion: 'list',
       deepLinking: true,
@@ -90,7 +126,11 @@ export async function registerDocs(app: FastifyInstance): Promise<void> {
       'style-src': ["'self'", 'https:', "'unsafe-inline'"],
     },
   });
-  app.get('/openapi.json', { config: { auth: 'public', rateLimit: 'none' }, schema: { hide: true } }, async () => app.swagger());
+  for (const version of API_VERSIONS) {
+    const document = DOCUMENTS[version];
+    const build = (app as unknown as Record<string, () => unknown>)[document.decorator].bind(app);
+    app.get(document.path, { config: { auth: 'public', rateLimit: 'none' }, schema: { hide: true } }, async () => build());
+  }
   app.get('/', { config: { auth: 'public', rateLimit: 'none' }, schema: { hide: true } }, async (_req, reply) =>
     reply.redirect('/docs', 302),
   );

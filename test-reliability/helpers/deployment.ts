@@ -96,16 +96,22 @@ export function shopifyHmac(body: string, secret = SHOPIFY_SECRET): string {
   return crypto.createHmac('sha256', secret).update(body).digest('base64');
 }
 
-/** POSTs a signed (or deliberately badly signed) inbound webhook. */
-export function sendInbound(base: string, body: string, webhookId: string, opts: { badSignature?: boolean } = {}): Promise<Result> {
+/** POSTs a signed (or deliberately badly signed) inbound webhook: an order's creation, or with `topic` its cancellation. */
+export function sendInbound(
+  base: string,
+  body: string,
+  webhookId: string,
+  opts: { badSignature?: boolean; topic?: 'orders/create' | 'orders/cancelled' } = {},
+): Promise<Result> {
   const hmac = opts.badSignature ? shopifyHmac(body, 'not-the-secret') : shopifyHmac(body);
-  return call(base, 'POST', '/api/v1/webhooks/orders/create', {
+  const topic = opts.topic ?? 'orders/create';
+  return call(base, 'POST', `/api/v1/webhooks/${topic}`, {
     raw: body,
     headers: {
       'content-type': 'application/json',
       'x-shopify-hmac-sha256': hmac,
       'x-shopify-webhook-id': webhookId,
-      'x-shopify-topic': 'orders/create',
+      'x-shopify-topic': topic,
       'x-shopify-shop-domain': 'reliability.myshopify.com',
       'x-shopify-triggered-at': new Date().toISOString(),
     },

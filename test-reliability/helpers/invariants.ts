@@ -42,18 +42,18 @@ export class Inspector {
     return new Map(rows.map((r) => [r.id, r.status]));
   }
 
-  /** Waits until every given order (all orders without ids) is completed or failed. */
+  /** Waits until every given order (all orders without ids) is final: completed, failed or cancelled. */
   async waitAllFinal(ids: number[] | undefined, timeoutMs: number): Promise<number> {
     const started = Date.now();
     await until(
-      'every order to reach completed or failed',
+      'every order to reach completed, failed or cancelled',
       async () => {
         const rows = ids
           ? await this.query<{ n: number }>(
-              "SELECT count(*)::int AS n FROM orders WHERE id = ANY($1::int[]) AND status NOT IN ('completed', 'failed')",
+              "SELECT count(*)::int AS n FROM orders WHERE id = ANY($1::int[]) AND status NOT IN ('completed', 'failed', 'cancelled')",
               [ids],
             )
-          : await this.query<{ n: number }>("SELECT count(*)::int AS n FROM orders WHERE status NOT IN ('completed', 'failed')");
+          : await this.query<{ n: number }>("SELECT count(*)::int AS n FROM orders WHERE status NOT IN ('completed', 'failed', 'cancelled')");
         return rows[0].n === 0 ? true : undefined;
       },
       timeoutMs,
@@ -67,7 +67,10 @@ export class Inspector {
     return Object.fromEntries(rows.map((r) => [r.status, r.n]));
   }
 
-  /** initial stock = current stock + units of completed orders' lines, for every product. */
+  /**
+   * initial stock = current stock + units of completed orders' lines, for every product: a cancelled
+   * order holds none (a completed one's units went back when it was cancelled, and only then).
+   */
   async assertStockInvariant(initial: Map<number, number>): Promise<{ reserved: number }> {
     const rows = await this.query<{ id: number; stock: number; reserved: number }>(
       `SELECT p.id, p.stock,
@@ -88,14 +91,16 @@ export class Inspector {
 
   /**
    * Each order's events: sequence 1..n without gaps or repeats, one `order.created`, and exactly
-   * one transition into a final state (orders never retried through the API).
+   * one transition into a final state (orders never retried through the API); a cancelled order
+   * has exactly one cancellation, as its last event, after at most one completion or failure.
    */
   async assertOrderEvents(ids?: number[]): Promise<{ events: number }> {
     const filter = ids ? 'WHERE o.id = ANY($1::int[])' : '';
-    const rows = await this.query<{ id: number; status: string; seqs: number[]; finals: number; created: number; last_status: string }>(
+    const rows = await this.query<{ id: number; status: string; seqs: number[]; finals: number; cancels: number; created: number; last_status: string }>(
       `SELECT o.id, o.status,
               array_agg(e.sequence ORDER BY e.sequence) AS seqs,
               count(*) FILTER (WHERE e.type = 'order.status_changed' AND e.status IN ('completed', 'failed'))::int AS finals,
+              count(*) FILTER (WHERE e.type = 'order.status_changed' AND e.status = 'cancelled')::int AS cancels,
               count(*) FILTER (WHERE e.type = 'order.created')::int AS created,
               (array_agg(e.status ORDER BY e.sequence DESC))[1] AS last_status
          FROM orders o LEFT JOIN order_events e ON e.order_id = o.id ${filter}
@@ -106,7 +111,13 @@ export class Inspector {
     for (const r of rows) {
       assert.deepEqual(r.seqs, r.seqs.map((_, i) => i + 1), `order ${r.id}: event sequences ${r.seqs.join(',')} are not 1..n`);
       assert.equal(r.created, 1, `order ${r.id}: ${r.created} order.created events`);
-      assert.equal(r.finals, 1, `order ${r.id}: ${r.finals} transitions to a final state`);
+      if (r.status === 'cancelled') {
+        assert.equal(r.cancels, 1, `order ${r.id}: ${r.cancels} cancellations`);
+        assert.ok(r.finals <= 1, `order ${r.id}: ${r.finals} completions or failures before its cancellation`);
+      } else {
+        assert.equal(r.cancels, 0, `order ${r.id} is ${r.status} after a cancellation`);
+        assert.equal(r.finals, 1, `order ${r.id}: ${r.finals} transitions to a final state`);
+      }
       assert.equal(r.last_status, r.status, `order ${r.id}: last event status ${r.last_status} != order status ${r.status}`);
       events += r.seqs.length;
     }

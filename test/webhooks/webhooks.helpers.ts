@@ -17,11 +17,11 @@ export function shopifyHmac(body: string | Buffer, secret = SHOPIFY_SECRET): str
 
 let counter = 0;
 
-/** POSTs a body to the inbound route, signed unless told otherwise. */
+/** POSTs a body to an inbound route (orders/create unless `url` says otherwise), signed unless told otherwise. */
 export function sendInbound(
   app: FastifyInstance,
   body: string | Buffer,
-  opts: { webhookId?: string | null; hmac?: string | null; secret?: string; topic?: string } = {},
+  opts: { webhookId?: string | null; hmac?: string | null; secret?: string; topic?: string; url?: string } = {},
 ): Promise<LightMyRequestResponse> {
   const headers: Record<string, string> = {
     'content-type': 'application/json',
@@ -34,7 +34,7 @@ export function sendInbound(
   if (hmac !== null) headers['x-shopify-hmac-sha256'] = hmac;
   const webhookId = opts.webhookId === undefined ? `wh-${process.pid}-${++counter}-${crypto.randomBytes(4).toString('hex')}` : opts.webhookId;
   if (webhookId !== null) headers['x-shopify-webhook-id'] = webhookId;
-  return app.inject({ method: 'POST', url: '/api/v1/webhooks/orders/create', headers, payload: body }) as Promise<LightMyRequestResponse>;
+  return app.inject({ method: 'POST', url: opts.url ?? '/api/v1/webhooks/orders/create', headers, payload: body }) as Promise<LightMyRequestResponse>;
 }
 
 export async function seedProduct(app: FastifyInstance, sku: string, opts: { price?: string; stock?: number; active?: boolean } = {}) {

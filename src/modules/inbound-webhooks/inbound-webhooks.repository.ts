@@ -1,4 +1,4 @@
-import type { Transaction } from 'kysely';
+import { sql, type Transaction } from 'kysely';
 import type { Database, InboundBodyEncoding, InboundWebhookRow, InboundWebhookStatus } from '../../db/schema.ts';
 import type { Db } from '../../db/database.ts';
 
@@ -141,4 +141,46 @@ export async function purgeProcessedPayloads(db: Db, before: Date, limit: number
     )
     .executeTakeFirst();
   return Number(res.numUpdatedRows);
+}
+
+/**
+ * Serialises the processing of one platform order's webhooks (its creation, its cancellation) until
+ * `trx` ends: a cancellation processed while its order is being created either finds the order or
+ * leaves its record for the creation to find, never neither.
+ */
+export async function lockPlatformOrder(trx: Transaction<Database>, source: string, externalId: string): Promise<void> {
+  await sql`SELECT pg_advisory_xact_lock(hashtext(${`platform-order:${source}:${externalId}`}))`.execute(trx);
+}
+
+/** Records a cancellation of an order not seen yet (the first one kept when the platform repeats it). */
+export async function recordPlatformCancellation(
+  trx: Transaction<Database>,
+  values: { source: string; externalId: string; inboundWebhookId: number; reason: string | null },
+): Promise<void> {
+  await trx
+    .insertInto('platform_cancellations')
+    .values({ source: values.source, external_id: values.externalId, inbound_webhook_id: values.inboundWebhookId, reason: values.reason })
+    .onConflict((oc) => oc.columns(['source', 'external_id']).doNothing())
+    .execute();
+}
+
+/** The cancellation waiting for this platform order, marked applied (undefined: none waits). */
+export async function takeWaitingCancellation(
+  trx: Transaction<Database>,
+  source: string,
+  externalId: string,
+): Promise<{ inbound_webhook_id: number; reason: string | null } | undefined> {
+  return trx
+    .updateTable('platform_cancellations')
+    .set({ applied_at: new Date() })
+    .where('source', '=', source)
+    .where('external_id', '=', externalId)
+    .where('applied_at', 'is', null)
+    .returning(['inbound_webhook_id', 'reason'])
+    .executeTakeFirst();
+}
+
+/** Links a stored cancellation webhook to the order it cancelled, once that order exists. */
+export async function linkInboundWebhook(trx: Transaction<Database>, id: number, orderId: number): Promise<void> {
+  await trx.updateTable('inbound_webhooks').set({ order_id: orderId }).where('id', '=', id).execute();
 }

@@ -1,10 +1,10 @@
 import type { FastifyInstance } from 'fastify';
 import { errorResponses } from '../../http/errors.ts';
 import { InboundHeaders, Received } from './inbound-webhooks.schemas.ts';
-import type { InboundWebhookService } from './inbound-webhooks.service.ts';
+import { ORDERS_CANCELLED_TOPIC, ORDERS_CREATE_TOPIC, type InboundWebhookService } from './inbound-webhooks.service.ts';
 
 /**
- * The platform's order webhook. Registered in its own encapsulated scope: the body parser here keeps
+ * The platform's order webhooks (creation, cancellation). Registered in its own encapsulated scope: the body parser here keeps
  * the raw bytes (the HMAC is over them, and must be checked before anything is parsed), without
  * changing how the rest of the API parses JSON.
  */
@@ -13,24 +13,32 @@ export async function registerInboundRoutes(root: FastifyInstance, inbound: Inbo
     scope.removeAllContentTypeParsers();
     scope.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
 
-    scope.post('/webhooks/orders/create', {
-      config: { auth: 'signature', rateLimit: 'webhook' },
-      schema: {
-        tags: ['webhooks'],
-        summary: 'Receive an order-created webhook from the e-commerce platform',
-        description:
-          'Authenticated by `X-Shopify-Hmac-Sha256` (base64 HMAC-SHA256 of the raw body with the shared secret), not by a token. ' +
-          'A correctly signed body is stored, whatever it contains, and processed in the background; the answer is sent as soon as it is committed. ' +
-          'A body that is not a JSON object describing an order is recorded as failed by that processing, not refused here. ' +
-          'A repeated `X-Shopify-Webhook-Id` is acknowledged and not processed again.',
-        headers: InboundHeaders,
-        response: { 200: Received, ...errorResponses(401, 413, 422, 429, 500, 503) },
-      },
-      handler: async (request) => {
-        const raw = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
-        const receipt = await inbound.receive(raw, request.headers);
-        return { status: 'received', webhook_id: receipt.webhookId, duplicate: receipt.duplicate };
-      },
-    });
+    const route = (path: string, topic: string, summary: string, what: string) =>
+      scope.post(path, {
+        config: { auth: 'signature', rateLimit: 'webhook' },
+        schema: {
+          tags: ['webhooks'],
+          summary,
+          description:
+            'Authenticated by `X-Shopify-Hmac-Sha256` (base64 HMAC-SHA256 of the raw body with the shared secret), not by a token. ' +
+            'A correctly signed body is stored, whatever it contains, and processed in the background; the answer is sent as soon as it is committed. ' +
+            `A body that is not a JSON object describing ${what} is recorded as failed by that processing, not refused here. ` +
+            'A repeated `X-Shopify-Webhook-Id` is acknowledged and not processed again.' +
+            (topic === ORDERS_CANCELLED_TOPIC
+              ? ' Processing cancels the order of that platform id with the same effects as POST /orders/{order_id}/cancel (a completed order\'s stock ' +
+                'is released); a cancellation of an order not received yet is recorded and applied when its orders/create arrives.'
+              : ''),
+          headers: InboundHeaders,
+          response: { 200: Received, ...errorResponses(401, 413, 422, 429, 500, 503) },
+        },
+        handler: async (request) => {
+          const raw = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
+          const receipt = await inbound.receive(raw, request.headers, topic === ORDERS_CANCELLED_TOPIC ? topic : null);
+          return { status: 'received', webhook_id: receipt.webhookId, duplicate: receipt.duplicate };
+        },
+      });
+
+    route('/webhooks/orders/create', ORDERS_CREATE_TOPIC, 'Receive an order-created webhook from the e-commerce platform', 'an order');
+    route('/webhooks/orders/cancelled', ORDERS_CANCELLED_TOPIC, "Receive an order-cancelled webhook from the e-commerce platform", 'a cancelled order (its `id`, and `cancel_reason`)');
   });
 }

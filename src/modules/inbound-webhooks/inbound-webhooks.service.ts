@@ -16,13 +16,25 @@ import type { UsersService } from '../users/users.service.ts';
 import {
   findInboundWebhook,
   insertInboundWebhook,
+  linkInboundWebhook,
   lockInboundWebhook,
+  lockPlatformOrder,
+  recordPlatformCancellation,
   settleInboundWebhook,
+  takeWaitingCancellation,
 } from './inbound-webhooks.repository.ts';
 import { verifyShopifyHmac } from './shopify-hmac.ts';
-import { InboundRejection, mapShopifyOrder, SHOPIFY_SOURCE, type MappedShopifyOrder } from './shopify-order.ts';
+import {
+  InboundRejection,
+  mapShopifyCancellation,
+  mapShopifyOrder,
+  SHOPIFY_SOURCE,
+  type MappedShopifyCancellation,
+  type MappedShopifyOrder,
+} from './shopify-order.ts';
 
-const ORDERS_CREATE_TOPIC = 'orders/create';
+export const ORDERS_CREATE_TOPIC = 'orders/create';
+export const ORDERS_CANCELLED_TOPIC = 'orders/cancelled';
 
 /** Seams for tests (buildApp's `hooks.inboundProcessing`): fault injection without touching the database. */
 export interface InboundProcessHooks {
@@ -105,8 +117,10 @@ export class InboundWebhookService {
    * anything is parsed), store the body once per webhook id, whatever it contains, and enqueue its
    * processing with it. A repeated webhook id is acknowledged and not processed again. Whether the
    * body is a usable order is for processing to decide and record (`failed`, with the reason).
+   * `defaultTopic` stands for a missing topic header (the cancellation route's own topic; none on
+   * the creation route, whose processing takes a topic-less body for an order).
    */
-  async receive(rawBody: Buffer, headers: IncomingHttpHeaders): Promise<Receipt> {
+  async receive(rawBody: Buffer, headers: IncomingHttpHeaders, defaultTopic: string | null = null): Promise<Receipt> {
     const secret = this.config.shopifyWebhookSecret;
     if (!secret) throw new AppError('WEBHOOK_NOT_CONFIGURED', 'Inbound webhooks are not configured on this server');
     if (!verifyShopifyHmac(secret, rawBody, header(headers, 'x-shopify-hmac-sha256'))) {
@@ -126,7 +140,7 @@ export class InboundWebhookService {
     const stored = await this.db.transaction().execute(async (trx) => {
       const id = await insertInboundWebhook(trx, {
         webhookId,
-        topic: header(headers, 'x-shopify-topic') ?? null,
+        topic: header(headers, 'x-shopify-topic') ?? defaultTopic,
         shopDomain: header(headers, 'x-shopify-shop-domain') ?? null,
         headers: platformHeaders(headers),
         rawBody: asText ? rawBody.toString('utf8') : rawBody.toString('base64'),
@@ -149,6 +163,10 @@ export class InboundWebhookService {
     if (!row || row.status !== 'received') return;
     try {
       await this.hooks.beforeProcess?.(inboundWebhookId, lastAttempt);
+      if (row.topic === ORDERS_CANCELLED_TOPIC) {
+        await this.applyCancellation(row.id, await mapShopifyCancellation(storedPayload(row)));
+        return;
+      }
       if (row.topic !== null && row.topic !== ORDERS_CREATE_TOPIC) throw new InboundRejection(`unsupported topic: ${row.topic}`);
       const mapped = await mapShopifyOrder(storedPayload(row));
       try {
@@ -198,6 +216,7 @@ export class InboundWebhookService {
       // one processor per stored event at a time; a repeated job finds it settled
       const status = await lockInboundWebhook(trx, inboundId);
       if (status !== 'received') return;
+      await lockPlatformOrder(trx, SHOPIFY_SOURCE, mapped.externalId);
       const existing = await this.orders.findIdByExternalId(trx, SHOPIFY_SOURCE, mapped.externalId);
       if (existing !== undefined) {
         await settleInboundWebhook(trx, inboundId, { status: 'processed', orderId: existing, error: null });
@@ -221,7 +240,34 @@ export class InboundWebhookService {
         source: SHOPIFY_SOURCE,
         externalId: mapped.externalId,
       });
+      // the platform cancelled it before its creation arrived: it is cancelled before any processing
+      const waiting = await takeWaitingCancellation(trx, SHOPIFY_SOURCE, mapped.externalId);
+      if (waiting) {
+        await this.orders.cancelByExternalId(trx, SHOPIFY_SOURCE, mapped.externalId, waiting.reason);
+        await linkInboundWebhook(trx, waiting.inbound_webhook_id, order.id);
+      }
       await settleInboundWebhook(trx, inboundId, { status: 'processed', orderId: order.id, error: null });
+    });
+  }
+
+  /**
+   * A platform cancellation: cancels the linked order with the same effects as the API's cancel (a
+   * completed order's stock goes back), or, when its order has not arrived yet, records it for the
+   * creation to apply. An order that failed or was cancelled already stays as it is. Either way the
+   * stored webhook is processed, linked to the order when there is one.
+   */
+  private async applyCancellation(inboundId: number, mapped: MappedShopifyCancellation): Promise<void> {
+    await this.db.transaction().execute(async (trx) => {
+      const status = await lockInboundWebhook(trx, inboundId);
+      if (status !== 'received') return;
+      await lockPlatformOrder(trx, SHOPIFY_SOURCE, mapped.externalId);
+      const result = await this.orders.cancelByExternalId(trx, SHOPIFY_SOURCE, mapped.externalId, mapped.reason);
+      if (result === undefined) {
+        await recordPlatformCancellation(trx, { source: SHOPIFY_SOURCE, externalId: mapped.externalId, inboundWebhookId: inboundId, reason: mapped.reason });
+      } else if (!result.cancelled) {
+        this.log.info({ inboundWebhookId: inboundId, orderId: result.orderId }, 'platform cancellation of an order that is failed or cancelled already');
+      }
+      await settleInboundWebhook(trx, inboundId, { status: 'processed', orderId: result?.orderId ?? null, error: null });
     });
   }
 }

@@ -112,3 +112,28 @@ export async function mapShopifyOrder(payload: unknown): Promise<MappedShopifyOr
     lines: [...quantities].map(([sku, quantity]) => ({ sku, quantity })),
   };
 }
+
+/** The part of an orders/cancelled payload the service uses: which order, and why. */
+const ShopifyCancellationPayload = Type.Object({
+  id: ShopifyOrderPayload.properties.id,
+  cancel_reason: OptionalText,
+});
+
+export interface MappedShopifyCancellation {
+  externalId: string;
+  /** the platform's reason (`customer`, `fraud`, `inventory`, `declined`, `other`), null when it gave none */
+  reason: string | null;
+}
+
+/** Validates an orders/cancelled payload (the cancelled order, as the platform sends it) and maps it. */
+export async function mapShopifyCancellation(payload: unknown): Promise<MappedShopifyCancellation> {
+  const { Value } = await import('typebox/value');
+  if (!Value.Check(ShopifyCancellationPayload, payload)) {
+    const first = [...Value.Errors(ShopifyCancellationPayload, payload)][0];
+    throw new InboundRejection(`invalid cancellation payload: ${first ? `${first.instancePath || '/'} ${first.message}` : 'unexpected shape'}`);
+  }
+  const p = payload as Static<typeof ShopifyCancellationPayload>;
+  if (typeof p.id === 'number' && !Number.isSafeInteger(p.id)) throw new InboundRejection('invalid cancellation payload: /id is out of range');
+  const reason = text(p.cancel_reason);
+  return { externalId: String(p.id), reason: reason === '' ? null : reason.slice(0, 500) };
+}

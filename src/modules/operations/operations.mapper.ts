@@ -1,3 +1,4 @@
+import type { ApiVersion } from '../../http/api-version.ts';
 import { iso, isoOrNull } from '../../http/common.schemas.ts';
 import { jobFailureMessage } from '../../jobs/queue.ts';
 import type { JobRecord } from '../../jobs/jobs.repository.ts';
@@ -54,12 +55,12 @@ function deliveries(t: OrderTrace) {
   return [...bySubscription.values()];
 }
 
-export function toOrderTrace(t: OrderTrace) {
+export function toOrderTrace(version: ApiVersion, t: OrderTrace) {
   const { order, lines, events } = t.record;
   return {
-    order: toAdminOrderDetail(order, lines, events),
+    order: toAdminOrderDetail(version, order, lines, events),
     inbound: t.inbound.map(toInboundWebhookSummary),
-    events: events.map(toOrderEvent),
+    events: events.map((e) => toOrderEvent(version, e)),
     jobs: t.jobs.map(toTraceJob),
     deliveries: deliveries(t),
   };

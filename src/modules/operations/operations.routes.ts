@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { apiVersionOf } from '../../http/api-version.ts';
 import { errorResponses } from '../../http/errors.ts';
 import { OrderIdParams } from '../orders/orders.schemas.ts';
 import { toOrderTrace } from './operations.mapper.ts';
@@ -8,6 +9,7 @@ import type { OrderTraceService } from './trace.service.ts';
 
 export function registerOperationsRoutes(root: FastifyInstance, traces: OrderTraceService): void {
   const app = root.withTypeProvider<TypeBoxTypeProvider>();
+  const version = apiVersionOf(root);
 
   app.get('/admin/orders/:order_id/trace', {
     config: { auth: 'admin' },
@@ -20,8 +22,8 @@ export function registerOperationsRoutes(root: FastifyInstance, traces: OrderTra
         'each message with every attempt). It shows what is still kept: finished jobs for JOB_RETENTION_DAYS, settled messages and ' +
         'their attempts for WEBHOOK_MESSAGE_RETENTION_DAYS.',
       params: OrderIdParams,
-      response: { 200: OrderTraceBody, ...errorResponses(401, 403, 404, 422, 429) },
+      response: { 200: OrderTraceBody(version), ...errorResponses(401, 403, 404, 422, 429) },
     },
-    handler: async (request) => toOrderTrace(await traces.trace(request.params.order_id)),
+    handler: async (request) => toOrderTrace(version, await traces.trace(request.params.order_id)),
   });
 }

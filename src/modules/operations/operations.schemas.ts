@@ -1,7 +1,8 @@
 import { Type } from 'typebox';
 import { NullableTimestamp, Timestamp } from '../../http/common.schemas.ts';
 import { InboundWebhookSummary } from '../inbound-webhooks/inbound-webhooks.schemas.ts';
-import { AdminOrderDetail, OrderEventList } from '../orders/orders.schemas.ts';
+import type { ApiVersion } from '../../http/api-version.ts';
+import { orderSchemas } from '../orders/orders.schemas.ts';
 
 const NullableText = (description: string) => Type.Union([Type.String(), Type.Null()], { description });
 
@@ -38,11 +39,12 @@ const TraceMessage = Type.Object({
   attempts: Type.Array(TraceAttempt),
 });
 
-export const OrderTraceBody = Type.Object(
+/** The trace of one order, with the order and its events in `version`'s schemas. */
+export const OrderTraceBody = (version: ApiVersion) => Type.Object(
   {
-    order: AdminOrderDetail,
+    order: orderSchemas(version).AdminOrderDetail,
     inbound: Type.Array(InboundWebhookSummary, { description: 'the platform webhooks that created or were linked to the order, oldest first' }),
-    events: OrderEventList,
+    events: orderSchemas(version).OrderEventList,
     jobs: Type.Array(TraceJob, {
       description:
         'every job run for the order, for those webhooks and for its outgoing messages (dead-letter copies included), oldest first; ' +

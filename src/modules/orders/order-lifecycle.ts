@@ -2,7 +2,8 @@ import type { Transaction } from 'kysely';
 import type { Database, OrderRow, OrderStatus } from '../../db/schema.ts';
 import type { OrderEventBus } from '../../events/order-events.ts';
 import type { JobQueue } from '../../jobs/queue.ts';
-import { insertOrderWithEvent, updateOrderWithEvent, type NewOrder } from './orders.repository.ts';
+import { lockProducts, returnStock } from '../products/products.repository.ts';
+import { insertOrderWithEvent, orderDemand, updateOrderWithEvent, type NewOrder } from './orders.repository.ts';
 
 /** What a failure concerned: for a stock failure, each short line. */
 export interface FailureDetails {
@@ -12,26 +13,29 @@ export interface FailureDetails {
 /**
  * Moves a locked order to `next`, writes its `order.status_changed` event and publishes it, all in
  * `trx`. `order` must have been read with `lockOrder` in `trx`. A move to `failed` records the
- * failure reason (and its details) on the event as well as on the order.
+ * failure reason (and its details) on the event as well as on the order; a move to `cancelled`
+ * records when on the order and why (`cancelReason`, when given) on the event.
  */
 export async function changeOrderStatus(
   trx: Transaction<Database>,
   orderEvents: OrderEventBus,
   order: OrderRow,
   next: OrderStatus,
-  fields: { failureReason?: string | null; totalAmount?: string | number; details?: FailureDetails } = {},
+  fields: { failureReason?: string | null; totalAmount?: string | number; details?: FailureDetails; cancelReason?: string | null } = {},
 ): Promise<OrderRow> {
+  const now = new Date();
   const { order: updated, event } = await updateOrderWithEvent(trx, order.id, {
     patch: {
       status: next,
-      updated_at: new Date(),
+      updated_at: now,
+      ...(next === 'cancelled' ? { cancelled_at: now } : {}),
       ...(fields.failureReason !== undefined ? { failure_reason: fields.failureReason } : {}),
       ...(fields.totalAmount !== undefined ? { total_amount: fields.totalAmount } : {}),
     },
     event: {
       type: 'order.status_changed',
       previousStatus: order.status,
-      reason: next === 'failed' ? (fields.failureReason ?? null) : null,
+      reason: next === 'failed' ? (fields.failureReason ?? null) : next === 'cancelled' ? (fields.cancelReason ?? null) : null,
       details: next === 'failed' ? (fields.details ?? null) : null,
     },
   });
@@ -53,4 +57,28 @@ export async function placeOrder(
   await deps.orderEvents.publish(trx, event, order);
   await deps.queue.send(trx, 'order-process', { orderId: order.id });
   return order;
+}
+
+/** The statuses an order can be cancelled from: not yet final, or completed (its stock goes back). */
+export const CANCELLABLE: readonly OrderStatus[] = ['pending', 'processing', 'completed'];
+
+/**
+ * Cancels a locked order (read with `lockOrder` in `trx`; the caller checked it is `CANCELLABLE`).
+ * A completed order's reserved units go back to stock in the same transaction; a pending or
+ * processing one has reserved nothing, and its processing re-reads the status under the same row
+ * lock, so it never prices or reserves it afterwards.
+ */
+export async function cancelOrder(
+  trx: Transaction<Database>,
+  orderEvents: OrderEventBus,
+  order: OrderRow,
+  reason: string | null,
+): Promise<OrderRow> {
+  if (order.status === 'completed') {
+    const demand = await orderDemand(trx, order.id);
+    // the processing's lock order (the order row, then its products by id), so the two never deadlock
+    await lockProducts(trx, demand.map((d) => d.productId));
+    await returnStock(trx, demand);
+  }
+  return changeOrderStatus(trx, orderEvents, order, 'cancelled', { cancelReason: reason });
 }

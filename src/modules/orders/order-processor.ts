@@ -32,7 +32,8 @@ const REQUEUE_MARGIN_MS = 1;
  * The background job of an order: pending → processing (committed, with its event), then in one
  * transaction the lines are priced, the total computed and stock reserved for all lines — or the
  * order fails. Safe to run any number of times: the order row's lock and status decide whether
- * there is anything left to do, so stock is never reserved twice.
+ * there is anything left to do, so stock is never reserved twice, nor for an order cancelled
+ * meanwhile (a cancellation takes the same lock and the reservation re-reads the status under it).
  */
 export class OrderProcessor {
   private readonly hooks: OrderProcessorHooks;
@@ -70,7 +71,7 @@ export class OrderProcessor {
       if (order.status === 'pending') return (await changeOrderStatus(trx, this.orderEvents, order, 'processing')).status;
       return order.status;
     });
-    // completed or failed already (a duplicate job): nothing to do
+    // completed, failed or cancelled already (a duplicate job, or cancelled while queued): nothing to do
     if (started !== 'processing') return started;
 
     await this.hooks.beforeReserve?.(orderId, attempt);
@@ -135,13 +136,13 @@ export class OrderProcessor {
    * Fails the order unless it is final already, or (with `requeuedAfter`) was retried after that
    * time, when a newer job owns it. An order still `pending` (every attempt failed before its move
    * to `processing` committed) goes through `processing` first, in the same transaction: the only
-   * transitions are pending → processing → completed | failed, and subscribers see each
-   * of them. Returns whether it failed the order.
+   * transitions are pending → processing → completed | failed (and a cancellation from any of
+   * pending, processing, completed), and subscribers see each of them. Returns whether it failed the order.
    */
   private async failUnlessFinal(orderId: number, reason: FailureReason, requeuedAfter?: Date): Promise<boolean> {
     return this.db.transaction().execute(async (trx) => {
       const order = await lockOrder(trx, orderId);
-      if (!order || order.status === 'completed' || order.status === 'failed') return false;
+      if (!order || order.status === 'completed' || order.status === 'failed' || order.status === 'cancelled') return false;
       if (requeuedAfter && (await requeuedSince(trx, orderId, requeuedAfter))) return false;
       const from = order.status === 'pending' ? await changeOrderStatus(trx, this.orderEvents, order, 'processing') : order;
       await changeOrderStatus(trx, this.orderEvents, from, 'failed', { failureReason: reason });

@@ -1,13 +1,16 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { apiVersionOf } from '../../http/api-version.ts';
 import { errorResponses } from '../../http/errors.ts';
 import type { OrdersAdminService } from './orders.admin.service.ts';
-import { toAdminOrderDetail, toAdminOrderSummary } from './orders.mapper.ts';
-import { AdminOrderDetail, AdminOrderListQuery, AdminOrderPage, OrderIdParams } from './orders.schemas.ts';
+import { statusesFor, toAdminOrderDetail, toAdminOrderSummary } from './orders.mapper.ts';
+import { OrderIdParams, orderSchemas } from './orders.schemas.ts';
 
 /** The administrators' order console. */
 export function registerOrderAdminRoutes(root: FastifyInstance, orders: OrdersAdminService): void {
   const app = root.withTypeProvider<TypeBoxTypeProvider>();
+  const version = apiVersionOf(root);
+  const { AdminOrderDetail, AdminOrderListQuery, AdminOrderPage } = orderSchemas(version);
   const tags = ['admin'];
   const config = { auth: 'admin' as const };
 
@@ -24,8 +27,8 @@ export function registerOrderAdminRoutes(root: FastifyInstance, orders: OrdersAd
       response: { 200: AdminOrderPage, ...errorResponses(401, 403, 422, 429) },
     },
     handler: async (request) => {
-      const page = await orders.list(request.query);
-      return { ...page, items: page.items.map(toAdminOrderSummary) };
+      const page = await orders.list(request.query, statusesFor(version, request.query.status));
+      return { ...page, items: page.items.map((o) => toAdminOrderSummary(version, o)) };
     },
   });
 
@@ -39,7 +42,7 @@ export function registerOrderAdminRoutes(root: FastifyInstance, orders: OrdersAd
     },
     handler: async (request) => {
       const { order, lines, events } = await orders.get(request.params.order_id);
-      return toAdminOrderDetail(order, lines, events);
+      return toAdminOrderDetail(version, order, lines, events);
     },
   });
 }

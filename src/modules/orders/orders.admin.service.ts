@@ -1,5 +1,5 @@
 import type { Db } from '../../db/database.ts';
-import type { OrderEventRow, OrderRow } from '../../db/schema.ts';
+import type { OrderEventRow, OrderRow, OrderStatus } from '../../db/schema.ts';
 import { AppError } from '../../http/errors.ts';
 import { pageOf, type PageResult } from '../../http/common.schemas.ts';
 import { findOrderWithLines, listOrderEvents, listOrders, type OrderFilter, type OrderLineView } from './orders.repository.ts';
@@ -49,9 +49,10 @@ export class OrdersAdminService {
     this.db = deps.db;
   }
 
-  async list(q: AdminOrderListQuery): Promise<PageResult<OrderRow>> {
+  /** `statuses`: those the caller's status filter stands for in its API version (mappers' `statusesFor`). */
+  async list(q: AdminOrderListQuery, statuses: OrderStatus[] | undefined): Promise<PageResult<OrderRow>> {
     const filter: OrderFilter = {
-      status: q.status,
+      statuses,
       userId: q.user_id,
       platform: q.source === undefined ? undefined : q.source === 'platform',
       externalId: q.external_id,

@@ -1,38 +1,58 @@
-import type { OrderEventRow, OrderRow } from '../../db/schema.ts';
-import { iso } from '../../http/common.schemas.ts';
+import type { OrderEventRow, OrderRow, OrderStatus } from '../../db/schema.ts';
+import { statusIn, V1_CANCELLED_REASON } from '../../events/order-events.ts';
+import type { ApiVersion } from '../../http/api-version.ts';
+import { iso, isoOrNull } from '../../http/common.schemas.ts';
 import { moneyToNumber } from '../products/money.ts';
 import type { OrderLineView } from './orders.repository.ts';
 import type { FailureDetails } from './order-lifecycle.ts';
 import type { OrderCreated } from './orders.schemas.ts';
 
-/** The 201 of POST /orders: the order as just created (pending, nothing priced yet). */
+/** The statuses a `version` client's status filter stands for: v1's `failed` includes the cancelled orders. */
+export function statusesFor(version: ApiVersion, status: OrderStatus | undefined): OrderStatus[] | undefined {
+  if (status === undefined) return undefined;
+  return version === 'v1' && status === 'failed' ? ['failed', 'cancelled'] : [status];
+}
+
+/** Why the order failed, as `version` says it; null unless it reads `failed` there. */
+function failureReasonIn(version: ApiVersion, o: OrderRow): string | null {
+  if (o.status === 'failed') return o.failure_reason;
+  return version === 'v1' && o.status === 'cancelled' ? V1_CANCELLED_REASON : null;
+}
+
+/** What v2 adds to an order read. */
+function v2Fields(version: ApiVersion, o: OrderRow) {
+  return version === 'v1' ? {} : { failure_reason: failureReasonIn(version, o), cancelled_at: isoOrNull(o.cancelled_at) };
+}
+
+/** The 201 of POST /orders: the order as just created (pending, nothing priced yet), the same in every version. */
 export function toOrderCreated(o: OrderRow, lines: { productId: number; quantity: number }[]): OrderCreated {
   return {
     id: o.id,
     user_id: o.user_id,
-    status: o.status,
+    status: statusIn('v1', o.status) as OrderCreated['status'],
     total_amount: moneyToNumber(o.total_amount),
     items: lines.map((l) => ({ product_id: l.productId, quantity: l.quantity, unit_price: 0 })),
     created_at: iso(o.created_at),
   };
 }
 
-export function toOrderSummary(o: OrderRow) {
+export function toOrderSummary(version: ApiVersion, o: OrderRow) {
   return {
     id: o.id,
     user_id: o.user_id,
-    status: o.status,
+    status: statusIn(version, o.status),
     total_amount: moneyToNumber(o.total_amount),
+    ...v2Fields(version, o),
     created_at: iso(o.created_at),
     updated_at: iso(o.updated_at),
   };
 }
 
-export function toOrderDetail(o: OrderRow, lines: OrderLineView[]) {
+export function toOrderDetail(version: ApiVersion, o: OrderRow, lines: OrderLineView[]) {
   return {
     id: o.id,
     user_id: o.user_id,
-    status: o.status,
+    status: statusIn(version, o.status),
     total_amount: moneyToNumber(o.total_amount),
     shipping_address: o.shipping_address,
     items: lines.map((l) => ({
@@ -42,18 +62,26 @@ export function toOrderDetail(o: OrderRow, lines: OrderLineView[]) {
       quantity: l.quantity,
       unit_price: moneyToNumber(l.unit_price),
     })),
+    ...v2Fields(version, o),
     created_at: iso(o.created_at),
     updated_at: iso(o.updated_at),
   };
 }
 
-export function toOrderEvent(e: OrderEventRow) {
+/** Why the event's move happened, as `version` says it: a failure's reason, or (v2) a cancellation's. */
+function eventReason(version: ApiVersion, e: OrderEventRow): string | null {
+  if (e.status === 'failed') return e.reason;
+  if (e.status === 'cancelled') return version === 'v1' ? V1_CANCELLED_REASON : e.reason;
+  return null;
+}
+
+export function toOrderEvent(version: ApiVersion, e: OrderEventRow) {
   return {
     sequence: e.sequence,
     type: e.type,
-    previous_status: e.previous_status,
-    status: e.status,
-    reason: e.status === 'failed' ? e.reason : null,
+    previous_status: e.previous_status === null ? null : statusIn(version, e.previous_status),
+    status: statusIn(version, e.status),
+    reason: eventReason(version, e),
     details: e.status === 'failed' ? ((e.details as FailureDetails | null) ?? null) : null,
     created_at: iso(e.created_at),
   };
@@ -64,18 +92,19 @@ function sourceOf(o: OrderRow): 'api' | 'platform' {
   return o.source === 'api' ? 'api' : 'platform';
 }
 
-function adminFields(o: OrderRow) {
+function adminFields(version: ApiVersion, o: OrderRow) {
   return {
     source: sourceOf(o),
     external_id: o.external_id,
-    failure_reason: o.status === 'failed' ? o.failure_reason : null,
+    failure_reason: failureReasonIn(version, o),
+    ...(version === 'v1' ? {} : { cancelled_at: isoOrNull(o.cancelled_at) }),
   };
 }
 
-export function toAdminOrderSummary(o: OrderRow) {
-  return { ...toOrderSummary(o), ...adminFields(o) };
+export function toAdminOrderSummary(version: ApiVersion, o: OrderRow) {
+  return { ...toOrderSummary(version, o), ...adminFields(version, o) };
 }
 
-export function toAdminOrderDetail(o: OrderRow, lines: OrderLineView[], events: OrderEventRow[]) {
-  return { ...toOrderDetail(o, lines), ...adminFields(o), events: events.map(toOrderEvent) };
+export function toAdminOrderDetail(version: ApiVersion, o: OrderRow, lines: OrderLineView[], events: OrderEventRow[]) {
+  return { ...toOrderDetail(version, o, lines), ...adminFields(version, o), events: events.map((e) => toOrderEvent(version, e)) };
 }

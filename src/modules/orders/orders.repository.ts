@@ -45,25 +45,33 @@ export async function findOrderWithLines(db: Db, id: number): Promise<{ order: O
 interface OrderPageArgs extends Record<string, unknown> {
   userId: number;
   status: OrderStatus;
+  statuses: OrderStatus[];
   limit: number;
   offset: number;
 }
 
-/** One user's orders (of one status, or all of them): where both the page and its count look. */
-function ownOrders(withStatus: boolean) {
+/** How a page of one user's orders is filtered by status: not at all, one status, or any of several. */
+type StatusShape = 'all' | 'ofStatus' | 'ofStatuses';
+
+/** One user's orders (of one status, any of several, or all of them): where both the page and its count look. */
+function ownOrders(shape: StatusShape) {
   return (eb: ExpressionBuilder<Database, 'orders'>, a: OrderPageArgs) =>
-    eb.and([eb('orders.user_id', '=', a.userId), ...(withStatus ? [eb('orders.status', '=', a.status)] : [])]);
+    eb.and([
+      eb('orders.user_id', '=', a.userId),
+      ...(shape === 'ofStatus' ? [eb('orders.status', '=', a.status)] : []),
+      ...(shape === 'ofStatuses' ? [sql<boolean>`orders.status = ANY(${a.statuses}::text[])`] : []),
+    ]);
 }
 
-function orderCountQuery(withStatus: boolean) {
-  const mine = ownOrders(withStatus);
+function orderCountQuery(shape: StatusShape) {
+  const mine = ownOrders(shape);
   return (db: Db, a: OrderPageArgs) =>
     db.selectFrom('orders').select((eb) => eb.fn.countAll<number>().as('total')).where((eb) => mine(eb, a));
 }
 
-function orderPageQuery(withStatus: boolean) {
-  const mine = ownOrders(withStatus);
-  const count = orderCountQuery(withStatus);
+function orderPageQuery(shape: StatusShape) {
+  const mine = ownOrders(shape);
+  const count = orderCountQuery(shape);
   return compileOnce((db, a: OrderPageArgs) =>
     db
       .selectFrom('orders')
@@ -77,22 +85,28 @@ function orderPageQuery(withStatus: boolean) {
   );
 }
 
-// by whether a status is asked for: one compiled statement per shape
-const orderPage = { all: orderPageQuery(false), ofStatus: orderPageQuery(true) };
-const orderCount = { all: compileOnce(orderCountQuery(false)), ofStatus: compileOnce(orderCountQuery(true)) };
+// by how the status is filtered: one compiled statement per shape
+const SHAPES: readonly StatusShape[] = ['all', 'ofStatus', 'ofStatuses'];
+const orderPage = Object.fromEntries(SHAPES.map((shape) => [shape, orderPageQuery(shape)])) as Record<StatusShape, ReturnType<typeof orderPageQuery>>;
+const orderCount = Object.fromEntries(SHAPES.map((shape) => [shape, compileOnce(orderCountQuery(shape))])) as Record<
+  StatusShape,
+  ReturnType<typeof compileOnce<OrderPageArgs, { total: number }>>
+>;
 
 /**
  * A page of one user's orders, newest first, and their count, in one round trip: the count is an
  * uncorrelated subquery, which PostgreSQL runs once (both are served by the user/status indexes).
  * A page past the end has no row to carry the count, so only then is it asked for on its own.
+ * `statuses`: the orders in any of them (undefined: every order).
  */
 export async function listUserOrders(
   db: Db,
-  opts: { userId: number; status: OrderStatus | undefined; limit: number; offset: number },
+  opts: { userId: number; statuses: readonly OrderStatus[] | undefined; limit: number; offset: number },
 ): Promise<{ rows: OrderRow[]; total: number }> {
-  const shape = opts.status === undefined ? 'all' : 'ofStatus';
-  // the shape without a status filter has no parameter for it: any status will do
-  const args = { ...opts, status: opts.status ?? 'pending' };
+  const statuses = opts.statuses === undefined ? undefined : [...opts.statuses];
+  const shape: StatusShape = statuses === undefined ? 'all' : statuses.length === 1 ? 'ofStatus' : 'ofStatuses';
+  // a shape has no parameter for what it does not filter on: any value will do
+  const args: OrderPageArgs = { userId: opts.userId, limit: opts.limit, offset: opts.offset, status: statuses?.[0] ?? 'pending', statuses: statuses ?? [] };
   const page = await orderPage[shape](db, args);
   if (page.length === 0) {
     const total = opts.offset === 0 ? 0 : Number((await orderCount[shape](db, args))[0].total);
@@ -332,7 +346,8 @@ export async function listOrderEvents(db: Db, orderId: number): Promise<OrderEve
 
 /** The administrators' order filters; each one given narrows the list. */
 export interface OrderFilter {
-  status?: OrderStatus;
+  /** orders in any of these statuses */
+  statuses?: readonly OrderStatus[];
   userId?: number;
   /** true: orders from an inbound platform (any source but the API); false: orders placed through the API */
   platform?: boolean;
@@ -345,7 +360,7 @@ export interface OrderFilter {
 
 function filtered(db: Db, f: OrderFilter) {
   let q = db.selectFrom('orders');
-  if (f.status !== undefined) q = q.where('status', '=', f.status);
+  if (f.statuses !== undefined) q = q.where('status', 'in', [...f.statuses]);
   if (f.userId !== undefined) q = q.where('user_id', '=', f.userId);
   // `source <> 'api'` is the predicate of the platform orders' partial index
   if (f.platform === true) q = q.where('source', '<>', 'api');
@@ -365,7 +380,7 @@ async function countOrders(db: Db, f: OrderFilter): Promise<number> {
   const countersSuffice = f.userId === undefined && f.externalId === undefined && f.createdFrom === undefined && f.createdBefore === undefined;
   if (countersSuffice) {
     let q = db.selectFrom('order_counts').select((eb) => eb.fn.coalesce(eb.fn.sum<string>('total'), eb.lit(0)).as('total'));
-    if (f.status !== undefined) q = q.where('status', '=', f.status);
+    if (f.statuses !== undefined) q = q.where('status', 'in', [...f.statuses]);
     if (f.platform !== undefined) q = q.where('platform', '=', f.platform);
     return Number((await q.executeTakeFirstOrThrow()).total);
   }
@@ -391,7 +406,7 @@ export async function countTransitionsByStatus(db: Db): Promise<Record<OrderStat
     .select((eb) => ['status', eb.fn.sum<string>('total').as('total')])
     .groupBy('status')
     .execute();
-  const counts: Record<OrderStatus, number> = { pending: 0, processing: 0, completed: 0, failed: 0 };
+  const counts: Record<OrderStatus, number> = { pending: 0, processing: 0, completed: 0, failed: 0, cancelled: 0 };
   for (const r of rows) counts[r.status] = Number(r.total);
   return counts;
 }

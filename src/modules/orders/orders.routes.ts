@@ -1,23 +1,17 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { apiVersionOf } from '../../http/api-version.ts';
 import { authUser } from '../../http/auth.ts';
 import { errorResponses } from '../../http/errors.ts';
-import { toOrderDetail, toOrderEvent, toOrderSummary } from './orders.mapper.ts';
-import {
-  OrderAction,
-  OrderCreateBody,
-  OrderCreated,
-  OrderCreateHeaders,
-  OrderDetail,
-  OrderEventList,
-  OrderIdParams,
-  OrderListQuery,
-  OrderPage,
-} from './orders.schemas.ts';
+import { statusesFor, toOrderDetail, toOrderEvent, toOrderSummary } from './orders.mapper.ts';
+import { OrderAction, OrderCancelBody, OrderCreateBody, OrderCreated, OrderCreateHeaders, OrderIdParams, orderSchemas } from './orders.schemas.ts';
 import type { OrdersService } from './orders.service.ts';
 
+/** The order routes of the API version `root` serves: its schemas and mappers, the same handlers. */
 export function registerOrderRoutes(root: FastifyInstance, orders: OrdersService): void {
   const app = root.withTypeProvider<TypeBoxTypeProvider>();
+  const version = apiVersionOf(root);
+  const { OrderDetail, OrderEventList, OrderListQuery, OrderPage } = orderSchemas(version);
   const tags = ['orders'];
 
   app.post('/orders', {
@@ -45,8 +39,9 @@ export function registerOrderRoutes(root: FastifyInstance, orders: OrdersService
       response: { 200: OrderPage, ...errorResponses(401, 403, 422, 429) },
     },
     handler: async (request) => {
-      const page = await orders.list(authUser(request), request.query);
-      return { ...page, items: page.items.map(toOrderSummary) };
+      const { status, ...q } = request.query;
+      const page = await orders.list(authUser(request), { ...q, statuses: statusesFor(version, status) });
+      return { ...page, items: page.items.map((o) => toOrderSummary(version, o)) };
     },
   });
 
@@ -60,7 +55,7 @@ export function registerOrderRoutes(root: FastifyInstance, orders: OrdersService
     },
     handler: async (request) => {
       const { order, lines } = await orders.get(authUser(request), request.params.order_id);
-      return toOrderDetail(order, lines);
+      return toOrderDetail(version, order, lines);
     },
   });
 
@@ -77,7 +72,7 @@ export function registerOrderRoutes(root: FastifyInstance, orders: OrdersService
       params: OrderIdParams,
       response: { 200: OrderEventList, ...errorResponses(401, 403, 404, 422, 429) },
     },
-    handler: async (request) => (await orders.events(authUser(request), request.params.order_id)).map(toOrderEvent),
+    handler: async (request) => (await orders.events(authUser(request), request.params.order_id)).map((e) => toOrderEvent(version, e)),
   });
 
   app.post('/orders/:order_id/retry', {
@@ -91,6 +86,29 @@ export function registerOrderRoutes(root: FastifyInstance, orders: OrdersService
     handler: async (request, reply) => {
       const order = await orders.retry(authUser(request), request.params.order_id);
       return reply.code(202).send({ status: 'queued', message: 'Order queued for processing', order_id: order.id });
+    },
+  });
+
+  // v1's statuses have no `cancelled`: only v2 can cancel
+  if (version === 'v1') return;
+
+  app.post('/orders/:order_id/cancel', {
+    config: { auth: 'user' },
+    schema: {
+      tags,
+      summary: 'Cancel an order (owner or administrator); a completed order\'s stock is released',
+      description:
+        'Allowed from `pending`, `processing` and `completed`; a `failed` or already `cancelled` order is 400 `ORDER_NOT_CANCELLABLE`. ' +
+        'A completed order\'s units go back to stock with the status change; a pending or processing one is never priced or reserved afterwards. ' +
+        'Writes the next order event (with the `reason`, when given) and sends `order.status_changed` and `order.cancelled` to subscriptions. ' +
+        'Another user\'s order is 403, as for retry.',
+      params: OrderIdParams,
+      body: OrderCancelBody,
+      response: { 200: OrderDetail, ...errorResponses(400, 401, 403, 404, 422, 429) },
+    },
+    handler: async (request) => {
+      const { order, lines } = await orders.cancel(authUser(request), request.params.order_id, request.body?.reason ?? null);
+      return toOrderDetail(version, order, lines);
     },
   });
 }

@@ -1,8 +1,18 @@
-import { Type, type Static } from 'typebox';
-import { Id, NonBlank, Page, PageQuery, Timestamp } from '../../http/common.schemas.ts';
+import { Type, type Static, type TSchema } from 'typebox';
+import type { OrderStatus } from '../../db/schema.ts';
+import type { ApiVersion } from '../../http/api-version.ts';
+import { Id, NonBlank, NullableTimestamp, Page, PageQuery, Timestamp } from '../../http/common.schemas.ts';
 import { MAX_ID } from '../../http/path-ids.ts';
 
-export const Status = Type.Union([Type.Literal('pending'), Type.Literal('processing'), Type.Literal('completed'), Type.Literal('failed')]);
+/** The order statuses each API version knows: v1 has no `cancelled` (its clients read such an order as `failed`). */
+export const STATUSES: Record<ApiVersion, readonly OrderStatus[]> = {
+  v1: ['pending', 'processing', 'completed', 'failed'],
+  v2: ['pending', 'processing', 'completed', 'failed', 'cancelled'],
+};
+
+const StatusOf = (version: ApiVersion) => Type.Union(STATUSES[version].map((s) => Type.Literal(s)));
+/** v1's statuses (the order as just created is always `pending`, in every version) */
+export const Status = StatusOf('v1');
 
 /** The most lines one order may have. */
 export const MAX_ORDER_LINES = 100;
@@ -52,47 +62,11 @@ export const OrderCreated = Type.Object({
 });
 export type OrderCreated = Static<typeof OrderCreated>;
 
-export const OrderSummary = Type.Object({
-  id: Type.Integer(),
-  user_id: Type.Integer(),
-  status: Status,
-  total_amount: Type.Number(),
-  created_at: Timestamp,
-  updated_at: Timestamp,
-});
-
-export const OrderPage = Page(OrderSummary, "A page of the caller's orders, newest first");
-
-export const OrderDetail = Type.Object({
-  id: Type.Integer(),
-  user_id: Type.Integer(),
-  status: Status,
-  total_amount: Type.Number(),
-  shipping_address: Type.String(),
-  items: Type.Array(
-    Type.Object({
-      id: Type.Integer(),
-      product_id: Type.Integer(),
-      product_name: Type.String(),
-      quantity: Type.Integer(),
-      unit_price: Type.Number(),
-    }),
-  ),
-  created_at: Timestamp,
-  updated_at: Timestamp,
-});
-
 export const OrderAction = Type.Object({
   status: Type.String(),
   message: Type.String(),
   order_id: Type.Integer(),
 });
-
-export const OrderListQuery = Type.Object({
-  ...PageQuery,
-  status: Type.Optional(Status),
-});
-export type OrderListQuery = Static<typeof OrderListQuery>;
 
 export const OrderIdParams = Type.Object({ order_id: Id });
 export type OrderIdParams = Static<typeof OrderIdParams>;
@@ -112,59 +86,130 @@ export const FailureDetails = Type.Object(
   { description: 'for `INSUFFICIENT_STOCK`: every line the stock could not cover' },
 );
 
-export const OrderEvent = Type.Object({
-  sequence: Type.Integer({ description: "1, 2, 3 … in the order's history" }),
-  type: Type.String({ description: '`order.created` or `order.status_changed`' }),
-  previous_status: Type.Union([Status, Type.Null()], { description: 'null for `order.created`' }),
-  status: Status,
-  reason: NullableText(
-    'why the order failed, on the event that moved it to `failed` (`INSUFFICIENT_STOCK`, `PRODUCT_UNAVAILABLE`, `TOTAL_TOO_LARGE`, `PROCESSING_ERROR`); else null',
-  ),
-  details: Type.Union([FailureDetails, Type.Null()], { description: 'what the failure concerned: the short lines of a stock failure; else null' }),
-  created_at: Timestamp,
-});
-
-export const OrderEventList = Type.Array(OrderEvent, { description: "The order's events, oldest first" });
-
 const Source = Type.Union([Type.Literal('api'), Type.Literal('platform')], {
   description: '`api`: placed through POST /orders; `platform`: created from an e-commerce platform\'s webhook',
-});
-
-const AdminOrderFields = {
-  source: Source,
-  external_id: NullableText("the platform's own order id; null for API orders"),
-  failure_reason: NullableText('why the order failed; null unless it is `failed`'),
-};
-
-export const AdminOrderSummary = Type.Object({
-  id: Type.Integer(),
-  user_id: Type.Integer(),
-  status: Status,
-  total_amount: Type.Number(),
-  ...AdminOrderFields,
-  created_at: Timestamp,
-  updated_at: Timestamp,
-});
-
-export const AdminOrderPage = Page(AdminOrderSummary, "A page of every user's orders, newest first");
-
-export const AdminOrderDetail = Type.Object({
-  ...OrderDetail.properties,
-  ...AdminOrderFields,
-  events: OrderEventList,
 });
 
 /** ISO 8601: a date-time with its offset, or a date (a whole day, UTC). */
 const Instant = (description: string) =>
   Type.Union([Type.String({ format: 'date-time' }), Type.String({ format: 'date' })], { description });
 
-export const AdminOrderListQuery = Type.Object({
-  ...PageQuery,
-  status: Type.Optional(Status),
-  user_id: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_ID, description: "the owner's id" })),
-  source: Type.Optional(Type.Union([Type.Literal('api'), Type.Literal('platform')], { description: '`platform`: orders from any inbound platform' })),
-  external_id: Type.Optional(Type.String({ minLength: 1, maxLength: 255, description: "a platform's order id" })),
-  created_from: Type.Optional(Instant('created at or after: `2026-01-31T08:00:00Z`, or a date for the start of that day (UTC)')),
-  created_to: Type.Optional(Instant('created at or before: `2026-01-31T18:00:00+02:00`, or a date for the whole of that day (UTC)')),
-});
-export type AdminOrderListQuery = Static<typeof AdminOrderListQuery>;
+/** What v2 adds to an order read. */
+const V2_ORDER_FIELDS = {
+  failure_reason: NullableText('why the order failed (`INSUFFICIENT_STOCK`, `PRODUCT_UNAVAILABLE`, `TOTAL_TOO_LARGE`, `PROCESSING_ERROR`); null unless it is `failed`'),
+  cancelled_at: { ...NullableTimestamp, description: 'when it was cancelled; null unless it is `cancelled`' },
+};
+
+/**
+ * The order schemas of one API version. The routes are the same in every version; only these (and
+ * the mappers that fill them) differ. Queries are typed as v2's, a superset of v1's; the responses
+ * are checked by their schema when serialised.
+ */
+function buildOrderSchemas(version: ApiVersion) {
+  const Status = StatusOf(version);
+  const v2 = version === 'v2' ? V2_ORDER_FIELDS : {};
+  const OrderSummary = Type.Object({
+    id: Type.Integer(),
+    user_id: Type.Integer(),
+    status: Status,
+    total_amount: Type.Number(),
+    ...v2,
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  });
+  const OrderDetail = Type.Object({
+    id: Type.Integer(),
+    user_id: Type.Integer(),
+    status: Status,
+    total_amount: Type.Number(),
+    shipping_address: Type.String(),
+    items: Type.Array(
+      Type.Object({
+        id: Type.Integer(),
+        product_id: Type.Integer(),
+        product_name: Type.String(),
+        quantity: Type.Integer(),
+        unit_price: Type.Number(),
+      }),
+    ),
+    ...v2,
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  });
+  const OrderEvent = Type.Object({
+    sequence: Type.Integer({ description: "1, 2, 3 … in the order's history" }),
+    type: Type.String({ description: '`order.created` or `order.status_changed`' }),
+    previous_status: Type.Union([Status, Type.Null()], { description: 'null for `order.created`' }),
+    status: Status,
+    reason: NullableText(
+      version === 'v1'
+        ? 'why the order failed, on the event that moved it to `failed` (`INSUFFICIENT_STOCK`, `PRODUCT_UNAVAILABLE`, `TOTAL_TOO_LARGE`, `PROCESSING_ERROR`, `CANCELLED`); else null'
+        : 'why the order failed, on the event that moved it to `failed` (`INSUFFICIENT_STOCK`, `PRODUCT_UNAVAILABLE`, `TOTAL_TOO_LARGE`, `PROCESSING_ERROR`), or the reason given for its cancellation (null when none was), on the event that moved it to `cancelled`; else null',
+    ),
+    details: Type.Union([FailureDetails, Type.Null()], { description: 'what the failure concerned: the short lines of a stock failure; else null' }),
+    created_at: Timestamp,
+  });
+  const OrderEventList = Type.Array(OrderEvent, { description: "The order's events, oldest first" });
+  const AdminOrderFields = {
+    source: Source,
+    external_id: NullableText("the platform's own order id; null for API orders"),
+    failure_reason: NullableText(
+      version === 'v1' ? 'why the order failed (`CANCELLED` for a cancelled order); null unless it is `failed`' : 'why the order failed; null unless it is `failed`',
+    ),
+    ...(version === 'v2' ? { cancelled_at: V2_ORDER_FIELDS.cancelled_at } : {}),
+  };
+  const AdminOrderSummary = Type.Object({
+    id: Type.Integer(),
+    user_id: Type.Integer(),
+    status: Status,
+    total_amount: Type.Number(),
+    ...AdminOrderFields,
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  });
+  const statusFilter = Type.Optional({
+    ...Status,
+    description: version === 'v1' ? '`failed` includes the orders that will not be fulfilled for any reason' : 'one status',
+  });
+  return {
+    Status: Status as TSchema,
+    OrderSummary: OrderSummary as TSchema,
+    OrderPage: Page(OrderSummary, "A page of the caller's orders, newest first") as TSchema,
+    OrderDetail: OrderDetail as TSchema,
+    OrderEventList: OrderEventList as TSchema,
+    AdminOrderPage: Page(AdminOrderSummary, "A page of every user's orders, newest first") as TSchema,
+    AdminOrderDetail: Type.Object({ ...OrderDetail.properties, ...AdminOrderFields, events: OrderEventList }) as TSchema,
+    OrderListQuery: Type.Object({ ...PageQuery, status: statusFilter }),
+    AdminOrderListQuery: Type.Object({
+      ...PageQuery,
+      status: statusFilter,
+      user_id: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_ID, description: "the owner's id" })),
+      source: Type.Optional(Type.Union([Type.Literal('api'), Type.Literal('platform')], { description: '`platform`: orders from any inbound platform' })),
+      external_id: Type.Optional(Type.String({ minLength: 1, maxLength: 255, description: "a platform's order id" })),
+      created_from: Type.Optional(Instant('created at or after: `2026-01-31T08:00:00Z`, or a date for the start of that day (UTC)')),
+      created_to: Type.Optional(Instant('created at or before: `2026-01-31T18:00:00+02:00`, or a date for the whole of that day (UTC)')),
+    }),
+  };
+}
+
+const SCHEMAS = { v1: buildOrderSchemas('v1'), v2: buildOrderSchemas('v2') };
+
+/** The order schemas of `version` (built once per version). */
+export function orderSchemas(version: ApiVersion) {
+  return SCHEMAS[version];
+}
+
+export type OrderListQuery = Static<ReturnType<typeof buildOrderSchemas>['OrderListQuery']>;
+export type AdminOrderListQuery = Static<ReturnType<typeof buildOrderSchemas>['AdminOrderListQuery']>;
+
+export const OrderCancelBody = Type.Union(
+  [
+    Type.Object(
+      { reason: Type.Optional(Type.String({ maxLength: 500, description: 'why the order is cancelled (up to 500 characters)' })) },
+      { additionalProperties: false },
+    ),
+    Type.Null(),
+  ],
+  { description: 'optional' },
+);
+export type OrderCancelBody = Static<typeof OrderCancelBody>;

@@ -2,14 +2,14 @@ import crypto from 'node:crypto';
 import type { Transaction } from 'kysely';
 import type { Db } from '../../db/database.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
-import type { Database, OrderEventRow, OrderRow, UserRow } from '../../db/schema.ts';
+import type { Database, OrderEventRow, OrderRow, OrderStatus, UserRow } from '../../db/schema.ts';
 import type { OrderEventBus } from '../../events/order-events.ts';
 import { AppError } from '../../http/errors.ts';
 import { pageOf, type PageResult } from '../../http/common.schemas.ts';
 import { MAX_ID } from '../../http/path-ids.ts';
 import type { JobQueue } from '../../jobs/queue.ts';
 import { findProductStates } from '../products/products.repository.ts';
-import { changeOrderStatus, placeOrder } from './order-lifecycle.ts';
+import { CANCELLABLE, cancelOrder, changeOrderStatus, placeOrder } from './order-lifecycle.ts';
 import { toOrderCreated } from './orders.mapper.ts';
 import {
   findIdempotencyKey,
@@ -149,11 +149,11 @@ export class OrdersService {
     return findOrderWithLines(this.db, id);
   }
 
-  /** The caller's own orders, newest first. */
-  async list(actor: UserRow, q: OrderListQuery): Promise<PageResult<OrderRow>> {
+  /** The caller's own orders, newest first; `statuses` (when given) are those the caller's status filter stands for. */
+  async list(actor: UserRow, q: Omit<OrderListQuery, 'status'> & { statuses?: readonly OrderStatus[] }): Promise<PageResult<OrderRow>> {
     const { rows, total } = await listUserOrders(this.db, {
       userId: actor.id,
-      status: q.status,
+      statuses: q.statuses,
       limit: q.page_size,
       offset: (q.page - 1) * q.page_size,
     });
@@ -184,11 +184,58 @@ export class OrdersService {
       if (!order) throw orderNotFound();
       if (order.user_id !== actor.id && !actor.is_admin) throw notYourOrder();
       if (order.status !== 'failed') {
-        throw new AppError('INVALID_STATE', `Only failed orders can be retried; this order is ${order.status}`);
+        // v1 reads a cancelled order as failed, so the answer does not name that status
+        const now = order.status === 'cancelled' ? 'will not be fulfilled' : `is ${order.status}`;
+        throw new AppError('INVALID_STATE', `Only failed orders can be retried; this order ${now}`);
       }
       const pending = await changeOrderStatus(trx, this.orderEvents, order, 'pending', { failureReason: null, totalAmount: 0 });
       await this.queue.send(trx, 'order-process', { orderId: order.id });
       return pending;
     });
+  }
+
+  /**
+   * Cancels an order (owner or administrator), from pending, processing or completed; a completed
+   * order's stock goes back. Under the order row's lock, like its processing, so the two never
+   * interleave. Returns the order as cancelled, with its lines.
+   */
+  async cancel(actor: UserRow, id: number, reason: string | null): Promise<{ order: OrderRow; lines: OrderLineView[] }> {
+    await this.db.transaction().execute(async (trx) => {
+      const order = await lockOrder(trx, id);
+      if (!order) throw orderNotFound();
+      if (order.user_id !== actor.id && !actor.is_admin) throw notYourOrder();
+      await this.cancelLocked(trx, order, reason);
+    });
+    const found = await findOrderWithLines(this.db, id);
+    if (!found) throw orderNotFound();
+    return found;
+  }
+
+  /**
+   * Cancels the order a platform knows by `externalId`, in the caller's transaction (the one that
+   * records the platform's cancellation as processed). `undefined`: no such order (yet); `cancelled`
+   * false: the order was failed or cancelled already, and stays as it is.
+   */
+  async cancelByExternalId(
+    trx: Transaction<Database>,
+    source: string,
+    externalId: string,
+    reason: string | null,
+  ): Promise<{ orderId: number; cancelled: boolean } | undefined> {
+    const id = await findOrderIdByExternalId(trx, source, externalId);
+    if (id === undefined) return undefined;
+    const order = await lockOrder(trx, id);
+    if (!order) return undefined;
+    if (!CANCELLABLE.includes(order.status)) return { orderId: id, cancelled: false };
+    await cancelOrder(trx, this.orderEvents, order, reason);
+    return { orderId: id, cancelled: true };
+  }
+
+  private async cancelLocked(trx: Transaction<Database>, order: OrderRow, reason: string | null): Promise<OrderRow> {
+    // v1 reads a cancelled order as failed, but only v2 has this route, so the answer names the status
+    if (!CANCELLABLE.includes(order.status)) {
+      throw new AppError('ORDER_NOT_CANCELLABLE', `Only pending, processing or completed orders can be cancelled; this order is ${order.status}`);
+    }
+    return cancelOrder(trx, this.orderEvents, order, reason);
   }
 }

@@ -5,7 +5,8 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../../config.ts';
 import type { Db } from '../../db/database.ts';
 import type { Database, OrderEventRow, WebhookMessageRow, WebhookSubscriptionRow } from '../../db/schema.ts';
-import { ORDER_EVENT_TYPES } from '../../events/order-events.ts';
+import { ORDER_EVENT_TYPES, statusIn, V1_CANCELLED_REASON, type WebhookEventKind } from '../../events/order-events.ts';
+import type { ApiVersion } from '../../http/api-version.ts';
 import { iso } from '../../http/common.schemas.ts';
 import type { JobQueue } from '../../jobs/queue.ts';
 import type { JobPayloads } from '../../jobs/registry.ts';
@@ -33,30 +34,41 @@ const DELIVERY_JITTER = 0.2;
 type DeliverJob = JobPayloads['webhook-deliver'];
 
 /**
- * The envelope of an order event; `id` names the event, `webhook-id` the message. A move to
- * `failed` also carries why (`reason`) and what it concerned (`details`: the short lines of a stock
- * failure, else null).
+ * The envelope of an order event as `version` renders it; `id` names the event (and the kind of
+ * message, for `order.cancelled`), `webhook-id` the message. A move to `failed` also carries why
+ * (`reason`) and what it concerned (`details`: the short lines of a stock failure, else null); in
+ * v2 a move to `cancelled` carries the reason given (or null); v1 reads it as a move to `failed`
+ * for the reason `CANCELLED`.
  */
-function orderEventEnvelope(event: OrderEventRow) {
+function orderEventEnvelope(event: OrderEventRow, kind: WebhookEventKind, version: ApiVersion) {
+  const status = statusIn(version, event.status);
+  const reason = event.status === 'cancelled' && version === 'v1' ? V1_CANCELLED_REASON : event.reason;
   return {
-    id: `evt_${event.id}`,
-    type: event.type,
+    id: kind === event.type ? `evt_${event.id}` : `evt_${event.id}_${kind.slice('order.'.length)}`,
+    type: kind,
     timestamp: iso(event.created_at),
     data: {
       order_id: event.order_id,
       user_id: event.user_id,
-      previous_status: event.previous_status,
-      status: event.status,
+      previous_status: event.previous_status === null ? null : statusIn(version, event.previous_status),
+      status,
       total_amount: Number(event.total_amount),
       sequence: event.sequence,
-      ...(event.status === 'failed' ? { reason: event.reason, details: event.details ?? null } : {}),
+      ...(status === 'failed' ? { reason, details: event.details ?? null } : {}),
+      ...(status === 'cancelled' ? { reason } : {}),
     },
   };
 }
 
-/** Stable across every retry of one event to one subscription. */
-function messageIdFor(eventId: number, subscriptionId: number): string {
-  return `msg_${eventId}_${subscriptionId}`;
+/** The kinds of message an order event makes: its own type, and `order.cancelled` for a cancellation. */
+function kindsOf(event: OrderEventRow): WebhookEventKind[] {
+  const own = event.type as WebhookEventKind;
+  return event.type === 'order.status_changed' && event.status === 'cancelled' ? [own, 'order.cancelled'] : [own];
+}
+
+/** Stable across every retry of one event (of one kind) to one subscription. */
+function messageIdFor(eventId: number, subscriptionId: number, kind: WebhookEventKind, eventType: string): string {
+  return kind === eventType ? `msg_${eventId}_${subscriptionId}` : `msg_${eventId}_${subscriptionId}_${kind.slice('order.'.length)}`;
 }
 
 /** The delay before retry number `retry` (1 = the first retry), from the configured schedule, with ±10 % jitter. */
@@ -101,28 +113,43 @@ export class WebhookDeliveryService {
   }
 
   /**
-   * Runs in the transaction that wrote the order event: one message per matching subscription.
+   * Runs in the transaction that wrote the order event: one message per matching subscription and
+   * kind (a cancellation is `order.status_changed` and `order.cancelled`), in the subscription's
+   * API version's rendering.
    * A message waits ('held') while an earlier message of the same order to the same subscription is
    * still pending, so a receiver gets one order's events in sequence.
    */
   async fanOut(trx: Transaction<Database>, event: OrderEventRow): Promise<void> {
     if (!(ORDER_EVENT_TYPES as readonly string[]).includes(event.type)) return;
-    const subscriptions = await matchingSubscriptions(trx, event.type, event.user_id);
+    const kinds = kindsOf(event);
+    const subscriptions = await matchingSubscriptions(trx, kinds, event.user_id);
     if (subscriptions.length === 0) return;
-    const payload = JSON.stringify(orderEventEnvelope(event));
+    // each version's rendering, made once per kind
+    const payloads = new Map<string, string>();
+    const payloadOf = (kind: WebhookEventKind, version: ApiVersion) => {
+      const key = `${kind} ${version}`;
+      let payload = payloads.get(key);
+      if (payload === undefined) {
+        payload = JSON.stringify(orderEventEnvelope(event, kind, version));
+        payloads.set(key, payload);
+      }
+      return payload;
+    };
     for (const subscription of subscriptions) {
       await lockMessageLane(trx, subscription.id, event.order_id);
-      const busy = await laneBusy(trx, subscription.id, event.order_id);
-      const message = await insertMessage(trx, {
-        messageId: messageIdFor(event.id, subscription.id),
-        subscriptionId: subscription.id,
-        eventId: event.id,
-        orderId: event.order_id,
-        eventType: event.type,
-        payload,
-        status: busy ? 'held' : 'queued',
-      });
-      if (!busy) await this.enqueue(trx, subscription, { messageRowId: message.id, attempt: 1 });
+      for (const kind of kinds.filter((k) => subscription.events.includes(k))) {
+        const busy = await laneBusy(trx, subscription.id, event.order_id);
+        const message = await insertMessage(trx, {
+          messageId: messageIdFor(event.id, subscription.id, kind, event.type),
+          subscriptionId: subscription.id,
+          eventId: event.id,
+          orderId: event.order_id,
+          eventType: kind,
+          payload: payloadOf(kind, subscription.api_version),
+          status: busy ? 'held' : 'queued',
+        });
+        if (!busy) await this.enqueue(trx, subscription, { messageRowId: message.id, attempt: 1 });
+      }
     }
   }
 

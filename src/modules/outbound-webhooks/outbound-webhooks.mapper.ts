@@ -1,10 +1,12 @@
 import type { WebhookDeliveryRow, WebhookMessageRow, WebhookMessageStatus, WebhookSubscriptionRow } from '../../db/schema.ts';
+import type { ApiVersion } from '../../http/api-version.ts';
 import { iso, isoOrNull } from '../../http/common.schemas.ts';
 import { overlapEnd } from './delivery.service.ts';
 import type { DeliveryListRow, MessageState } from './messages.repository.ts';
 
-export function toSubscription(s: WebhookSubscriptionRow) {
+export function toSubscription(version: ApiVersion, s: WebhookSubscriptionRow) {
   return {
+    ...(version === 'v1' ? {} : { api_version: s.api_version }),
     id: s.id,
     url: s.url,
     events: s.events,
@@ -19,8 +21,8 @@ export function toSubscription(s: WebhookSubscriptionRow) {
 }
 
 /** Only the create and rotate-secret responses carry the secret. */
-export function toSubscriptionWithSecret(s: WebhookSubscriptionRow) {
-  return { ...toSubscription(s), secret: s.secret };
+export function toSubscriptionWithSecret(version: ApiVersion, s: WebhookSubscriptionRow) {
+  return { ...toSubscription(version, s), secret: s.secret };
 }
 
 function messageState(status: WebhookMessageStatus): MessageState {

@@ -1,12 +1,12 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
+import { apiVersionOf } from '../../http/api-version.ts';
 import { authUser } from '../../http/auth.ts';
 import { errorResponses } from '../../http/errors.ts';
 import type { WebhookMessagesService } from './messages.service.ts';
 import { toDelivery, toMessage, toSubscription, toSubscriptionWithSecret } from './outbound-webhooks.mapper.ts';
 import {
-  DeliveryListQuery,
   DeliveryPage,
   Message,
   MessageIdParams,
@@ -14,13 +14,9 @@ import {
   RecoverBody,
   RecoverQueued,
   RotateSecretBody,
-  Subscription,
-  SubscriptionCreateBody,
   SubscriptionIdParams,
   SubscriptionListQuery,
-  SubscriptionPage,
-  SubscriptionUpdateBody,
-  SubscriptionWithSecret,
+  subscriptionSchemas,
 } from './outbound-webhooks.schemas.ts';
 import type { SubscriptionsService } from './subscriptions.service.ts';
 
@@ -29,6 +25,8 @@ export function registerSubscriptionRoutes(
   { subscriptions, messages }: { subscriptions: SubscriptionsService; messages: WebhookMessagesService },
 ): void {
   const app = root.withTypeProvider<TypeBoxTypeProvider>();
+  const version = apiVersionOf(root);
+  const { DeliveryListQuery, Subscription, SubscriptionCreateBody, SubscriptionPage, SubscriptionUpdateBody, SubscriptionWithSecret } = subscriptionSchemas(version);
   const tags = ['webhooks'];
   const config = { auth: 'user' as const };
   const byId = '/webhooks/subscriptions/:subscription_id';
@@ -44,13 +42,17 @@ export function registerSubscriptionRoutes(
         'The body is `{id, type, timestamp, data: {order_id, user_id, previous_status, status, total_amount, sequence}}`; when the new ' +
         '`status` is `failed`, `data` also has `reason` (`INSUFFICIENT_STOCK`, `PRODUCT_UNAVAILABLE`, `TOTAL_TOO_LARGE` or ' +
         '`PROCESSING_ERROR`) and `details` (for `INSUFFICIENT_STOCK`: `{lines: [{product_id, requested, available}]}`, else null). ' +
+        (version === 'v1'
+          ? 'A cancelled order (API v2) is a move to `failed` with `reason` `CANCELLED` here. '
+          : 'The subscription receives this version\'s rendering (its `api_version` is v2): a cancellation is a move to `cancelled` whose ' +
+            '`data.reason` is the reason given (or null), sent as `order.status_changed` and, to subscriptions of that kind, `order.cancelled`. ') +
         'A user has at most `WEBHOOK_MAX_SUBSCRIPTIONS_PER_USER` (default 25) subscriptions (400 `SUBSCRIPTION_LIMIT_REACHED`), ' +
         'and one per URL (400 `SUBSCRIPTION_URL_EXISTS`; URLs are compared after WHATWG normalisation, without the fragment).',
       body: SubscriptionCreateBody,
       response: { 201: SubscriptionWithSecret, ...errorResponses(400, 401, 403, 422, 429) },
     },
     handler: async (request, reply) =>
-      reply.code(201).send(toSubscriptionWithSecret(await subscriptions.create(authUser(request), request.body))),
+      reply.code(201).send(toSubscriptionWithSecret(version, await subscriptions.create(authUser(request), request.body, version))),
   });
 
   app.get('/webhooks/subscriptions', {
@@ -63,7 +65,7 @@ export function registerSubscriptionRoutes(
     },
     handler: async (request) => {
       const page = await subscriptions.list(authUser(request), request.query);
-      return { ...page, items: page.items.map(toSubscription) };
+      return { ...page, items: page.items.map((sub) => toSubscription(version, sub)) };
     },
   });
 
@@ -75,7 +77,7 @@ export function registerSubscriptionRoutes(
       params: SubscriptionIdParams,
       response: { 200: Subscription, ...errorResponses(401, 403, 404, 422, 429) },
     },
-    handler: async (request) => toSubscription(await subscriptions.get(authUser(request), request.params.subscription_id)),
+    handler: async (request) => toSubscription(version, await subscriptions.get(authUser(request), request.params.subscription_id)),
   });
 
   app.patch(byId, {
@@ -89,7 +91,7 @@ export function registerSubscriptionRoutes(
       response: { 200: Subscription, ...errorResponses(400, 401, 403, 404, 422, 429) },
     },
     handler: async (request) =>
-      toSubscription(await subscriptions.update(authUser(request), request.params.subscription_id, request.body)),
+      toSubscription(version, await subscriptions.update(authUser(request), request.params.subscription_id, request.body)),
   });
 
   app.delete(byId, {
@@ -212,6 +214,7 @@ export function registerSubscriptionRoutes(
     },
     handler: async (request) =>
       toSubscriptionWithSecret(
+        version,
         await subscriptions.rotateSecret(authUser(request), request.params.subscription_id, request.body?.overlap_seconds),
       ),
   });

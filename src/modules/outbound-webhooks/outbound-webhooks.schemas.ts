@@ -1,7 +1,8 @@
-import { Type, type Static } from 'typebox';
+import { Type, type Static, type TSchema } from 'typebox';
+import type { ApiVersion } from '../../http/api-version.ts';
 import { Id, NullableTimestamp, Page, PageQuery, Timestamp } from '../../http/common.schemas.ts';
 import { MAX_ID } from '../../http/path-ids.ts';
-import { ORDER_EVENT_TYPES } from '../../events/order-events.ts';
+import { WEBHOOK_EVENT_KINDS } from '../../events/order-events.ts';
 import { WEBHOOK_TEST_EVENT } from './delivery.service.ts';
 
 /** How long the previous secret keeps signing after a rotation, unless the caller says otherwise. */
@@ -13,54 +14,83 @@ const Url = Type.String({
   maxLength: 2048,
   description: 'delivery target: an https URL on a public address',
 });
-const EventKinds = Type.Array(Type.Union(ORDER_EVENT_TYPES.map((t) => Type.Literal(t))), {
-  minItems: 1,
-  maxItems: ORDER_EVENT_TYPES.length,
-  uniqueItems: true,
-  description: `event kinds: ${ORDER_EVENT_TYPES.join(', ')}`,
-});
 const Description = Type.Union([Type.String({ maxLength: 500 }), Type.Null()]);
 
-export const Subscription = Type.Object({
-  id: Type.Integer(),
-  url: Type.String(),
-  events: Type.Array(Type.String()),
-  description: Type.Union([Type.String(), Type.Null()]),
-  is_active: Type.Boolean(),
-  disabled_reason: Type.Union([Type.String(), Type.Null()], { description: 'why the service disabled it, if it did' }),
-  disabled_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
-    description: 'when it was disabled, by the service or by you; null while active',
-  }),
-  previous_secret_expires_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
-    description: 'until then deliveries also carry the signature of the secret before the last rotation; null when they carry only the current one',
-  }),
-  created_at: Timestamp,
-  updated_at: NullableTimestamp,
-});
+/**
+ * The subscription schemas of one API version: the event kinds it can subscribe to (v2 adds
+ * `order.cancelled`) and, in v2, the version a subscription was created under. Bodies and queries
+ * are typed as v2's, a superset of v1's.
+ */
+function buildSubscriptionSchemas(version: ApiVersion) {
+  const kinds = WEBHOOK_EVENT_KINDS[version];
+  const EventKinds = Type.Array(Type.Union(kinds.map((t) => Type.Literal(t))), {
+    minItems: 1,
+    maxItems: kinds.length,
+    uniqueItems: true,
+    description: `event kinds: ${kinds.join(', ')}`,
+  });
+  const Subscription = Type.Object({
+    id: Type.Integer(),
+    url: Type.String(),
+    events: Type.Array(Type.String()),
+    description: Type.Union([Type.String(), Type.Null()]),
+    is_active: Type.Boolean(),
+    disabled_reason: Type.Union([Type.String(), Type.Null()], { description: 'why the service disabled it, if it did' }),
+    disabled_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
+      description: 'when it was disabled, by the service or by you; null while active',
+    }),
+    previous_secret_expires_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
+      description: 'until then deliveries also carry the signature of the secret before the last rotation; null when they carry only the current one',
+    }),
+    ...(version === 'v2'
+      ? {
+          api_version: Type.Union([Type.Literal('v1'), Type.Literal('v2')], {
+            description: 'the API version it was created under: its messages are rendered as that version renders orders',
+          }),
+        }
+      : {}),
+    created_at: Timestamp,
+    updated_at: NullableTimestamp,
+  });
+  const DeliveryEventType = Type.Union([...kinds, WEBHOOK_TEST_EVENT].map((t) => Type.Literal(t)));
+  return {
+    Subscription: Subscription as TSchema,
+    SubscriptionWithSecret: Type.Object({
+      ...Subscription.properties,
+      secret: Type.String({ description: 'signing secret (`whsec_…`); shown only on creation and rotation' }),
+    }) as TSchema,
+    SubscriptionPage: Page(Subscription, 'A page of your webhook subscriptions, ordered by id') as TSchema,
+    SubscriptionCreateBody: Type.Object({ url: Url, events: EventKinds, description: Type.Optional(Description) }, { additionalProperties: false }),
+    SubscriptionUpdateBody: Type.Object(
+      {
+        url: Type.Optional(Url),
+        events: Type.Optional(EventKinds),
+        description: Type.Optional(Description),
+        is_active: Type.Optional(Type.Boolean({ description: 'true re-enables a disabled subscription' })),
+      },
+      { additionalProperties: false },
+    ),
+    DeliveryListQuery: Type.Object({
+      ...PageQuery,
+      status: Type.Optional(
+        Type.Union([Type.Literal('pending'), Type.Literal('delivered'), Type.Literal('failed')], { description: 'attempts whose message is now in this state' }),
+      ),
+      event_type: Type.Optional(DeliveryEventType),
+      order_id: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_ID, description: 'attempts of the messages of this order' })),
+    }),
+  };
+}
 
-export const SubscriptionWithSecret = Type.Object({
-  ...Subscription.properties,
-  secret: Type.String({ description: 'signing secret (`whsec_…`); shown only on creation and rotation' }),
-});
+const SCHEMAS = { v1: buildSubscriptionSchemas('v1'), v2: buildSubscriptionSchemas('v2') };
 
-export const SubscriptionPage = Page(Subscription, 'A page of your webhook subscriptions, ordered by id');
+/** The subscription schemas of `version` (built once per version). */
+export function subscriptionSchemas(version: ApiVersion) {
+  return SCHEMAS[version];
+}
 
-export const SubscriptionCreateBody = Type.Object(
-  { url: Url, events: EventKinds, description: Type.Optional(Description) },
-  { additionalProperties: false },
-);
-export type SubscriptionCreateBody = Static<typeof SubscriptionCreateBody>;
-
-export const SubscriptionUpdateBody = Type.Object(
-  {
-    url: Type.Optional(Url),
-    events: Type.Optional(EventKinds),
-    description: Type.Optional(Description),
-    is_active: Type.Optional(Type.Boolean({ description: 'true re-enables a disabled subscription' })),
-  },
-  { additionalProperties: false },
-);
-export type SubscriptionUpdateBody = Static<typeof SubscriptionUpdateBody>;
+export type SubscriptionCreateBody = Static<ReturnType<typeof buildSubscriptionSchemas>['SubscriptionCreateBody']>;
+export type SubscriptionUpdateBody = Static<ReturnType<typeof buildSubscriptionSchemas>['SubscriptionUpdateBody']>;
+export type DeliveryListQuery = Static<ReturnType<typeof buildSubscriptionSchemas>['DeliveryListQuery']>;
 
 export const SubscriptionIdParams = Type.Object({ subscription_id: Id });
 
@@ -70,18 +100,6 @@ export type SubscriptionListQuery = Static<typeof SubscriptionListQuery>;
 const MessageState = Type.Union([Type.Literal('pending'), Type.Literal('delivered'), Type.Literal('failed')], {
   description: 'pending: being delivered, retried, or waiting for an earlier message of its order; delivered; failed: every attempt failed' },
 );
-const DeliveryEventType = Type.Union([...ORDER_EVENT_TYPES, WEBHOOK_TEST_EVENT].map((t) => Type.Literal(t)));
-
-export const DeliveryListQuery = Type.Object({
-  ...PageQuery,
-  status: Type.Optional(
-    Type.Union([Type.Literal('pending'), Type.Literal('delivered'), Type.Literal('failed')], { description: 'attempts whose message is now in this state' }),
-  ),
-  event_type: Type.Optional(DeliveryEventType),
-  order_id: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_ID, description: 'attempts of the messages of this order' })),
-});
-export type DeliveryListQuery = Static<typeof DeliveryListQuery>;
-
 /** The first KiB of what the receiver answered. */
 const ResponseBody = Type.Union([Type.String(), Type.Null()], { description: 'the first KiB of the response body; null when no response came' });
 const AttemptError = Type.Union([Type.String(), Type.Null()], {

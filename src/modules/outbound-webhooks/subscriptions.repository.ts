@@ -5,11 +5,18 @@ import type { Db } from '../../db/database.ts';
 
 export async function insertSubscription(
   db: Db,
-  values: { userId: number; url: string; events: string[]; description: string | null; secret: string },
+  values: { userId: number; url: string; events: string[]; description: string | null; secret: string; apiVersion: 'v1' | 'v2' },
 ): Promise<WebhookSubscriptionRow> {
   return db
     .insertInto('webhook_subscriptions')
-    .values({ user_id: values.userId, url: values.url, events: values.events, description: values.description, secret: values.secret })
+    .values({
+      user_id: values.userId,
+      url: values.url,
+      events: values.events,
+      description: values.description,
+      secret: values.secret,
+      api_version: values.apiVersion,
+    })
     .returningAll()
     .executeTakeFirstOrThrow();
 }
@@ -84,16 +91,20 @@ export async function rotateSubscriptionSecret(
 }
 
 /**
- * Active subscriptions that receive `type` for an order owned by `ownerId`: the owner's own, and
- * every administrator's. Owners that were deleted or deactivated receive nothing.
+ * Active subscriptions that receive any of `kinds` for an order owned by `ownerId`: the owner's own,
+ * and every administrator's. Owners that were deleted or deactivated receive nothing.
  */
-export async function matchingSubscriptions(db: Db, type: string, ownerId: number): Promise<{ id: number; url: string }[]> {
+export async function matchingSubscriptions(
+  db: Db,
+  kinds: readonly string[],
+  ownerId: number,
+): Promise<{ id: number; url: string; events: string[]; api_version: 'v1' | 'v2' }[]> {
   return db
     .selectFrom('webhook_subscriptions')
-    .select(['id', 'url'])
+    .select(['id', 'url', 'events', 'api_version'])
     .where('is_active', '=', true)
     .where('deleted_at', 'is', null)
-    .where(sql<boolean>`${type} = ANY(events)`)
+    .where(sql<boolean>`events && ${[...kinds]}::text[]`)
     .where('user_id', 'in', eventRecipientIds(db, ownerId))
     .orderBy('id')
     .execute();

@@ -2,6 +2,8 @@ import type { Updateable } from 'kysely';
 import type { Config } from '../../config.ts';
 import type { Db } from '../../db/database.ts';
 import type { UserRow, WebhookSubscriptionRow, WebhookSubscriptionsTable } from '../../db/schema.ts';
+import { WEBHOOK_EVENT_KINDS } from '../../events/order-events.ts';
+import type { ApiVersion } from '../../http/api-version.ts';
 import { pageOf, type PageResult } from '../../http/common.schemas.ts';
 import { AppError } from '../../http/errors.ts';
 import type { WebhookDeliveryService } from './delivery.service.ts';
@@ -64,9 +66,24 @@ export class SubscriptionsService {
     if (same) throw new AppError('SUBSCRIPTION_URL_EXISTS', `You already have a subscription to this URL (subscription ${same.id})`);
   }
 
+  /**
+   * A subscription receives its own version's rendering, so it can subscribe only to the kinds that
+   * version has (a v1 subscription changed through v2 routes included): 422 otherwise.
+   */
+  private static assertKindsOf(version: ApiVersion, events: readonly string[]): void {
+    const known = WEBHOOK_EVENT_KINDS[version] as readonly string[];
+    const index = events.findIndex((e) => !known.includes(e));
+    if (index === -1) return;
+    const msg = `a ${version} subscription receives only ${known.join(', ')}; create a v2 subscription for ${events[index]}`;
+    throw new AppError('VALIDATION_ERROR', `Validation failed: body.events.${index}: ${msg}`, {
+      errors: [{ loc: ['body', 'events', index], msg, type: 'enum' }],
+    });
+  }
+
   /** The limit and the duplicate check run under a per-user lock, so concurrent creations cannot pass them together. */
-  async create(owner: UserRow, input: SubscriptionCreateBody): Promise<WebhookSubscriptionRow> {
+  async create(owner: UserRow, input: SubscriptionCreateBody, apiVersion: ApiVersion): Promise<WebhookSubscriptionRow> {
     this.assertTargetUrl(input.url);
+    SubscriptionsService.assertKindsOf(apiVersion, input.events);
     return this.db.transaction().execute(async (trx) => {
       await lockUserSubscriptions(trx, owner.id);
       const live = await liveSubscriptionUrls(trx, owner.id);
@@ -81,6 +98,7 @@ export class SubscriptionsService {
         events: [...input.events],
         description: input.description ?? null,
         secret: newSubscriptionSecret(),
+        apiVersion,
       });
     });
   }
@@ -102,7 +120,8 @@ export class SubscriptionsService {
   }
 
   async update(actor: UserRow, id: number, input: SubscriptionUpdateBody): Promise<WebhookSubscriptionRow> {
-    await this.get(actor, id);
+    const current = await this.get(actor, id);
+    if (input.events !== undefined) SubscriptionsService.assertKindsOf(current.api_version, input.events);
     if (input.url !== undefined) this.assertTargetUrl(input.url);
     const now = new Date();
     const patch: Updateable<WebhookSubscriptionsTable> = { updated_at: now };

@@ -66,6 +66,19 @@ export async function takeStock(trx: Transaction<Database>, demand: readonly { p
   `.execute(trx);
 }
 
+/**
+ * Puts units back into stock (a cancelled order's lines), on products the caller has locked
+ * (`lockProducts`), so the release and the status change that causes it commit together.
+ */
+export async function returnStock(trx: Transaction<Database>, demand: readonly { productId: number; quantity: number }[]): Promise<void> {
+  if (demand.length === 0) return;
+  await sql`
+    UPDATE products AS p SET stock = p.stock + d.quantity, updated_at = now()
+    FROM unnest(${demand.map((d) => d.productId)}::integer[], ${demand.map((d) => d.quantity)}::integer[]) AS d (id, quantity)
+    WHERE p.id = d.id
+  `.execute(trx);
+}
+
 export async function insertProduct(db: Db, product: Insertable<ProductsTable>): Promise<ProductRow> {
   return db.insertInto('products').values(product).returningAll().executeTakeFirstOrThrow();
 }

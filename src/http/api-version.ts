@@ -1,0 +1,25 @@
+/**
+ * The versions of the API. Each is served under its own path prefix by the same routes and
+ * handlers; a version differs only in the schemas its routes declare and in how its mappers render
+ * the domain (v1 keeps the specification's contract exactly).
+ */
+export type ApiVersion = 'v1' | 'v2';
+export const API_VERSIONS: readonly ApiVersion[] = ['v1', 'v2'];
+export const LATEST_API_VERSION: ApiVersion = 'v2';
+
+export function apiPrefix(version: ApiVersion): string {
+  return `/api/${version}`;
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** the API version of the routes registered on this (prefixed) instance; absent outside the API */
+    apiVersion: ApiVersion;
+  }
+}
+
+/** The version whose routes `api` registers (the app decorates each version's prefixed scope). */
+export function apiVersionOf(api: { apiVersion?: ApiVersion }): ApiVersion {
+  if (api.apiVersion === undefined) throw new Error('routes registered outside a versioned API scope');
+  return api.apiVersion;
+}

@@ -1,0 +1,38 @@
+import type { FastifyInstance } from 'fastify';
+import type { OrderRow } from '../../../src/db/schema.ts';
+import { insertOrderWithEvent } from '../../../src/modules/orders/orders.repository.ts';
+import { api, type TestUser } from '../../helpers/app.ts';
+
+/**
+ * A pending order written straight to the database, with its `order.created` event but without a
+ * processing job: it stays pending until a test processes it (with `processorFor`), so a test
+ * decides when its processing runs.
+ */
+export async function pendingOrder(app: FastifyInstance, owner: TestUser, lines: { productId: number; quantity: number }[]): Promise<OrderRow> {
+  return app.ctx.db.transaction().execute(async (trx) => {
+    const { order } = await insertOrderWithEvent(trx, {
+      userId: owner.user.id,
+      shippingAddress: '1 Main St',
+      lines: lines.map((l) => ({ ...l, productName: 'Test product' })),
+    });
+    return order;
+  });
+}
+
+/** POST /api/v2/orders/{id}/cancel, with a body when given. */
+export function cancel(app: FastifyInstance, who: TestUser | null, orderId: number, payload?: unknown) {
+  return api(app, who, { method: 'POST', url: `/api/v2/orders/${orderId}/cancel`, ...(payload === undefined ? {} : { payload: payload as object }) });
+}
+
+export async function statusOf(app: FastifyInstance, orderId: number): Promise<string> {
+  const row = await app.ctx.db.selectFrom('orders').select('status').where('id', '=', orderId).executeTakeFirstOrThrow();
+  return row.status;
+}
+
+/** Every string anywhere in a parsed JSON value, with its path. */
+export function stringsIn(value: unknown, path = '$'): { path: string; value: string }[] {
+  if (typeof value === 'string') return [{ path, value }];
+  if (Array.isArray(value)) return value.flatMap((v, i) => stringsIn(v, `${path}[${i}]`));
+  if (value !== null && typeof value === 'object') return Object.entries(value).flatMap(([k, v]) => stringsIn(v, `${path}.${k}`));
+  return [];
+}

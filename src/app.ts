@@ -13,7 +13,7 @@ import { registerObservability } from './http/observability.ts';
 import { registerPathIds } from './http/path-ids.ts';
 import { registerRateLimit } from './http/rate-limit.ts';
 import { registerSecurity } from './http/security.ts';
-import { registerSecurityHeaders } from './http/security-headers.ts';
+import { registerNoStore, registerSecurityHeaders } from './http/security-headers.ts';
 import { closeIdleConnectionsOnShutdown, serverOptions } from './http/server.ts';
 import { UserCache, UserChangeFeed } from './http/user-cache.ts';
 import { registerValidation } from './http/validation.ts';
@@ -91,6 +91,7 @@ export async function buildApp(config: Config, opts: BuildOptions = {}): Promise
   registerErrorHandling(app);
   // the docs page loads its own scripts and styles; the API itself serves only JSON
   registerSecurityHeaders(app, { contentSecurityPolicy: false, crossOriginEmbedderPolicy: false });
+  registerNoStore(app, API_PREFIX);
   if (config.corsOrigins.length > 0) await app.register(cors, { origin: [...config.corsOrigins], credentials: false });
   // before authentication: rejected requests count too (see rate-limit.ts)
   registerRateLimit(app, { config, log: app.log, verifyAccessToken: auth.verifyAccessToken, readiness: ctx.readiness });

@@ -37,3 +37,17 @@ export function registerSecurityHeaders(app: FastifyInstance, options: HelmetOpt
     done();
   });
 }
+
+/**
+ * `Cache-Control: no-store` on every response under `prefix`, errors included: API responses carry
+ * tokens and personal data, which no browser or intermediary cache may keep.
+ */
+export function registerNoStore(app: FastifyInstance, prefix: string): void {
+  app.addHook('onRequest', (request, reply, done) => {
+    const { url } = request;
+    if (url.startsWith(prefix) && (url.length === prefix.length || url[prefix.length] === '/' || url[prefix.length] === '?')) {
+      reply.raw.setHeader('cache-control', 'no-store');
+    }
+    done();
+  });
+}

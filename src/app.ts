@@ -7,6 +7,7 @@ import type { DatabaseHandle } from './db/database.ts';
 import { openDatabase } from './db/migrate.ts';
 import { OrderEventBus } from './events/order-events.ts';
 import { registerAuth } from './http/auth.ts';
+import { registerBodyLimits } from './http/body-limits.ts';
 import { API_PREFIX, registerDocs } from './http/docs.ts';
 import { registerErrorHandling } from './http/errors.ts';
 import { registerObservability } from './http/observability.ts';
@@ -96,6 +97,8 @@ export async function buildApp(config: Config, opts: BuildOptions = {}): Promise
   // before authentication: rejected requests count too (see rate-limit.ts)
   registerRateLimit(app, { config, log: app.log, verifyAccessToken: auth.verifyAccessToken, readiness: ctx.readiness });
   registerAuth(app, { verifyAccessToken: auth.verifyAccessToken, loadUser: users.loadUser, userCache: ctx.userCache });
+  // before registerSecurity: the route table records each route's limit
+  registerBodyLimits(app, { maxBytes: config.bodyLimitBytes });
   registerSecurity(app);
   registerPathIds(app);
   await app.register(formbody, { bodyLimit: config.bodyLimitBytes });

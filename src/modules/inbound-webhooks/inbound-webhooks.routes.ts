@@ -15,6 +15,8 @@ export async function registerInboundRoutes(root: FastifyInstance, inbound: Inbo
 
     scope.post('/webhooks/orders/create', {
       config: { auth: 'signature', rateLimit: 'webhook' },
+      // the platform's order, however large: the service-wide limit rather than one sized from a schema
+      bodyLimit: root.ctx.config.bodyLimitBytes,
       schema: {
         tags: ['webhooks'],
         summary: 'Receive an order-created webhook from the e-commerce platform',

@@ -167,7 +167,7 @@ export const RotateSecretBody = Type.Union(
 export type RotateSecretBody = Static<typeof RotateSecretBody>;
 
 export const RecoverBody = Type.Object(
-  { since: Type.String({ format: 'date-time', description: 'ISO 8601 date and time with a time zone: messages that failed for good at or after it are queued again' }) },
+  { since: Type.String({ format: 'date-time', maxLength: 64, description: 'ISO 8601 date and time with a time zone: messages that failed for good at or after it are queued again' }) },
   { additionalProperties: false },
 );
 export type RecoverBody = Static<typeof RecoverBody>;

@@ -109,7 +109,7 @@ export async function buildApp(config: Config, opts: BuildOptions = {}): Promise
     { name: 'database', critical: true, check: async () => (await database.ping(), 'ok') },
     { name: 'queue', critical: true, check: async () => (await ctx.queue.ping(), 'ok') },
   );
-  const metrics = registerObservability(app, ctx.readiness);
+  const metrics = registerObservability(app, ctx.readiness, { metricsToken: config.metricsToken });
   operations.registerMetrics(metrics);
   for (const module of modules) module.rootRoutes?.(app);
   await app.register(

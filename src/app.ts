@@ -13,6 +13,7 @@ import { registerErrorHandling } from './http/errors.ts';
 import { registerObservability } from './http/observability.ts';
 import { registerPathIds } from './http/path-ids.ts';
 import { registerRateLimit } from './http/rate-limit.ts';
+import { corsOptions } from './http/cors.ts';
 import { registerSecurity } from './http/security.ts';
 import { registerNoStore, registerSecurityHeaders } from './http/security-headers.ts';
 import { closeIdleConnectionsOnShutdown, serverOptions } from './http/server.ts';
@@ -93,7 +94,7 @@ export async function buildApp(config: Config, opts: BuildOptions = {}): Promise
   // the docs page loads its own scripts and styles; the API itself serves only JSON
   registerSecurityHeaders(app, { contentSecurityPolicy: false, crossOriginEmbedderPolicy: false });
   registerNoStore(app, API_PREFIX);
-  if (config.corsOrigins.length > 0) await app.register(cors, { origin: [...config.corsOrigins], credentials: false });
+  if (config.corsOrigins.length > 0) await app.register(cors, corsOptions(config.corsOrigins));
   // before authentication: rejected requests count too (see rate-limit.ts)
   registerRateLimit(app, { config, log: app.log, verifyAccessToken: auth.verifyAccessToken, readiness: ctx.readiness });
   registerAuth(app, { verifyAccessToken: auth.verifyAccessToken, loadUser: users.loadUser, userCache: ctx.userCache });

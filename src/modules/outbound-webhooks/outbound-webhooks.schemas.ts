@@ -9,6 +9,7 @@ export const DEFAULT_SECRET_OVERLAP_SECONDS = 86400;
 export const MAX_SECRET_OVERLAP_SECONDS = 7 * 86400;
 
 const Url = Type.String({
+  format: 'uri',
   minLength: 1,
   maxLength: 2048,
   description: 'delivery target: an https URL on a public address',

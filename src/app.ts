@@ -8,14 +8,16 @@ import { openDatabase } from './db/migrate.ts';
 import { OrderEventBus } from './events/order-events.ts';
 import { registerAuth } from './http/auth.ts';
 import { API_VERSIONS, apiPrefix } from './http/api-version.ts';
+import { registerBodyLimits } from './http/body-limits.ts';
 import { registerDocs } from './http/docs.ts';
 import { registerErrorHandling } from './http/errors.ts';
 import { registerObservability } from './http/observability.ts';
 import { registerPathIds } from './http/path-ids.ts';
 import { registerRateLimit } from './http/rate-limit.ts';
+import { corsOptions } from './http/cors.ts';
 import { registerSecurity } from './http/security.ts';
-import { registerSecurityHeaders } from './http/security-headers.ts';
 import { registerTracing } from './http/tracing.ts';
+import { registerNoStore, registerSecurityHeaders } from './http/security-headers.ts';
 import { closeIdleConnectionsOnShutdown, serverOptions } from './http/server.ts';
 import { UserCache, UserChangeFeed } from './http/user-cache.ts';
 import { registerValidation } from './http/validation.ts';
@@ -95,10 +97,13 @@ export async function buildApp(config: Config, opts: BuildOptions = {}): Promise
   if (config.otelEndpoint) registerTracing(app);
   // the docs page loads its own scripts and styles; the API itself serves only JSON
   registerSecurityHeaders(app, { contentSecurityPolicy: false, crossOriginEmbedderPolicy: false });
-  if (config.corsOrigins.length > 0) await app.register(cors, { origin: [...config.corsOrigins], credentials: false });
+  registerNoStore(app, API_VERSIONS.map(apiPrefix));
+  if (config.corsOrigins.length > 0) await app.register(cors, corsOptions(config.corsOrigins));
   // before authentication: rejected requests count too (see rate-limit.ts)
   registerRateLimit(app, { config, log: app.log, verifyAccessToken: auth.verifyAccessToken, readiness: ctx.readiness });
   registerAuth(app, { verifyAccessToken: auth.verifyAccessToken, loadUser: users.loadUser, userCache: ctx.userCache });
+  // before registerSecurity: the route table records each route's limit
+  registerBodyLimits(app, { maxBytes: config.bodyLimitBytes });
   registerSecurity(app);
   registerPathIds(app);
   await app.register(formbody, { bodyLimit: config.bodyLimitBytes });
@@ -109,7 +114,7 @@ export async function buildApp(config: Config, opts: BuildOptions = {}): Promise
     { name: 'database', critical: true, check: async () => (await database.ping(), 'ok') },
     { name: 'queue', critical: true, check: async () => (await ctx.queue.ping(), 'ok') },
   );
-  const metrics = registerObservability(app, ctx.readiness);
+  const metrics = registerObservability(app, ctx.readiness, { metricsToken: config.metricsToken });
   operations.registerMetrics(metrics);
   for (const module of modules) module.rootRoutes?.(app);
   // Every version serves every module's routes, from the same handlers: a route reads the version

@@ -83,6 +83,10 @@ export interface Config {
   readonly otelEndpoint: string | undefined;
   /** the traces' `service.name` (OTEL_SERVICE_NAME) */
   readonly otelServiceName: string;
+  /** when set, /metrics answers only requests with `Authorization: Bearer <token>` */
+  readonly metricsToken: string | undefined;
+  /** how long a platform webhook body counts as a replay of one stored before it (seconds) */
+  readonly inboundReplayWindowSeconds: number;
 }
 
 export class ConfigError extends Error {}
@@ -139,6 +143,14 @@ function url(env: Env, name: string, protocols: string[]): string | undefined {
   if (!protocols.includes(parsed.protocol)) {
     throw new ConfigError(`${name} must use ${protocols.join(' or ')}`);
   }
+  return raw;
+}
+
+/** METRICS_TOKEN: a bearer token of at least 16 characters, no spaces (it travels in a header). */
+function metricsToken(env: Env): string | undefined {
+  const raw = str(env, 'METRICS_TOKEN');
+  if (raw === undefined) return undefined;
+  if (!/^[\x21-\x7e]{16,512}$/.test(raw)) throw new ConfigError('METRICS_TOKEN must be 16 to 512 printable ASCII characters without spaces');
   return raw;
 }
 
@@ -294,6 +306,8 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     metricsCacheSeconds: num(env, 'METRICS_CACHE_SECONDS', 5, 0),
     otelEndpoint: url(env, 'OTEL_EXPORTER_OTLP_ENDPOINT', ['http:', 'https:']) ?? url(env, 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', ['http:', 'https:']),
     otelServiceName: str(env, 'OTEL_SERVICE_NAME') ?? 'order-account-service',
+    metricsToken: metricsToken(env),
+    inboundReplayWindowSeconds: int(env, 'INBOUND_REPLAY_WINDOW_SECONDS', 86400, 0, 30 * 86400),
     ...overrides,
   };
   // PGlite lives inside one process: splitting roles or running several API processes needs a server.

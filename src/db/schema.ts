@@ -146,6 +146,10 @@ export interface InboundWebhooksTable {
   processed_at: NullableTimestamp;
   /** when the retention purge removed the body and headers (the row and its outcome stay) */
   payload_purged_at: NullableTimestamp;
+  /** the platform's `X-Shopify-Event-Id`, unique when given */
+  event_id: string | null;
+  /** hex SHA-256 of the raw body: the same body within the replay window is the same delivery */
+  body_sha256: string | null;
 }
 
 /** A platform's cancellation of one of its orders, kept until (and after) it is applied to the order. */

@@ -3,6 +3,7 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import { API_VERSIONS, apiPrefix, type ApiVersion } from './api-version.ts';
 import { ERROR_STATUS } from './errors.ts';
+import type { RouteInfo } from './security.ts';
 
 export const API_PREFIX = '/api/v1';
 export const SECURITY_SCHEME = 'OAuth2PasswordBearer';
@@ -80,7 +81,9 @@ export async function registerDocs(app: FastifyInstance): Promise<void> {
             Object.keys(ERROR_STATUS)
               .map((c) => `\`${c}\``)
               .join(', ') +
-            '.\n\nUse **Authorize** with your e-mail as username to sign in.',
+            '.\n\nAn unsupported method on a known path is answered 405 `METHOD_NOT_ALLOWED` with an `Allow` header ' +
+            'listing the methods the path takes; an unknown path is 404 `NOT_FOUND`.' +
+            '\n\nUse **Authorize** with your e-mail as username to sign in.',
         },
         servers: [{ url: '/' }],
         components: {
@@ -93,6 +96,11 @@ export async function registerDocs(app: FastifyInstance): Promise<void> {
         },
       },
       refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
+      transformObject: (document) => {
+        const openapi = 'openapiObject' in document ? document.openapiObject : document.swaggerObject;
+        preciseDocument(openapi as OpenApiDocument, app.routeTable);
+        return openapi;
+      },
     });
   }
   await app.register(swaggerUi, {
@@ -134,4 +142,48 @@ export async function registerDocs(app: FastifyInstance): Promise<void> {
   app.get('/', { config: { auth: 'public', rateLimit: 'none' }, schema: { hide: true } }, async (_req, reply) =>
     reply.redirect('/docs', 302),
   );
+}
+
+interface OpenApiResponse {
+  description?: string;
+  headers?: Record<string, unknown>;
+  content?: Record<string, unknown>;
+}
+interface OpenApiOperation {
+  parameters?: { in: string; name: string; required?: boolean; schema?: { default?: unknown } }[];
+  responses?: Record<string, OpenApiResponse>;
+}
+interface OpenApiDocument {
+  paths?: Record<string, Record<string, OpenApiOperation>>;
+}
+
+const integerHeader = (description: string) => ({ description, schema: { type: 'integer', minimum: 0 } });
+const RATE_LIMIT_HEADERS = {
+  'X-RateLimit-Limit': integerHeader('requests allowed in the window'),
+  'X-RateLimit-Remaining': integerHeader('requests left in the window'),
+  'X-RateLimit-Reset': integerHeader('seconds until the window resets'),
+};
+const RETRY_AFTER = { 'Retry-After': integerHeader('seconds to wait before trying again') };
+
+/**
+ * What the route schemas cannot say by themselves: a query parameter with a default is optional
+ * (the validator fills the default in; the schema lists it as required only so the handler's type
+ * has it), every response of a rate-limited route carries the X-RateLimit-* headers, and its 429
+ * carries Retry-After.
+ */
+function preciseDocument(doc: OpenApiDocument, routes: readonly RouteInfo[]): void {
+  const limited = new Set(
+    routes.filter((r) => r.rateLimit !== 'none').map((r) => `${r.method.toLowerCase()} ${r.url.replace(/:(\w+)/g, '{$1}')}`),
+  );
+  for (const [path, item] of Object.entries(doc.paths ?? {})) {
+    for (const [method, op] of Object.entries(item)) {
+      for (const p of op.parameters ?? []) {
+        if (p.in !== 'path' && p.schema?.default !== undefined) delete p.required;
+      }
+      if (!limited.has(`${method} ${path}`) || !op.responses) continue;
+      for (const [status, response] of Object.entries(op.responses)) {
+        response.headers = { ...response.headers, ...RATE_LIMIT_HEADERS, ...(status === '429' ? RETRY_AFTER : {}) };
+      }
+    }
+  }
 }

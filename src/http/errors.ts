@@ -1,3 +1,5 @@
+import http from 'node:http';
+import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Type, type Static } from 'typebox';
 
@@ -14,6 +16,7 @@ export const ERROR_STATUS = {
   FORBIDDEN: 403,
   ADMIN_REQUIRED: 403,
   NOT_FOUND: 404,
+  METHOD_NOT_ALLOWED: 405,
   EMAIL_EXISTS: 400,
   SKU_EXISTS: 400,
   INVALID_PRODUCT: 400,
@@ -35,6 +38,7 @@ export const ERROR_STATUS = {
   SERVICE_UNAVAILABLE: 503,
   WEBHOOK_NOT_CONFIGURED: 503,
   REQUEST_TIMEOUT: 408,
+  HEADERS_TOO_LARGE: 431,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;
@@ -86,11 +90,15 @@ export function errorResponses(...statuses: number[]): Record<number, unknown> {
   return out;
 }
 
-function sendError(reply: FastifyReply, err: AppError): FastifyReply {
+function bodyOf(err: AppError): ErrorBody {
   const body: ErrorBody = { detail: err.message, error_code: err.code };
   if (err.errors) body.errors = err.errors;
+  return body;
+}
+
+function sendError(reply: FastifyReply, err: AppError): FastifyReply {
   if (err.headers) void reply.headers(err.headers);
-  return reply.code(err.statusCode).type('application/json; charset=utf-8').send(body);
+  return reply.code(err.statusCode).type('application/json; charset=utf-8').send(bodyOf(err));
 }
 
 /** Ajv's instancePath ('/items/0/quantity') and the schema part into FastAPI-style `loc`. */
@@ -202,6 +210,51 @@ export function frameworkErrors(err: FastifyError, _request: FastifyRequest, rep
   void sendError(reply, error);
 }
 
+/** Node's HTTP parser errors, which no route ever sees, in the error vocabulary. */
+const CLIENT_ERRORS: Record<string, [ErrorCode, string]> = {
+  ERR_HTTP_REQUEST_TIMEOUT: ['REQUEST_TIMEOUT', 'Request timed out'],
+  HPE_HEADER_OVERFLOW: ['HEADERS_TOO_LARGE', 'Request headers are too large'],
+  HPE_CHUNK_EXTENSIONS_OVERFLOW: ['PAYLOAD_TOO_LARGE', 'Request body is too large'],
+};
+
+function fromClientError(err: NodeJS.ErrnoException): AppError {
+  const [code, detail] = CLIENT_ERRORS[err.code ?? ''] ?? ['BAD_REQUEST', 'Malformed HTTP request'];
+  return new AppError(code, detail);
+}
+
+/**
+ * Answers what Node's HTTP server refuses before Fastify sees a request (a malformed request line
+ * or header, headers over the size limit, a request that did not arrive in time) in the same error
+ * shape as everything else, then closes the connection, as Node itself does: after a parse error
+ * the rest of the stream cannot be trusted. Pass as the `clientErrorHandler` server option.
+ */
+export function clientErrorHandler(err: NodeJS.ErrnoException, socket: Socket): void {
+  // a reset connection has no one left to answer
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  if (socket.writable) {
+    const error = fromClientError(err);
+    const body = JSON.stringify(bodyOf(error));
+    socket.write(
+      `HTTP/1.1 ${error.statusCode} ${http.STATUS_CODES[error.statusCode]}\r\n` +
+        `Content-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+        `Cache-Control: no-store\r\nConnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy(err);
+}
+
+/** The methods a request may use; a path none of whose routes take the request's method is a 405. */
+const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
+
+/**
+ * The methods the routes at `path` answer, or an empty list when no route has that path. OPTIONS
+ * alone does not make a path known: the CORS preflight route answers it for every path.
+ */
+function allowedMethods(app: FastifyInstance, path: string): string[] {
+  const allowed = METHODS.filter((method) => app.findRoute({ method, url: path }) !== null);
+  return allowed.some((m) => m !== 'OPTIONS') ? allowed : [];
+}
+
 export function registerErrorHandling(app: FastifyInstance): void {
   app.addSchema(ErrorBody);
 
@@ -218,7 +271,15 @@ export function registerErrorHandling(app: FastifyInstance): void {
     return sendError(reply, new AppError('INTERNAL_ERROR', 'Internal server error'));
   });
 
-  app.setNotFoundHandler((request, reply) =>
-    sendError(reply, new AppError('NOT_FOUND', `Route ${request.method} ${request.url.split('?')[0]} not found`)),
-  );
+  app.setNotFoundHandler((request, reply) => {
+    const path = request.url.split('?')[0];
+    const allowed = allowedMethods(app, path);
+    if (allowed.length > 0) {
+      return sendError(
+        reply,
+        new AppError('METHOD_NOT_ALLOWED', `Method ${request.method} is not allowed on ${path}`, { headers: { allow: allowed.join(', ') } }),
+      );
+    }
+    return sendError(reply, new AppError('NOT_FOUND', `Route ${request.method} ${path} not found`));
+  });
 }

@@ -1,7 +1,8 @@
-import type { FastifyInstance } from 'fastify';
+import crypto from 'node:crypto';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import client from 'prom-client';
-import { errorResponses } from './errors.ts';
+import { AppError, errorResponses } from './errors.ts';
 
 export interface ReadinessCheck {
   name: string;
@@ -15,8 +16,28 @@ const ReadyBody = Type.Object({
   checks: Type.Record(Type.String(), Type.String()),
 });
 
-/** /health, /ready and /metrics (Prometheus), outside the versioned API and never rate-limited. */
-export function registerObservability(app: FastifyInstance, checks: ReadinessCheck[]): client.Registry {
+const digest = (text: string) => crypto.createHash('sha256').update(text).digest();
+
+/**
+ * A check that the request carries `Authorization: Bearer <token>`. Both sides are hashed first, so
+ * the comparison takes the same time whatever the length or content of what was sent.
+ */
+function bearerCheck(token: string): (request: FastifyRequest) => void {
+  const expected = digest(token);
+  return (request) => {
+    const match = /^Bearer[ ]+(\S+)\s*$/i.exec(request.headers.authorization ?? '');
+    if (!match || !crypto.timingSafeEqual(digest(match[1]), expected)) {
+      throw new AppError('NOT_AUTHENTICATED', 'Not authenticated', { headers: { 'www-authenticate': 'Bearer' } });
+    }
+  };
+}
+
+/**
+ * /health, /ready and /metrics (Prometheus), outside the versioned API and never rate-limited.
+ * With `metricsToken`, /metrics (per-route counts and latencies, versions, memory) answers only a
+ * scraper that presents it.
+ */
+export function registerObservability(app: FastifyInstance, checks: ReadinessCheck[], opts: { metricsToken?: string } = {}): client.Registry {
   const registry = new client.Registry();
   client.collectDefaultMetrics({ register: registry });
   const duration = new client.Histogram({
@@ -73,16 +94,19 @@ export function registerObservability(app: FastifyInstance, checks: ReadinessChe
     },
   });
 
+  const authorize = opts.metricsToken === undefined ? undefined : bearerCheck(opts.metricsToken);
   app.get('/metrics', {
     config,
     schema: {
       tags,
       summary: 'Prometheus metrics',
+      description: 'When the service is configured with METRICS_TOKEN, only with `Authorization: Bearer <METRICS_TOKEN>` (401 otherwise).',
       response: {
         200: { description: 'Prometheus text exposition format', content: { 'text/plain': { schema: Type.String() } } },
-        ...errorResponses(500),
+        ...errorResponses(401, 500),
       },
     },
+    onRequest: authorize ? async (request) => authorize(request) : undefined,
     handler: async (_request, reply) => reply.type(registry.contentType).send(await registry.metrics()),
   });
 

@@ -37,3 +37,16 @@ export function registerSecurityHeaders(app: FastifyInstance, options: HelmetOpt
     done();
   });
 }
+
+/**
+ * `Cache-Control: no-store` on every response under one of `prefixes` (the API versions), errors included: API responses carry
+ * tokens and personal data, which no browser or intermediary cache may keep.
+ */
+export function registerNoStore(app: FastifyInstance, prefixes: readonly string[]): void {
+  const under = (url: string, prefix: string) =>
+    url.startsWith(prefix) && (url.length === prefix.length || url[prefix.length] === '/' || url[prefix.length] === '?');
+  app.addHook('onRequest', (request, reply, done) => {
+    if (prefixes.some((prefix) => under(request.url, prefix))) reply.raw.setHeader('cache-control', 'no-store');
+    done();
+  });
+}

@@ -12,6 +12,8 @@ export interface RouteInfo {
   readonly auth: AuthLevel | undefined;
   readonly rateLimit: RateLimitMode | undefined;
   readonly body: unknown;
+  /** the most bytes of body the route reads (body-limits.ts) */
+  readonly bodyLimit: number | undefined;
 }
 
 declare module 'fastify' {
@@ -97,6 +99,7 @@ export function registerSecurity(app: FastifyInstance): void {
         auth: route.config?.auth,
         rateLimit: route.config?.rateLimit,
         body: route.schema?.body,
+        bodyLimit: route.bodyLimit,
       });
     }
   });

@@ -1,7 +1,7 @@
 import crypto from 'node:crypto';
 import type { FastifyInstance, FastifyServerOptions } from 'fastify';
 import type { Config } from '../config.ts';
-import { frameworkErrors } from './errors.ts';
+import { clientErrorHandler, frameworkErrors } from './errors.ts';
 import { loggerOptions } from './logger.ts';
 import { serverLimits } from './security.ts';
 import { lazySchemaController } from './validation.ts';
@@ -18,6 +18,7 @@ export function serverOptions(config: Config, logStream: { write(msg: string): v
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
     frameworkErrors,
     schemaController: lazySchemaController,
+    clientErrorHandler,
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && /^[\w.-]{1,64}$/.test(given) ? given : crypto.randomUUID();

@@ -2,6 +2,7 @@ import { createRequire } from 'node:module';
 import { Ajv, type Options, type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import type { FastifyInstance, FastifyServerOptions } from 'fastify';
+import { AppError } from './errors.ts';
 
 /** A validator as Fastify calls it: true or false, with the errors of the last call on `errors`. */
 interface Validator {
@@ -43,10 +44,39 @@ export const lazySchemaController: FastifyServerOptions['schemaController'] = {
   },
 };
 
+/**
+ * `strict: false` lets schemas carry OpenAPI-only keywords (`example`, `deprecated`), but it also
+ * turns off `strictNumbers`, which is what refuses NaN and ±Infinity: `1e309` in a JSON body parses
+ * to Infinity and would otherwise pass a `type: number` check (and be stored or answered as null).
+ */
 function makeAjv(opts: Options): Ajv {
-  const ajv = new Ajv({ allErrors: false, removeAdditional: false, useDefaults: true, strict: false, ...opts });
+  const ajv = new Ajv({ allErrors: false, removeAdditional: false, useDefaults: true, strict: false, strictNumbers: true, ...opts });
   addFormats.default(ajv);
+  replaceMultipleOf(ajv);
   return ajv;
+}
+
+/**
+ * `multipleOf` as a JSON document means it: a decimal step such as 0.01 holds for the number as
+ * written (19.99 is a multiple of 0.01). Ajv divides binary doubles, which refuses 19.99 (19.99 / 0.01
+ * is 1998.9999999999998). For a power-of-ten step the value is a multiple when rounding it to that
+ * many decimals gives back the same double, i.e. it is the nearest double to such a decimal.
+ */
+function replaceMultipleOf(ajv: Ajv): void {
+  ajv.removeKeyword('multipleOf');
+  ajv.addKeyword({
+    keyword: 'multipleOf',
+    type: 'number',
+    schemaType: 'number',
+    error: { message: ({ schema }) => `must be a multiple of ${String(schema)}` },
+    compile: (step: number) => {
+      const decimals = Math.round(-Math.log10(step));
+      if (decimals >= 0 && decimals <= 20 && 10 ** -decimals === step) {
+        return (value: number) => Number(value.toFixed(decimals)) === value;
+      }
+      return (value: number) => Number.isInteger(value / step);
+    },
+  });
 }
 
 /**
@@ -60,7 +90,7 @@ export function registerValidation(app: FastifyInstance): void {
   const textAjv = makeAjv({ coerceTypes: 'array' });
   app.setValidatorCompiler(({ schema, httpPart }) => {
     if (httpPart === 'body') return compiledOnFirstUse(() => bodyAjv.compile(schema) as Validator);
-    return compiledOnFirstUse(() => withBooleanWords(textAjv.compile(schema) as Validator, booleanProperties(schema)));
+    return compiledOnFirstUse(() => textValidator(textAjv.compile(schema) as Validator, booleanProperties(schema)));
   });
   registerJsonParser(app);
 }
@@ -79,12 +109,16 @@ function booleanProperties(schema: unknown): string[] {
   return Object.keys(props).filter((k) => props[k].type === 'boolean');
 }
 
-function withBooleanWords(validate: Validator, keys: string[]): Validator {
-  if (keys.length === 0) return validate;
+/**
+ * A query, path or header validator: boolean words in any case, and every number finite. Ajv
+ * coerces `1e309` or `Infinity` to Infinity and then checks only the type it coerced to, even with
+ * strictNumbers, so a coerced value is checked here once more.
+ */
+function textValidator(validate: Validator, booleanKeys: string[]): Validator {
   const wrapped = (data: unknown): boolean => {
-    if (data !== null && typeof data === 'object') {
-      const record = data as Record<string, unknown>;
-      for (const key of keys) {
+    const record = data !== null && typeof data === 'object' ? (data as Record<string, unknown>) : undefined;
+    if (record) {
+      for (const key of booleanKeys) {
         const value = record[key];
         if (typeof value !== 'string') continue;
         const word = BOOLEAN_WORDS.get(value.toLowerCase());
@@ -93,17 +127,47 @@ function withBooleanWords(validate: Validator, keys: string[]): Validator {
     }
     const ok = validate(data);
     wrapped.errors = validate.errors;
-    return ok;
+    if (!ok || !record) return ok;
+    const infinite = Object.keys(record).find((key) => typeof record[key] === 'number' && !Number.isFinite(record[key]));
+    if (infinite === undefined) return true;
+    wrapped.errors = [{ instancePath: `/${infinite}`, schemaPath: '#/type', keyword: 'type', params: { type: 'number' }, message: 'must be a finite number' }];
+    return false;
   };
   wrapped.errors = null as Validator['errors'];
   return wrapped;
+}
+
+/** Deeper than any valid body of the API (an order is three levels: body, lines, line). */
+export const MAX_JSON_DEPTH = 32;
+
+/**
+ * True when JSON text nests objects and arrays more than `max` levels deep. One pass over the
+ * characters, strings skipped, nothing allocated: a body nested hundreds of thousands of levels
+ * deep costs what reading it costs, where parsing it (and walking the result) held the event loop
+ * for a large fraction of a second.
+ */
+export function nestedDeeperThan(text: string, max: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++; // backslash: the next character is escaped
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x7b || c === 0x5b) {
+      if (++depth > max) return true;
+    } else if (c === 0x7d || c === 0x5d) depth--;
+  }
+  return false;
 }
 
 /**
  * JSON bodies with Fastify's own parser (prototype-poisoning checks included), except that an
  * empty body is no body: a client that sends `Content-Type: application/json` on every request
  * must be able to DELETE, or call an action that takes no body. A route that needs a body still
- * answers 422, from its schema.
+ * answers 422, from its schema. A body nested deeper than MAX_JSON_DEPTH is refused before it is
+ * parsed.
  */
 function registerJsonParser(app: FastifyInstance): void {
   const parse = app.getDefaultJsonParser('error', 'error');
@@ -112,6 +176,10 @@ function registerJsonParser(app: FastifyInstance): void {
     const text = body as string; // parseAs: 'string'
     if (text.length === 0) {
       done(null, undefined);
+      return;
+    }
+    if (nestedDeeperThan(text, MAX_JSON_DEPTH)) {
+      done(new AppError('BAD_REQUEST', `Request body is nested more than ${MAX_JSON_DEPTH} levels deep`), undefined);
       return;
     }
     void parse(request, text, done); // Fastify's parser answers through `done`

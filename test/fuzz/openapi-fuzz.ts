@@ -37,6 +37,9 @@ type Schema = Record<string, unknown> & {
   minItems?: number;
   maxItems?: number;
   format?: string;
+  pattern?: string;
+  multipleOf?: number;
+  uniqueItems?: boolean;
 };
 
 interface OpenApiParameter {
@@ -46,7 +49,7 @@ interface OpenApiParameter {
   schema?: Schema;
 }
 
-interface OpenApiDocument {
+export interface OpenApiDocument {
   paths: Record<string, Record<string, { parameters?: OpenApiParameter[]; requestBody?: { content: Record<string, { schema: Schema }> }; security?: unknown[] }>>;
   components?: { schemas?: Record<string, Schema> };
 }
@@ -101,7 +104,7 @@ export function operationsOf(doc: OpenApiDocument): Operation[] {
   return ops;
 }
 
-function resolve(doc: OpenApiDocument, s: Schema): Schema {
+export function resolve(doc: OpenApiDocument, s: Schema): Schema {
   let cur = s;
   for (let i = 0; i < 10 && cur.$ref; i++) {
     const name = cur.$ref.split('/').pop()!;
@@ -163,7 +166,8 @@ export const hostile: fc.Arbitrary<unknown> = fc.oneof(
 
 // ---------------------------------------------------------------- schema-driven values
 
-function validArb(doc: OpenApiDocument, raw: Schema, depth = 0): fc.Arbitrary<unknown> {
+/** Values the document calls valid for `raw`: every keyword it states is met. */
+export function validArb(doc: OpenApiDocument, raw: Schema, depth = 0): fc.Arbitrary<unknown> {
   const s = resolve(doc, raw);
   if (depth > 6) return fc.constant(null);
   if (s.const !== undefined) return fc.constant(s.const);
@@ -176,8 +180,13 @@ function validArb(doc: OpenApiDocument, raw: Schema, depth = 0): fc.Arbitrary<un
     case 'string': {
       const min = s.minLength ?? 0;
       const max = Math.max(min, Math.min(s.maxLength ?? 40, 60));
-      if (s.format === 'email') return fc.emailAddress().filter((e) => e.length <= (s.maxLength ?? 320));
-      if (s.format === 'date-time') return fc.date({ noInvalidDate: true }).map((d) => d.toISOString());
+      if (s.format === 'email') return fc.tuple(fc.stringMatching(/^[a-z0-9]([a-z0-9+_-]{0,18}[a-z0-9])?$/), fc.stringMatching(/^[a-z0-9]{1,12}$/)).map(([l, d]) => `${l}@${d}.example`).filter((e) => e.length <= (s.maxLength ?? 320));
+      const dates = fc.date({ noInvalidDate: true, min: new Date('1970-01-01T00:00:00Z'), max: new Date('2100-01-01T00:00:00Z') });
+      if (s.format === 'date-time') return dates.map((d) => d.toISOString());
+      if (s.format === 'date') return dates.map((d) => d.toISOString().slice(0, 10));
+      if (s.format === 'uri') return fc.webUrl({ withQueryParameters: true }).filter((u) => u.length <= (s.maxLength ?? 2048));
+      // NonBlank's '\\S' is what the default generator's filter already ensures
+      if (s.pattern && s.pattern !== '\\S') return fc.stringMatching(new RegExp(s.pattern)).filter((v) => v.length >= min && v.length <= (s.maxLength ?? 60));
       return fc.string({ minLength: Math.max(min, 1), maxLength: max }).filter((v) => v.trim().length > 0 || min === 0);
     }
     case 'integer': {
@@ -186,16 +195,21 @@ function validArb(doc: OpenApiDocument, raw: Schema, depth = 0): fc.Arbitrary<un
       return fc.integer({ min: Math.max(min, -1e9), max: Math.min(max, 1e9) });
     }
     case 'number': {
-      const min = s.minimum ?? s.exclusiveMinimum ?? -1000;
-      const max = s.maximum ?? s.exclusiveMaximum ?? 100000;
-      return fc.integer({ min: Math.ceil(min * 100), max: Math.floor(max * 100) }).map((c) => c / 100);
+      // in cents (c / 100 is the nearest double to the two-decimal value, a multiple of 0.01 as written)
+      const minCents = s.minimum !== undefined ? Math.ceil(s.minimum * 100) : s.exclusiveMinimum !== undefined ? Math.floor(s.exclusiveMinimum * 100) + 1 : -100000;
+      const maxCents = s.maximum !== undefined ? Math.floor(s.maximum * 100) : s.exclusiveMaximum !== undefined ? Math.ceil(s.exclusiveMaximum * 100) - 1 : 10000000;
+      const limit = 0x7fffffff;
+      return fc.integer({ min: Math.max(minCents, -limit), max: Math.min(maxCents, limit) }).map((c) => c / 100);
     }
     case 'boolean':
       return fc.boolean();
     case 'null':
       return fc.constant(null);
-    case 'array':
-      return fc.array(s.items ? validArb(doc, s.items, depth + 1) : hostile, { minLength: s.minItems ?? 0, maxLength: Math.min(s.maxItems ?? 4, 4) });
+    case 'array': {
+      const items = s.items ? validArb(doc, s.items, depth + 1) : hostile;
+      const length = { minLength: s.minItems ?? 0, maxLength: Math.min(s.maxItems ?? 4, 4) };
+      return s.uniqueItems ? fc.uniqueArray(items, { ...length, selector: (v) => JSON.stringify(v) }) : fc.array(items, length);
+    }
     case 'object':
     default: {
       if (!s.properties) return type[0] === 'object' ? fc.constant({}) : hostile;
@@ -440,7 +454,7 @@ export async function createFixtures(app: FastifyInstance): Promise<Fixtures> {
   };
 }
 
-async function restorePrincipals(app: FastifyInstance, fx: Fixtures): Promise<void> {
+export async function restorePrincipals(app: FastifyInstance, fx: Fixtures): Promise<void> {
   const ids = [fx.user.user.id, fx.admin.user.id];
   await app.ctx.db.updateTable('users').set({ is_active: true, deleted_at: null, password_changed_at: null, sessions_valid_after: null }).where('id', 'in', ids).execute();
   await app.ctx.db.updateTable('users').set({ is_admin: true }).where('id', '=', fx.admin.user.id).execute();

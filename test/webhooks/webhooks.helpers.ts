@@ -21,7 +21,7 @@ let counter = 0;
 export function sendInbound(
   app: FastifyInstance,
   body: string | Buffer,
-  opts: { webhookId?: string | null; hmac?: string | null; secret?: string; topic?: string; url?: string } = {},
+  opts: { webhookId?: string | null; hmac?: string | null; secret?: string; topic?: string; url?: string; eventId?: string } = {},
 ): Promise<LightMyRequestResponse> {
   const headers: Record<string, string> = {
     'content-type': 'application/json',
@@ -34,6 +34,7 @@ export function sendInbound(
   if (hmac !== null) headers['x-shopify-hmac-sha256'] = hmac;
   const webhookId = opts.webhookId === undefined ? `wh-${process.pid}-${++counter}-${crypto.randomBytes(4).toString('hex')}` : opts.webhookId;
   if (webhookId !== null) headers['x-shopify-webhook-id'] = webhookId;
+  if (opts.eventId !== undefined) headers['x-shopify-event-id'] = opts.eventId;
   return app.inject({ method: 'POST', url: opts.url ?? '/api/v1/webhooks/orders/create', headers, payload: body }) as Promise<LightMyRequestResponse>;
 }
 

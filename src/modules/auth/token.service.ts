@@ -43,6 +43,14 @@ export interface IssuedToken {
 const HEADER_TYP: Record<TokenType, string> = { access: 'at+jwt', refresh: 'rt+jwt' };
 const CLOCK_TOLERANCE_SECONDS = 5;
 /**
+ * How far a token's `iat` may lie ahead of this process's clock: the clocks of the processes that
+ * issue tokens may drift a little, but a token issued further in the future was not issued by us on
+ * a sane clock (a forged or replayed-from-the-future token) and would outlive its TTL.
+ */
+export const MAX_IAT_SKEW_SECONDS = 60;
+/** users.id is a PostgreSQL integer: a larger subject names no user and must not reach a query */
+const MAX_USER_ID = 2_147_483_647;
+/**
  * Verified tokens remembered per process. Every authenticated request verifies its bearer token, and
  * jose verifies through WebCrypto, which runs each check as a libuv thread-pool job: at 32
  * connections that halved the throughput of the read routes and queued token checks behind bcrypt
@@ -179,8 +187,9 @@ export class TokenService {
 function claimsOf(payload: JWTPayload, typ: TokenType): TokenClaims | null {
   const { sub, jti, iat, exp } = payload;
   if (payload.typ !== typ) return null;
-  if (typeof sub !== 'string' || !/^[1-9]\d{0,9}$/.test(sub)) return null;
+  if (typeof sub !== 'string' || !/^[1-9]\d{0,9}$/.test(sub) || Number(sub) > MAX_USER_ID) return null;
   if (typeof jti !== 'string' || typeof iat !== 'number' || typeof exp !== 'number') return null;
+  if (iat > Date.now() / 1000 + MAX_IAT_SKEW_SECONDS) return null;
   return { sub, jti, iat, exp, typ };
 }
 

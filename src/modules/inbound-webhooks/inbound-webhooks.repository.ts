@@ -2,29 +2,52 @@ import { sql, type Transaction } from 'kysely';
 import type { Database, InboundBodyEncoding, InboundWebhookRow, InboundWebhookStatus } from '../../db/schema.ts';
 import type { Db } from '../../db/database.ts';
 
-/** Stores a received payload once per webhook id; undefined when that id was already stored. */
+/**
+ * Stores a received payload once per delivery; undefined when it was already stored: the same
+ * webhook id or event id (unique indexes), or the same body digest received within the last
+ * `replayWindowSeconds` (0: not looked up). The digest lookup and the insert run under a
+ * transaction-scoped advisory lock on the digest, so two copies of one body arriving together
+ * cannot both miss each other.
+ */
 export async function insertInboundWebhook(
-  db: Db,
+  trx: Transaction<Database>,
   values: {
     webhookId: string;
+    eventId: string | null;
+    bodySha256: string;
     topic: string | null;
     shopDomain: string | null;
     headers: Record<string, string>;
     rawBody: string;
     rawBodyEncoding: InboundBodyEncoding;
   },
+  replayWindowSeconds: number,
 ): Promise<number | undefined> {
-  const row = await db
+  if (replayWindowSeconds > 0) {
+    await sql`SELECT pg_advisory_xact_lock(hashtextextended(${`inbound-body:${values.bodySha256}`}, 0))`.execute(trx);
+    const seen = await trx
+      .selectFrom('inbound_webhooks')
+      .select('id')
+      .where('body_sha256', '=', values.bodySha256)
+      .where('received_at', '>=', sql<Date>`now() - ${replayWindowSeconds}::integer * interval '1 second'`)
+      .limit(1)
+      .executeTakeFirst();
+    if (seen) return undefined;
+  }
+  const row = await trx
     .insertInto('inbound_webhooks')
     .values({
       webhook_id: values.webhookId,
+      event_id: values.eventId,
+      body_sha256: values.bodySha256,
       topic: values.topic,
       shop_domain: values.shopDomain,
       headers: JSON.stringify(values.headers),
       raw_body: values.rawBody,
       raw_body_encoding: values.rawBodyEncoding,
     })
-    .onConflict((oc) => oc.column('webhook_id').doNothing())
+    // either unique index: the webhook id, or the event id when given
+    .onConflict((oc) => oc.doNothing())
     .returning('id')
     .executeTakeFirst();
   return row?.id;

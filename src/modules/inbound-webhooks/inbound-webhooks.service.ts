@@ -53,6 +53,21 @@ function header(headers: IncomingHttpHeaders, name: string): string | undefined 
   return s === undefined || s.trim() === '' ? undefined : s.trim();
 }
 
+/** A platform id header (webhook or event id), at most 255 characters; a longer one is 422. */
+function platformId(headers: IncomingHttpHeaders, name: string): string | undefined {
+  const value = header(headers, name);
+  if (value !== undefined && value.length > 255) {
+    const label = name
+      .split('-')
+      .map((w) => w.charAt(0).toUpperCase() + w.slice(1))
+      .join('-');
+    throw new AppError('VALIDATION_ERROR', `${label} is too long`, {
+      errors: [{ loc: ['header', name], msg: 'at most 255 characters', type: 'string_too_long' }],
+    });
+  }
+  return value;
+}
+
 /** The platform headers kept with the payload (the HMAC too: the stored body can be re-verified). */
 function platformHeaders(headers: IncomingHttpHeaders): Record<string, string> {
   const kept: Record<string, string> = {};
@@ -114,8 +129,10 @@ export class InboundWebhookService {
 
   /**
    * The acknowledgement path, kept to one transaction: verify the HMAC over the raw bytes (before
-   * anything is parsed), store the body once per webhook id, whatever it contains, and enqueue its
-   * processing with it. A repeated webhook id is acknowledged and not processed again. Whether the
+   * anything is parsed), store the body once per delivery, whatever it contains, and enqueue its
+   * processing with it. A delivery seen before is acknowledged and not processed again: the same
+   * webhook id, the same event id, or (the webhook id is not covered by the HMAC, so a captured
+   * body could be replayed under new ids) the same body within the replay window. Whether the
    * body is a usable order is for processing to decide and record (`failed`, with the reason).
    * `defaultTopic` stands for a missing topic header (the cancellation route's own topic; none on
    * the creation route, whose processing takes a topic-less body for an order).
@@ -130,22 +147,25 @@ export class InboundWebhookService {
     const asText = isUtf8(rawBody) && !rawBody.includes(0);
     // Without the platform's id, the body's digest identifies the delivery: an identical signed body
     // sent again is the same webhook, and a signed payload is never refused for a missing header.
-    const givenId = header(headers, 'x-shopify-webhook-id');
-    if (givenId !== undefined && givenId.length > 255) {
-      throw new AppError('VALIDATION_ERROR', 'X-Shopify-Webhook-Id is too long', {
-        errors: [{ loc: ['header', 'x-shopify-webhook-id'], msg: 'at most 255 characters', type: 'string_too_long' }],
-      });
-    }
-    const webhookId = givenId ?? `sha256:${crypto.createHash('sha256').update(rawBody).digest('hex')}`;
+    const givenId = platformId(headers, 'x-shopify-webhook-id');
+    const eventId = platformId(headers, 'x-shopify-event-id') ?? null;
+    const bodySha256 = crypto.createHash('sha256').update(rawBody).digest('hex');
+    const webhookId = givenId ?? `sha256:${bodySha256}`;
     const stored = await this.db.transaction().execute(async (trx) => {
-      const id = await insertInboundWebhook(trx, {
-        webhookId,
-        topic: header(headers, 'x-shopify-topic') ?? defaultTopic,
-        shopDomain: header(headers, 'x-shopify-shop-domain') ?? null,
-        headers: platformHeaders(headers),
-        rawBody: asText ? rawBody.toString('utf8') : rawBody.toString('base64'),
-        rawBodyEncoding: asText ? 'utf8' : 'base64',
-      });
+      const id = await insertInboundWebhook(
+        trx,
+        {
+          webhookId,
+          eventId,
+          bodySha256,
+          topic: header(headers, 'x-shopify-topic') ?? defaultTopic,
+          shopDomain: header(headers, 'x-shopify-shop-domain') ?? null,
+          headers: platformHeaders(headers),
+          rawBody: asText ? rawBody.toString('utf8') : rawBody.toString('base64'),
+          rawBodyEncoding: asText ? 'utf8' : 'base64',
+        },
+        this.config.inboundReplayWindowSeconds,
+      );
       if (id !== undefined) await this.queue.send(trx, 'webhook-inbound-process', { inboundWebhookId: id });
       return id !== undefined;
     });

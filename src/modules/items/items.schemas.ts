@@ -3,7 +3,9 @@ import { Id, NonBlank, Timestamp } from '../../http/common.schemas.ts';
 
 const ItemName = NonBlank({ maxLength: 100, description: '1 to 100 characters' });
 const Description = Type.Union([Type.String({ maxLength: 500 }), Type.Null()], { description: 'at most 500 characters' });
-const Price = Type.Number({ exclusiveMinimum: 0, description: 'greater than 0' });
+/** an upper bound keeps a price a finite, exactly comparable double (and 1e309 out: it parses to Infinity) */
+export const MAX_ITEM_PRICE = 1_000_000_000_000;
+const Price = Type.Number({ exclusiveMinimum: 0, maximum: MAX_ITEM_PRICE, description: `greater than 0, at most ${MAX_ITEM_PRICE}` });
 
 export const Item = Type.Object({
   id: Type.Integer(),

@@ -10,6 +10,7 @@ export const DEFAULT_SECRET_OVERLAP_SECONDS = 86400;
 export const MAX_SECRET_OVERLAP_SECONDS = 7 * 86400;
 
 const Url = Type.String({
+  format: 'uri',
   minLength: 1,
   maxLength: 2048,
   description: 'delivery target: an https URL on a public address',
@@ -185,7 +186,7 @@ export const RotateSecretBody = Type.Union(
 export type RotateSecretBody = Static<typeof RotateSecretBody>;
 
 export const RecoverBody = Type.Object(
-  { since: Type.String({ format: 'date-time', description: 'ISO 8601 date and time with a time zone: messages that failed for good at or after it are queued again' }) },
+  { since: Type.String({ format: 'date-time', maxLength: 64, description: 'ISO 8601 date and time with a time zone: messages that failed for good at or after it are queued again' }) },
   { additionalProperties: false },
 );
 export type RecoverBody = Static<typeof RecoverBody>;

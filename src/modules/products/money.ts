@@ -4,18 +4,22 @@ import { AppError } from '../../http/errors.ts';
 /** The largest value numeric(12,2) holds. */
 export const MAX_MONEY = 9999999999.99;
 
-/** A money amount in a request: a JSON number > 0 with at most two decimals (checked by `moneyToDecimal`). */
+/**
+ * A money amount in a request: a JSON number > 0 with at most two decimals. The validator reads
+ * `multipleOf` as a decimal step (http/validation.ts), so 19.99 passes it.
+ */
 export const MoneyInput = Type.Number({
   exclusiveMinimum: 0,
   maximum: MAX_MONEY,
+  multipleOf: 0.01,
   description: 'greater than 0, at most 2 decimal places',
 });
 
 /**
- * The exact decimal text of a money amount, or a 422 when it has more than two decimals.
+ * The exact decimal text of a money amount, or a 422 when it has more than two decimals (the
+ * schema's `multipleOf` already refuses those; a caller outside a route is held to it too).
  * A JSON number like 19.99 arrives as the nearest double; it "has two decimals" exactly when
- * rounding it to two decimals and back gives the same double (a `multipleOf: 0.01` check would
- * reject such values because of binary floating point).
+ * rounding it to two decimals and back gives the same double.
  */
 export function moneyToDecimal(value: number, field: string): string {
   const text = value.toFixed(2);

@@ -1,0 +1,82 @@
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import type { FastifyInstance } from 'fastify';
+import { largestJsonBytes, MIN_BODY_LIMIT } from '../../src/http/body-limits.ts';
+import { MAX_JSON_DEPTH, nestedDeeperThan } from '../../src/http/validation.ts';
+import { api, buildTestApp, createUser, errorBody, type TestUser } from '../helpers/app.ts';
+
+const json = { 'content-type': 'application/json' };
+const KiB = 1024;
+
+describe('request body limits and the nesting guard', () => {
+  let app: FastifyInstance;
+  let user: TestUser;
+  before(async () => {
+    app = await buildTestApp(undefined, { shopifyWebhookSecret: 'body-limits-test-secret' });
+    user = await createUser(app);
+  });
+  after(() => app.close());
+
+  it('each route reads at most its largest valid body: the sign-in routes a few KiB, the platform webhook 1 MiB', async () => {
+    const bodyRoutes = app.routeTable.filter((r) => ['POST', 'PATCH', 'PUT', 'DELETE'].includes(r.method));
+    for (const r of bodyRoutes) {
+      const largest = r.body ? largestJsonBytes(r.body as never) : 0;
+      const limit = r.bodyLimit;
+      if (r.url === '/api/v1/webhooks/orders/create') {
+        assert.equal(limit, app.ctx.config.bodyLimitBytes, 'the platform webhook keeps the service-wide limit');
+        continue;
+      }
+      assert.ok(limit !== undefined && limit >= Math.min(largest, app.ctx.config.bodyLimitBytes), `${r.method} ${r.url}: ${limit} < ${largest}`);
+      assert.ok(limit! <= Math.max(MIN_BODY_LIMIT, largest + KiB), `${r.method} ${r.url}: ${limit} is more than its largest body ${largest}`);
+    }
+    for (const url of ['/api/v1/auth/login', '/api/v1/auth/refresh', '/api/v1/auth/password-recovery']) {
+      const r = app.routeTable.find((x) => x.method === 'POST' && x.url === url);
+      assert.ok(r?.bodyLimit !== undefined && r.bodyLimit <= 32 * KiB, `${url}: ${r?.bodyLimit}`);
+    }
+  });
+
+  it('the largest valid sign-in body is read (401 for an unknown user); a larger one is 413', async () => {
+    const wide = '€'.repeat(1); // three bytes in UTF-8
+    const largest = {
+      username: `${'u'.repeat(300)}@example.com`,
+      password: wide.repeat(1024),
+      grant_type: 'password',
+      scope: 's'.repeat(1024),
+      client_id: 'c'.repeat(256),
+      client_secret: wide.repeat(256),
+    };
+    const ok = await app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: largest });
+    assert.equal(ok.statusCode, 401, ok.body);
+    const tooLarge = await app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { username: 'x@example.com', password: 'p'.repeat(64 * KiB) } });
+    assert.equal(tooLarge.statusCode, 413, tooLarge.body);
+    assert.equal(errorBody(tooLarge).error_code, 'PAYLOAD_TOO_LARGE');
+  });
+
+  it('a 1 MiB deeply nested body is refused, anonymous and authenticated, with the error shape', async () => {
+    const nested = (n: number) => `{"username":${'['.repeat(n)}${']'.repeat(n)},"password":"x"}`;
+    const deep = nested(512 * KiB);
+    const anonymous = await app.inject({ method: 'POST', url: '/api/v1/auth/login', headers: json, payload: deep });
+    assert.equal(anonymous.statusCode, 413, anonymous.body);
+    assert.equal(errorBody(anonymous).error_code, 'PAYLOAD_TOO_LARGE');
+    const authenticated = await api(app, user, { method: 'POST', url: '/api/v1/items', headers: json, payload: `{"name":${'['.repeat(512 * KiB)}${']'.repeat(512 * KiB)},"price":1}` });
+    assert.equal(authenticated.statusCode, 413, authenticated.body);
+  });
+
+  it('a body within the limit but nested deeper than the guard allows is 400 before it is parsed', async () => {
+    const n = MAX_JSON_DEPTH + 1;
+    const res = await api(app, user, { method: 'POST', url: '/api/v1/items', headers: json, payload: `{"name":${'['.repeat(n)}${']'.repeat(n)},"price":1}` });
+    assert.equal(res.statusCode, 400, res.body);
+    assert.deepEqual(errorBody(res), { detail: `Request body is nested more than ${MAX_JSON_DEPTH} levels deep`, error_code: 'BAD_REQUEST' });
+    // brackets inside strings are text, not nesting
+    const text = await api(app, user, { method: 'POST', url: '/api/v1/items', headers: json, payload: JSON.stringify({ name: '['.repeat(90), description: '{"\\"['.repeat(50), price: 1 }) });
+    assert.equal(text.statusCode, 201, text.body);
+  });
+
+  it('nestedDeeperThan counts objects and arrays outside strings', () => {
+    assert.equal(nestedDeeperThan('[[[]]]', 3), false);
+    assert.equal(nestedDeeperThan('[[[[]]]]', 3), true);
+    assert.equal(nestedDeeperThan('{"a":{"b":{"c":{}}}}', 3), true);
+    assert.equal(nestedDeeperThan('{"a":"[[[[[\\"[[[["}', 1), false);
+    assert.equal(nestedDeeperThan('[{},{},{},[],[]]', 2), false);
+  });
+});

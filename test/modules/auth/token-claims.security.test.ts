@@ -1,0 +1,58 @@
+import { before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+import { SignJWT, type JWTPayload } from 'jose';
+import { buildTestApp, createUser, errorBody } from '../../helpers/app.ts';
+
+const SECRET = 'token-claims-suite-secret-0123456789abcdef!';
+const now = () => Math.floor(Date.now() / 1000);
+
+/** An access token signed with the app's own secret, exactly as the service issues it, but for `claims`. */
+function forge(app: FastifyInstance, claims: JWTPayload): Promise<string> {
+  const t = now();
+  return new SignJWT({
+    typ: 'access',
+    iss: app.ctx.config.jwtIssuer,
+    aud: app.ctx.config.jwtAudience,
+    iat: t,
+    exp: t + 600,
+    jti: crypto.randomUUID(),
+    ...claims,
+  })
+    .setProtectedHeader({ alg: 'HS256', typ: 'at+jwt' })
+    .sign(new TextEncoder().encode(SECRET));
+}
+
+async function me(app: FastifyInstance, token: string) {
+  return app.inject({ method: 'GET', url: '/api/v1/auth/me', headers: { authorization: `Bearer ${token}` } });
+}
+
+describe('access token claims', () => {
+  let app: FastifyInstance;
+  before(async () => {
+    app = await buildTestApp(undefined, { jwtSecret: SECRET });
+  });
+
+  it('a subject beyond the user id range is 401 INVALID_TOKEN, not a 500 from the database', async () => {
+    for (const sub of ['9999999999', '2147483648']) {
+      const res = await me(app, await forge(app, { sub }));
+      assert.equal(res.statusCode, 401, `sub ${sub}: ${res.statusCode} ${res.body}`);
+      assert.equal(errorBody(res).error_code, 'INVALID_TOKEN');
+    }
+    // the largest id is a valid subject that names no user: 401 as well
+    assert.equal((await me(app, await forge(app, { sub: '2147483647' }))).statusCode, 401);
+  });
+
+  it('an `iat` more than 60 s in the future is refused; within the skew it is accepted', async () => {
+    const user = await createUser(app);
+    const sub = String(user.user.id);
+    const ahead = await me(app, await forge(app, { sub, iat: now() + 120, exp: now() + 720 }));
+    assert.equal(ahead.statusCode, 401, ahead.body);
+    assert.equal(errorBody(ahead).error_code, 'INVALID_TOKEN');
+    const farAhead = await me(app, await forge(app, { sub, iat: now() + 86400 * 365, exp: now() + 86400 * 366 }));
+    assert.equal(farAhead.statusCode, 401);
+    const slightlyAhead = await me(app, await forge(app, { sub, iat: now() + 30 }));
+    assert.equal(slightlyAhead.statusCode, 200, slightlyAhead.body);
+  });
+});

@@ -49,8 +49,8 @@ describe('the OpenAPI document and the service agree', () => {
     const app = await buildTestApp(t, { role: 'api' });
     const doc = (await app.inject({ method: 'GET', url: '/openapi.json' })).json<OpenApiDocument>();
     const fx = await createFixtures(app);
-    // the platform webhook is signed over its raw body and has no body schema to hold it to
-    const ops = operationsOf(doc).filter((op) => !op.path.endsWith('/webhooks/orders/create'));
+    // the platform webhooks are signed over their raw body and have no body schema to hold it to
+    const ops = operationsOf(doc).filter((op) => !op.path.includes('/webhooks/orders/'));
     const send = (g: Generated, body: unknown) => {
       const search = new URLSearchParams(g.query).toString();
       return app.inject({

@@ -104,7 +104,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Prometheus metrics */
+        /**
+         * Prometheus metrics
+         * @description When the service is configured with METRICS_TOKEN, only with `Authorization: Bearer <METRICS_TOKEN>` (401 otherwise).
+         */
         get: {
             parameters: {
                 query?: never;
@@ -121,6 +124,15 @@ export interface paths {
                     };
                     content: {
                         "text/plain": string;
+                    };
+                };
+                /** @description Every error has this shape; 422 adds `errors`. */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
                 /** @description Every error has this shape; 422 adds `errors`. */
@@ -236,6 +248,12 @@ export interface paths {
                 /** @description Default Response */
                 200: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -250,6 +268,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 401: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -259,6 +283,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 403: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -268,6 +298,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 422: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -277,6 +313,14 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 429: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        /** @description seconds to wait before trying again */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -319,6 +363,12 @@ export interface paths {
                 /** @description Default Response */
                 200: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -332,6 +382,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 401: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -341,6 +397,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 422: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -350,6 +412,14 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 429: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        /** @description seconds to wait before trying again */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -392,6 +462,12 @@ export interface paths {
                 /** @description Revoked */
                 204: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content?: never;
@@ -399,6 +475,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 401: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -408,6 +490,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 422: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -417,6 +505,14 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 429: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        /** @description seconds to wait before trying again */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -456,6 +552,12 @@ export interface paths {
                 /** @description Signed out everywhere */
                 204: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content?: never;
@@ -463,6 +565,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 401: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -472,6 +580,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 403: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -481,6 +595,14 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 429: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        /** @description seconds to wait before trying again */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -515,6 +637,12 @@ export interface paths {
                 /** @description Default Response */
                 200: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -532,6 +660,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 401: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -541,6 +675,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 403: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -550,6 +690,14 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 429: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        /** @description seconds to wait before trying again */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -599,6 +747,12 @@ export interface paths {
                 /** @description Changed */
                 204: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content?: never;
@@ -606,6 +760,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 401: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -615,6 +775,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 403: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -624,6 +790,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 422: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -633,6 +805,14 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 429: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        /** @description seconds to wait before trying again */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -679,6 +859,12 @@ export interface paths {
                 /** @description Default Response */
                 202: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -691,6 +877,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 422: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -700,6 +892,14 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 429: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        /** @description seconds to wait before trying again */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -748,6 +948,12 @@ export interface paths {
                 /** @description Default Response */
                 200: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -760,6 +966,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 400: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -769,6 +981,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 422: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -778,6 +996,14 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 429: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        /** @description seconds to wait before trying again */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -802,9 +1028,9 @@ export interface paths {
         /** List users */
         get: {
             parameters: {
-                query: {
-                    page: number;
-                    page_size: number;
+                query?: {
+                    page?: number;
+                    page_size?: number;
                     is_active?: boolean;
                 };
                 header?: never;
@@ -816,6 +1042,12 @@ export interface paths {
                 /** @description A page of users, ordered by id */
                 200: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -838,6 +1070,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 401: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -847,6 +1085,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 403: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -856,6 +1100,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 422: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -865,6 +1115,14 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 429: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        /** @description seconds to wait before trying again */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -900,6 +1158,12 @@ export interface paths {
                 /** @description Default Response */
                 201: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -917,6 +1181,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 400: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -926,6 +1196,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 401: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -935,6 +1211,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 403: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -944,6 +1226,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 422: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -953,6 +1241,14 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 429: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        /** @description seconds to wait before trying again */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -989,6 +1285,12 @@ export interface paths {
                 /** @description Default Response */
                 200: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1007,6 +1309,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 401: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1016,6 +1324,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 403: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1025,6 +1339,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 404: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1034,6 +1354,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 422: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1043,6 +1369,14 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 429: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        /** @description seconds to wait before trying again */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1068,6 +1402,12 @@ export interface paths {
                 /** @description Deleted */
                 204: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content?: never;
@@ -1075,6 +1415,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 401: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1084,6 +1430,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 403: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1093,6 +1445,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 404: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1102,6 +1460,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 422: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1111,6 +1475,14 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 429: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        /** @description seconds to wait before trying again */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1151,6 +1523,12 @@ export interface paths {
                 /** @description Default Response */
                 200: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1169,6 +1547,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 400: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1178,6 +1562,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 401: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1187,6 +1577,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 403: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1196,6 +1592,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 404: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1205,6 +1607,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 422: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1214,6 +1622,14 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 429: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        /** @description seconds to wait before trying again */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1234,9 +1650,9 @@ export interface paths {
         /** List products (active ones only, unless the caller is an administrator) */
         get: {
             parameters: {
-                query: {
-                    page: number;
-                    page_size: number;
+                query?: {
+                    page?: number;
+                    page_size?: number;
                     /** @description administrators only; everyone else sees active products */
                     is_active?: boolean;
                 };
@@ -1249,6 +1665,12 @@ export interface paths {
                 /** @description A page of products, ordered by id */
                 200: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1275,6 +1697,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 401: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1284,6 +1712,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 403: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1293,6 +1727,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 422: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1302,6 +1742,14 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 429: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        /** @description seconds to wait before trying again */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1338,6 +1786,12 @@ export interface paths {
                 /** @description Default Response */
                 201: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1358,6 +1812,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 400: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1367,6 +1827,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 401: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1376,6 +1842,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 403: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1385,6 +1857,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 422: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1394,6 +1872,14 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 429: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        /** @description seconds to wait before trying again */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1430,6 +1916,12 @@ export interface paths {
                 /** @description Default Response */
                 200: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1450,6 +1942,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 401: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1459,6 +1957,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 403: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1468,6 +1972,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 404: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1477,6 +1987,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 422: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1486,6 +2002,14 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 429: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        /** @description seconds to wait before trying again */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1527,6 +2051,12 @@ export interface paths {
                 /** @description Default Response */
                 200: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1547,6 +2077,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 400: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1556,6 +2092,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 401: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1565,6 +2107,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 403: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1574,6 +2122,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 404: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1583,6 +2137,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 422: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1592,6 +2152,14 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 429: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        /** @description seconds to wait before trying again */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1612,9 +2180,10 @@ export interface paths {
         /** List the caller's orders, newest first */
         get: {
             parameters: {
-                query: {
-                    page: number;
-                    page_size: number;
+                query?: {
+                    page?: number;
+                    page_size?: number;
+                    /** @description `failed` includes the orders that will not be fulfilled for any reason */
                     status?: "pending" | "processing" | "completed" | "failed";
                 };
                 header?: never;
@@ -1626,6 +2195,12 @@ export interface paths {
                 /** @description A page of the caller's orders, newest first */
                 200: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1650,6 +2225,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 401: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1659,6 +2240,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 403: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1668,6 +2255,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 422: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1677,6 +2270,14 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 429: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        /** @description seconds to wait before trying again */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1716,6 +2317,12 @@ export interface paths {
                 /** @description Default Response */
                 201: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1739,6 +2346,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 400: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1748,6 +2361,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 401: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1757,6 +2376,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 403: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1766,6 +2391,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 422: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1775,6 +2406,14 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 429: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        /** @description seconds to wait before trying again */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1811,6 +2450,12 @@ export interface paths {
                 /** @description Default Response */
                 200: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1837,6 +2482,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 401: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1846,6 +2497,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 403: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1855,6 +2512,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 404: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1864,6 +2527,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 422: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1873,6 +2542,14 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 429: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        /** @description seconds to wait before trying again */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1914,6 +2591,12 @@ export interface paths {
                 /** @description The order's events, oldest first */
                 200: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1925,7 +2608,7 @@ export interface paths {
                             /** @description null for `order.created` */
                             previous_status: ("pending" | "processing" | "completed" | "failed") | null;
                             status: "pending" | "processing" | "completed" | "failed";
-                            /** @description why the order failed, on the event that moved it to `failed` (`INSUFFICIENT_STOCK`, `PRODUCT_UNAVAILABLE`, `TOTAL_TOO_LARGE`, `PROCESSING_ERROR`); else null */
+                            /** @description why the order failed, on the event that moved it to `failed` (`INSUFFICIENT_STOCK`, `PRODUCT_UNAVAILABLE`, `TOTAL_TOO_LARGE`, `PROCESSING_ERROR`, `CANCELLED`); else null */
                             reason: string | null;
                             /** @description what the failure concerned: the short lines of a stock failure; else null */
                             details: {
@@ -1945,6 +2628,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 401: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1954,6 +2643,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 403: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1963,6 +2658,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 404: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1972,6 +2673,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 422: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1981,6 +2688,14 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 429: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        /** @description seconds to wait before trying again */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2021,6 +2736,12 @@ export interface paths {
                 /** @description Default Response */
                 202: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2034,6 +2755,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 400: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2043,6 +2770,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 401: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2052,6 +2785,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 403: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2061,6 +2800,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 404: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2070,6 +2815,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 422: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2079,6 +2830,14 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 429: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        /** @description seconds to wait before trying again */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2106,9 +2865,10 @@ export interface paths {
          */
         get: {
             parameters: {
-                query: {
-                    page: number;
-                    page_size: number;
+                query?: {
+                    page?: number;
+                    page_size?: number;
+                    /** @description `failed` includes the orders that will not be fulfilled for any reason */
                     status?: "pending" | "processing" | "completed" | "failed";
                     /** @description the owner's id */
                     user_id?: number;
@@ -2130,6 +2890,12 @@ export interface paths {
                 /** @description A page of every user's orders, newest first */
                 200: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2143,7 +2909,7 @@ export interface paths {
                                 source: "api" | "platform";
                                 /** @description the platform's own order id; null for API orders */
                                 external_id: string | null;
-                                /** @description why the order failed; null unless it is `failed` */
+                                /** @description why the order failed (`CANCELLED` for a cancelled order); null unless it is `failed` */
                                 failure_reason: string | null;
                                 /** Format: date-time */
                                 created_at: string;
@@ -2160,6 +2926,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 401: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2169,6 +2941,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 403: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2178,6 +2956,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 422: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2187,6 +2971,14 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 429: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        /** @description seconds to wait before trying again */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2225,6 +3017,12 @@ export interface paths {
                 /** @description Default Response */
                 200: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2249,7 +3047,7 @@ export interface paths {
                             source: "api" | "platform";
                             /** @description the platform's own order id; null for API orders */
                             external_id: string | null;
-                            /** @description why the order failed; null unless it is `failed` */
+                            /** @description why the order failed (`CANCELLED` for a cancelled order); null unless it is `failed` */
                             failure_reason: string | null;
                             /** @description The order's events, oldest first */
                             events: {
@@ -2260,7 +3058,7 @@ export interface paths {
                                 /** @description null for `order.created` */
                                 previous_status: ("pending" | "processing" | "completed" | "failed") | null;
                                 status: "pending" | "processing" | "completed" | "failed";
-                                /** @description why the order failed, on the event that moved it to `failed` (`INSUFFICIENT_STOCK`, `PRODUCT_UNAVAILABLE`, `TOTAL_TOO_LARGE`, `PROCESSING_ERROR`); else null */
+                                /** @description why the order failed, on the event that moved it to `failed` (`INSUFFICIENT_STOCK`, `PRODUCT_UNAVAILABLE`, `TOTAL_TOO_LARGE`, `PROCESSING_ERROR`, `CANCELLED`); else null */
                                 reason: string | null;
                                 /** @description what the failure concerned: the short lines of a stock failure; else null */
                                 details: {
@@ -2281,6 +3079,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 401: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2290,6 +3094,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 403: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2299,6 +3109,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 404: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2308,6 +3124,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 422: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2317,6 +3139,14 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 429: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        /** @description seconds to wait before trying again */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2343,9 +3173,9 @@ export interface paths {
         /** List the caller's items */
         get: {
             parameters: {
-                query: {
-                    skip: number;
-                    limit: number;
+                query?: {
+                    skip?: number;
+                    limit?: number;
                     is_active?: boolean;
                 };
                 header?: never;
@@ -2357,6 +3187,12 @@ export interface paths {
                 /** @description The caller's items, ordered by id */
                 200: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2375,6 +3211,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 401: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2384,6 +3226,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 403: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2393,6 +3241,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 422: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2402,6 +3256,14 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 429: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        /** @description seconds to wait before trying again */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2426,7 +3288,7 @@ export interface paths {
                         name: string;
                         /** @description at most 500 characters */
                         description?: string | null;
-                        /** @description greater than 0 */
+                        /** @description greater than 0, at most 1000000000000 */
                         price: number;
                         /** @default true */
                         is_active?: boolean;
@@ -2437,6 +3299,12 @@ export interface paths {
                 /** @description Default Response */
                 201: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2455,6 +3323,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 400: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2464,6 +3338,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 401: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2473,6 +3353,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 403: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2482,6 +3368,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 422: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2491,6 +3383,14 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 429: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        /** @description seconds to wait before trying again */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2527,6 +3427,12 @@ export interface paths {
                 /** @description Default Response */
                 200: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2545,6 +3451,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 401: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2554,6 +3466,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 403: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2563,6 +3481,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 404: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2572,6 +3496,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 422: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2581,6 +3511,14 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 429: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        /** @description seconds to wait before trying again */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2606,6 +3544,12 @@ export interface paths {
                 /** @description Deleted */
                 204: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content?: never;
@@ -2613,6 +3557,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 401: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2622,6 +3572,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 403: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2631,6 +3587,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 404: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2640,6 +3602,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 422: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2649,6 +3617,14 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 429: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        /** @description seconds to wait before trying again */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2679,7 +3655,7 @@ export interface paths {
                         name?: string;
                         /** @description at most 500 characters */
                         description?: string | null;
-                        /** @description greater than 0 */
+                        /** @description greater than 0, at most 1000000000000 */
                         price?: number;
                         is_active?: boolean;
                     };
@@ -2689,6 +3665,12 @@ export interface paths {
                 /** @description Default Response */
                 200: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2707,6 +3689,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 400: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2716,6 +3704,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 401: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2725,6 +3719,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 403: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2734,6 +3734,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 404: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2743,6 +3749,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 422: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2752,6 +3764,14 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 429: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        /** @description seconds to wait before trying again */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2795,6 +3815,12 @@ export interface paths {
                 /** @description Default Response */
                 200: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2811,6 +3837,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 401: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2820,6 +3852,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 413: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2829,6 +3867,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 422: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2838,6 +3882,14 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 429: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        /** @description seconds to wait before trying again */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2847,6 +3899,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 500: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2856,6 +3914,164 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 503: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhooks/orders/cancelled": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Receive an order-cancelled webhook from the e-commerce platform
+         * @description Authenticated by `X-Shopify-Hmac-Sha256` (base64 HMAC-SHA256 of the raw body with the shared secret), not by a token. A correctly signed body is stored, whatever it contains, and processed in the background; the answer is sent as soon as it is committed. A body that is not a JSON object describing a cancelled order (its `id`, and `cancel_reason`) is recorded as failed by that processing, not refused here. A repeated `X-Shopify-Webhook-Id` is acknowledged and not processed again. Processing cancels the order of that platform id with the same effects as POST /orders/{order_id}/cancel (a completed order's stock is released); a cancellation of an order not received yet is recorded and applied when its orders/create arrives.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: {
+                    /** @description base64 HMAC-SHA256 of the raw body */
+                    "x-shopify-hmac-sha256"?: string;
+                    "x-shopify-webhook-id"?: string;
+                    /** @description `orders/create` */
+                    "x-shopify-topic"?: string;
+                    "x-shopify-shop-domain"?: string;
+                    "x-shopify-triggered-at"?: string;
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description `received` */
+                            status: string;
+                            /** @description X-Shopify-Webhook-Id, or `sha256:<hex>` of the body when the header is absent */
+                            webhook_id: string;
+                            /** @description true when this webhook id was already stored (it is not processed again) */
+                            duplicate: boolean;
+                        };
+                    };
+                };
+                /** @description Every error has this shape; 422 adds `errors`. */
+                401: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Every error has this shape; 422 adds `errors`. */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Every error has this shape; 422 adds `errors`. */
+                422: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Every error has this shape; 422 adds `errors`. */
+                429: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        /** @description seconds to wait before trying again */
+                        "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Every error has this shape; 422 adds `errors`. */
+                500: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Every error has this shape; 422 adds `errors`. */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2880,9 +4096,9 @@ export interface paths {
         /** List the stored platform webhooks, newest first (administrators) */
         get: {
             parameters: {
-                query: {
-                    page: number;
-                    page_size: number;
+                query?: {
+                    page?: number;
+                    page_size?: number;
                     /** @description `received`: waiting to be processed; `processed`: it became (or was linked to) an order; `failed`: see `error` */
                     status?: "received" | "processed" | "failed";
                     /** @description e.g. `orders/create` */
@@ -2897,6 +4113,12 @@ export interface paths {
                 /** @description A page of the stored platform webhooks, newest first */
                 200: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2929,6 +4151,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 401: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2938,6 +4166,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 403: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2947,6 +4181,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 422: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2956,6 +4196,14 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 429: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        /** @description seconds to wait before trying again */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2997,6 +4245,12 @@ export interface paths {
                 /** @description Default Response */
                 200: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3033,6 +4287,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 401: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3042,6 +4302,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 403: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3051,6 +4317,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 404: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3060,6 +4332,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 422: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3069,6 +4347,14 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 429: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        /** @description seconds to wait before trying again */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3112,6 +4398,12 @@ export interface paths {
                 /** @description Default Response */
                 202: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3127,6 +4419,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 400: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3136,6 +4434,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 401: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3145,6 +4449,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 403: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3154,6 +4464,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 404: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3163,6 +4479,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 422: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3172,6 +4494,14 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 429: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        /** @description seconds to wait before trying again */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3196,9 +4526,9 @@ export interface paths {
         /** List your subscriptions */
         get: {
             parameters: {
-                query: {
-                    page: number;
-                    page_size: number;
+                query?: {
+                    page?: number;
+                    page_size?: number;
                 };
                 header?: never;
                 path?: never;
@@ -3209,6 +4539,12 @@ export interface paths {
                 /** @description A page of your webhook subscriptions, ordered by id */
                 200: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3239,6 +4575,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 401: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3248,6 +4590,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 403: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3257,6 +4605,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 422: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3266,6 +4620,14 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 429: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        /** @description seconds to wait before trying again */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3277,7 +4639,7 @@ export interface paths {
         put?: never;
         /**
          * Subscribe a URL to order events
-         * @description Deliveries follow Standard Webhooks (`webhook-id`, `webhook-timestamp`, `webhook-signature: v1,<base64 HMAC-SHA256>`), signed with the `secret` returned here (and by rotate-secret). An administrator's subscriptions receive every order's events. The body is `{id, type, timestamp, data: {order_id, user_id, previous_status, status, total_amount, sequence}}`; when the new `status` is `failed`, `data` also has `reason` (`INSUFFICIENT_STOCK`, `PRODUCT_UNAVAILABLE`, `TOTAL_TOO_LARGE` or `PROCESSING_ERROR`) and `details` (for `INSUFFICIENT_STOCK`: `{lines: [{product_id, requested, available}]}`, else null). A user has at most `WEBHOOK_MAX_SUBSCRIPTIONS_PER_USER` (default 25) subscriptions (400 `SUBSCRIPTION_LIMIT_REACHED`), and one per URL (400 `SUBSCRIPTION_URL_EXISTS`; URLs are compared after WHATWG normalisation, without the fragment).
+         * @description Deliveries follow Standard Webhooks (`webhook-id`, `webhook-timestamp`, `webhook-signature: v1,<base64 HMAC-SHA256>`), signed with the `secret` returned here (and by rotate-secret). An administrator's subscriptions receive every order's events. The body is `{id, type, timestamp, data: {order_id, user_id, previous_status, status, total_amount, sequence}}`; when the new `status` is `failed`, `data` also has `reason` (`INSUFFICIENT_STOCK`, `PRODUCT_UNAVAILABLE`, `TOTAL_TOO_LARGE` or `PROCESSING_ERROR`) and `details` (for `INSUFFICIENT_STOCK`: `{lines: [{product_id, requested, available}]}`, else null). A cancelled order (API v2) is a move to `failed` with `reason` `CANCELLED` here. A user has at most `WEBHOOK_MAX_SUBSCRIPTIONS_PER_USER` (default 25) subscriptions (400 `SUBSCRIPTION_LIMIT_REACHED`), and one per URL (400 `SUBSCRIPTION_URL_EXISTS`; URLs are compared after WHATWG normalisation, without the fragment).
          */
         post: {
             parameters: {
@@ -3289,7 +4651,10 @@ export interface paths {
             requestBody: {
                 content: {
                     "application/json": {
-                        /** @description delivery target: an https URL on a public address */
+                        /**
+                         * Format: uri
+                         * @description delivery target: an https URL on a public address
+                         */
                         url: string;
                         /** @description event kinds: order.created, order.status_changed */
                         events: ("order.created" | "order.status_changed")[];
@@ -3301,6 +4666,12 @@ export interface paths {
                 /** @description Default Response */
                 201: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3327,6 +4698,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 400: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3336,6 +4713,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 401: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3345,6 +4728,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 403: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3354,6 +4743,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 422: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3363,6 +4758,14 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 429: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        /** @description seconds to wait before trying again */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3399,6 +4802,12 @@ export interface paths {
                 /** @description Default Response */
                 200: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3423,6 +4832,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 401: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3432,6 +4847,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 403: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3441,6 +4862,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 404: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3450,6 +4877,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 422: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3459,6 +4892,14 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 429: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        /** @description seconds to wait before trying again */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3484,6 +4925,12 @@ export interface paths {
                 /** @description Deleted */
                 204: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content?: never;
@@ -3491,6 +4938,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 401: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3500,6 +4953,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 403: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3509,6 +4968,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 404: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3518,6 +4983,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 422: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3527,6 +4998,14 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 429: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        /** @description seconds to wait before trying again */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3553,7 +5032,10 @@ export interface paths {
             requestBody: {
                 content: {
                     "application/json": {
-                        /** @description delivery target: an https URL on a public address */
+                        /**
+                         * Format: uri
+                         * @description delivery target: an https URL on a public address
+                         */
                         url?: string;
                         /** @description event kinds: order.created, order.status_changed */
                         events?: ("order.created" | "order.status_changed")[];
@@ -3567,6 +5049,12 @@ export interface paths {
                 /** @description Default Response */
                 200: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3591,6 +5079,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 400: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3600,6 +5094,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 401: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3609,6 +5109,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 403: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3618,6 +5124,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 404: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3627,6 +5139,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 422: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3636,6 +5154,14 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 429: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        /** @description seconds to wait before trying again */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3659,9 +5185,9 @@ export interface paths {
          */
         get: {
             parameters: {
-                query: {
-                    page: number;
-                    page_size: number;
+                query?: {
+                    page?: number;
+                    page_size?: number;
                     /** @description attempts whose message is now in this state */
                     status?: "pending" | "delivered" | "failed";
                     event_type?: "order.created" | "order.status_changed" | "webhook.test";
@@ -3679,6 +5205,12 @@ export interface paths {
                 /** @description Delivery attempts, newest first */
                 200: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3712,6 +5244,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 401: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3721,6 +5259,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 403: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3730,6 +5274,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 404: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3739,6 +5289,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 422: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3748,6 +5304,14 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 429: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        /** @description seconds to wait before trying again */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3788,6 +5352,12 @@ export interface paths {
                 /** @description Default Response */
                 200: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3834,6 +5404,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 401: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3843,6 +5419,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 403: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3852,6 +5434,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 404: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3861,6 +5449,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 422: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3870,6 +5464,14 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 429: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        /** @description seconds to wait before trying again */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3915,6 +5517,12 @@ export interface paths {
                 /** @description Default Response */
                 202: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3928,6 +5536,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 400: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3937,6 +5551,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 401: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3946,6 +5566,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 403: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3955,6 +5581,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 404: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3964,6 +5596,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 422: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3973,6 +5611,14 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 429: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        /** @description seconds to wait before trying again */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -4024,6 +5670,12 @@ export interface paths {
                 /** @description Default Response */
                 202: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -4040,6 +5692,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 400: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -4049,6 +5707,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 401: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -4058,6 +5722,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 403: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -4067,6 +5737,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 404: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -4076,6 +5752,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 422: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -4085,6 +5767,14 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 429: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        /** @description seconds to wait before trying again */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -4123,6 +5813,12 @@ export interface paths {
                 /** @description Default Response */
                 202: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -4136,6 +5832,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 400: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -4145,6 +5847,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 401: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -4154,6 +5862,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 403: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -4163,6 +5877,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 404: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -4172,6 +5892,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 422: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -4181,6 +5907,14 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 429: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        /** @description seconds to wait before trying again */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -4233,6 +5967,12 @@ export interface paths {
                 /** @description Default Response */
                 200: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -4259,6 +5999,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 401: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -4268,6 +6014,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 403: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -4277,6 +6029,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 404: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -4286,6 +6044,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 422: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -4295,6 +6059,14 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 429: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        /** @description seconds to wait before trying again */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -4334,6 +6106,12 @@ export interface paths {
                 /** @description The whole story of one order */
                 200: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -4359,7 +6137,7 @@ export interface paths {
                                 source: "api" | "platform";
                                 /** @description the platform's own order id; null for API orders */
                                 external_id: string | null;
-                                /** @description why the order failed; null unless it is `failed` */
+                                /** @description why the order failed (`CANCELLED` for a cancelled order); null unless it is `failed` */
                                 failure_reason: string | null;
                                 /** @description The order's events, oldest first */
                                 events: {
@@ -4370,7 +6148,7 @@ export interface paths {
                                     /** @description null for `order.created` */
                                     previous_status: ("pending" | "processing" | "completed" | "failed") | null;
                                     status: "pending" | "processing" | "completed" | "failed";
-                                    /** @description why the order failed, on the event that moved it to `failed` (`INSUFFICIENT_STOCK`, `PRODUCT_UNAVAILABLE`, `TOTAL_TOO_LARGE`, `PROCESSING_ERROR`); else null */
+                                    /** @description why the order failed, on the event that moved it to `failed` (`INSUFFICIENT_STOCK`, `PRODUCT_UNAVAILABLE`, `TOTAL_TOO_LARGE`, `PROCESSING_ERROR`, `CANCELLED`); else null */
                                     reason: string | null;
                                     /** @description what the failure concerned: the short lines of a stock failure; else null */
                                     details: {
@@ -4414,7 +6192,7 @@ export interface paths {
                                 /** @description null for `order.created` */
                                 previous_status: ("pending" | "processing" | "completed" | "failed") | null;
                                 status: "pending" | "processing" | "completed" | "failed";
-                                /** @description why the order failed, on the event that moved it to `failed` (`INSUFFICIENT_STOCK`, `PRODUCT_UNAVAILABLE`, `TOTAL_TOO_LARGE`, `PROCESSING_ERROR`); else null */
+                                /** @description why the order failed, on the event that moved it to `failed` (`INSUFFICIENT_STOCK`, `PRODUCT_UNAVAILABLE`, `TOTAL_TOO_LARGE`, `PROCESSING_ERROR`, `CANCELLED`); else null */
                                 reason: string | null;
                                 /** @description what the failure concerned: the short lines of a stock failure; else null */
                                 details: {
@@ -4477,6 +6255,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 401: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -4486,6 +6270,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 403: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -4495,6 +6285,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 404: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -4504,6 +6300,12 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 422: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -4513,6 +6315,14 @@ export interface paths {
                 /** @description Every error has this shape; 422 adds `errors`. */
                 429: {
                     headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        /** @description seconds to wait before trying again */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -4537,7 +6347,7 @@ export interface components {
         ErrorBody: {
             detail: string;
             /** @enum {string} */
-            error_code: "VALIDATION_ERROR" | "BAD_REQUEST" | "INVALID_INPUT" | "NOT_AUTHENTICATED" | "INVALID_CREDENTIALS" | "INVALID_TOKEN" | "INVALID_SIGNATURE" | "INACTIVE_USER" | "FORBIDDEN" | "ADMIN_REQUIRED" | "NOT_FOUND" | "EMAIL_EXISTS" | "SKU_EXISTS" | "INVALID_PRODUCT" | "INVALID_QUANTITY" | "INVALID_STATE" | "SUBSCRIPTION_LIMIT_REACHED" | "SUBSCRIPTION_URL_EXISTS" | "INVALID_RESET_TOKEN" | "RESET_TOKEN_USED" | "RESET_TOKEN_EXPIRED" | "RESET_TOKEN_SUPERSEDED" | "IDEMPOTENCY_KEY_REUSED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMITED" | "LOGIN_THROTTLED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "WEBHOOK_NOT_CONFIGURED" | "REQUEST_TIMEOUT";
+            error_code: "VALIDATION_ERROR" | "BAD_REQUEST" | "INVALID_INPUT" | "NOT_AUTHENTICATED" | "INVALID_CREDENTIALS" | "INVALID_TOKEN" | "INVALID_SIGNATURE" | "INACTIVE_USER" | "FORBIDDEN" | "ADMIN_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "EMAIL_EXISTS" | "SKU_EXISTS" | "INVALID_PRODUCT" | "INVALID_QUANTITY" | "INVALID_STATE" | "ORDER_NOT_CANCELLABLE" | "SUBSCRIPTION_LIMIT_REACHED" | "SUBSCRIPTION_URL_EXISTS" | "INVALID_RESET_TOKEN" | "RESET_TOKEN_USED" | "RESET_TOKEN_EXPIRED" | "RESET_TOKEN_SUPERSEDED" | "IDEMPOTENCY_KEY_REUSED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMITED" | "LOGIN_THROTTLED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "WEBHOOK_NOT_CONFIGURED" | "REQUEST_TIMEOUT" | "HEADERS_TOO_LARGE";
             errors?: {
                 loc: (string | number)[];
                 msg: string;

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import { buildTestApp } from '../test/helpers/app.ts';
-import { fuzzOpenApi, printFuzzReport } from '../test/fuzz/openapi-fuzz.ts';
+import { fuzzOpenApi, printFuzzReport } from '../test/audits/openapi-fuzz.ts';
 import { PrivatePostgres } from './helpers/infra.ts';
 
 /**

@@ -4,13 +4,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, type TestContext } from 'node:test';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
-import pg from 'pg';
 import { buildApp, type BuildOptions } from '../../src/app.ts';
 import { loadConfig, type Config } from '../../src/config.ts';
 import { createDatabase } from '../../src/db/database.ts';
 import { PasswordHasher } from '../../src/modules/users/passwords.ts';
 import { insertUser } from '../../src/modules/users/users.repository.ts';
 import type { UserRow } from '../../src/db/schema.ts';
+import { databaseTemplate, withAdmin } from './database-template.ts';
 
 export const TEST_PASSWORD = 'correct-horse-battery';
 
@@ -44,23 +44,20 @@ export function defer(t: TestContext | undefined, fn: () => Promise<unknown>): v
 }
 
 /**
- * A fresh database per call: an in-memory PGlite by default; with TEST_DATABASE_URL, a new database
- * created on that server (and dropped afterwards).
+ * A fresh database per call, a copy of the migrated template (test/helpers/database-template.ts):
+ * embedded PGlite files in `dataDir` (the URL is then undefined) by default; with TEST_DATABASE_URL,
+ * a new database on that server (dropped afterwards).
  */
-async function freshDatabaseUrl(t: TestContext | undefined): Promise<string> {
+async function freshDatabaseUrl(t: TestContext | undefined, dataDir: string): Promise<string | undefined> {
+  const template = await databaseTemplate();
   const server = process.env.TEST_DATABASE_URL;
-  if (!server) return ':memory:';
+  if (!server) {
+    await fs.cp(template, path.join(dataDir, 'pgdata'), { recursive: true });
+    return undefined;
+  }
   const name = `oas_test_${process.pid}_${crypto.randomBytes(4).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: server });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  await admin.end();
-  defer(t, async () => {
-    const c = new pg.Client({ connectionString: server });
-    await c.connect();
-    await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => {});
-    await c.end();
-  });
+  await withAdmin(server, (c) => c.query(`CREATE DATABASE ${name} TEMPLATE ${template}`));
+  defer(t, () => withAdmin(server, (c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)).catch(() => {}));
   const url = new URL(server);
   url.pathname = `/${name}`;
   return url.toString();
@@ -69,12 +66,16 @@ async function freshDatabaseUrl(t: TestContext | undefined): Promise<string> {
 export async function testConfig(t: TestContext | undefined, overrides: Partial<Config> = {}): Promise<Config> {
   const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'oas-test-'));
   defer(t, () => fs.rm(dataDir, { recursive: true, force: true }));
-  const databaseUrl = overrides.databaseUrl ?? (await freshDatabaseUrl(t));
-  return loadConfig(
+  // on PGlite, an app given another app's DATA_DIR gets an in-memory database, not the other's files
+  const sharesDir = overrides.dataDir !== undefined && !process.env.TEST_DATABASE_URL;
+  const databaseUrl = 'databaseUrl' in overrides ? overrides.databaseUrl : sharesDir ? ':memory:' : await freshDatabaseUrl(t, dataDir);
+  // A role of its own on PGlite: the test's copied database files serve this one process alone,
+  // which loadConfig cannot know of a data directory (it allows that only for ':memory:').
+  const roleOnFiles = databaseUrl === undefined && overrides.role !== undefined && overrides.role !== 'all';
+  const config = loadConfig(
     {},
     {
       dataDir,
-      databaseUrl,
       redisUrl: process.env.TEST_REDIS_URL || undefined,
       bcryptRounds: 4,
       logLevel: process.env.TEST_LOG_LEVEL ?? 'silent',
@@ -86,8 +87,11 @@ export async function testConfig(t: TestContext | undefined, overrides: Partial<
       seedDemoCatalog: false,
       webhookAllowPrivateTargets: true,
       ...overrides,
+      databaseUrl,
+      ...(roleOnFiles ? { role: 'all' } : {}),
     },
   );
+  return roleOnFiles ? Object.freeze({ ...config, role: overrides.role! }) : config;
 }
 
 /** Builds the whole app on a fresh migrated database; closed when the test (or suite) ends. */
@@ -105,14 +109,14 @@ export async function buildTestApp(t: TestContext | undefined, overrides: Partia
  */
 export async function twoApps(t: TestContext | undefined, overrides: Partial<Config> = {}): Promise<[FastifyInstance, FastifyInstance]> {
   const config = await testConfig(t, overrides);
-  if (config.databaseUrl && config.databaseUrl !== ':memory:') {
+  if (config.databaseUrl) {
     const a = await buildApp(config);
     defer(t, () => a.close());
     const b = await buildApp(config);
     defer(t, () => b.close());
     return [a, b];
   }
-  const database = await createDatabase({ databaseUrl: ':memory:', dataDir: config.dataDir });
+  const database = await createDatabase({ databaseUrl: undefined, dataDir: config.dataDir });
   defer(t, () => database.close());
   const a = await buildApp(config, { database });
   defer(t, () => a.close());

@@ -7,7 +7,7 @@ import { SignJWT } from 'jose';
 import { buildApp } from '../../src/app.ts';
 import { loadConfig } from '../../src/config.ts';
 import { api, errorBody, testConfig, type TestUser } from '../helpers/app.ts';
-import { directUser, securityApp, snapshot } from './helpers.ts';
+import { directUser, securityApp, snapshot } from '../helpers/security.ts';
 
 const SECRET = 'accounts-attack-suite-secret-0123456789ab';
 

@@ -5,7 +5,7 @@ import net from 'node:net';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { buildApp } from '../../src/app.ts';
 import { api, errorBody, testConfig, type TestUser } from '../helpers/app.ts';
-import { directUser, LogCapture, securityApp, snapshot } from './helpers.ts';
+import { directUser, LogCapture, securityApp, snapshot } from '../helpers/security.ts';
 
 const HELMET_HEADERS: Record<string, string | RegExp> = {
   'x-content-type-options': 'nosniff',

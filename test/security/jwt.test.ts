@@ -6,7 +6,7 @@ import { SignJWT, exportJWK, generateKeyPair, type JWTHeaderParameters, type JWT
 import { errorBody, testConfig } from '../helpers/app.ts';
 import { buildApp } from '../../src/app.ts';
 import type { Config } from '../../src/config.ts';
-import { directUser, snapshot } from './helpers.ts';
+import { directUser, snapshot } from '../helpers/security.ts';
 import type { TestUser } from '../helpers/app.ts';
 
 const SECRET = 'jwt-attack-suite-secret-0123456789abcdef!';

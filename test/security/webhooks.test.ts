@@ -6,8 +6,8 @@ import { buildApp } from '../../src/app.ts';
 import { createDeliveryAgent, type Resolver } from '../../src/modules/outbound-webhooks/ssrf.ts';
 import { sendSignedMessage } from '../../src/modules/outbound-webhooks/sender.ts';
 import { api, errorBody, testConfig, waitFor, type TestUser } from '../helpers/app.ts';
-import { fixturePayload, seedProduct, sendInbound, SHOPIFY_SECRET, shopifyHmac, startReceiver } from '../webhooks/webhooks.helpers.ts';
-import { directUser, securityApp, snapshot } from './helpers.ts';
+import { fixturePayload, seedProduct, sendInbound, SHOPIFY_SECRET, shopifyHmac, startReceiver } from '../helpers/webhooks.ts';
+import { directUser, securityApp, snapshot } from '../helpers/security.ts';
 
 const SECRET_WHSEC = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 

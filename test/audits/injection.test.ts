@@ -2,10 +2,8 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
-import { buildApp } from '../../src/app.ts';
-import { api, testConfig, type TestUser } from '../helpers/app.ts';
+import { api, type TestUser, buildTestApp, createUser, snapshot } from '../helpers/app.ts';
 import { createProduct } from '../helpers/products.ts';
-import { directUser, snapshot } from '../helpers/security.ts';
 
 /** Hostile text: stored exactly as sent, or refused with 422 — never a 500, never altered. */
 const VALUES: Record<string, string> = {
@@ -42,10 +40,10 @@ describe('injection: hostile strings in every text field', () => {
   const fields: Field[] = [];
 
   before(async () => {
-    app = await buildApp(await testConfig(undefined));
-    admin = await directUser(app, { admin: true });
-    user = await directUser(app);
-    quiet = await directUser(app);
+    app = await buildTestApp(undefined);
+    admin = await createUser(app, { login: false, admin: true });
+    user = await createUser(app, { login: false });
+    quiet = await createUser(app, { login: false });
     productId = (await createProduct(app)).id;
     const item = await api(app, user, { method: 'POST', url: '/api/v1/items', payload: { name: 'base', price: 1 } });
     itemId = item.json<{ id: number }>().id;

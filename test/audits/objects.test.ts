@@ -1,11 +1,9 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import type { FastifyInstance, HTTPMethods } from 'fastify';
-import { buildApp } from '../../src/app.ts';
-import { api, errorBody, testConfig, type TestUser } from '../helpers/app.ts';
+import { api, errorBody, type TestUser, buildTestApp, createUser, snapshot } from '../helpers/app.ts';
 import { waitForFinal } from '../helpers/orders.ts';
 import { createProduct } from '../helpers/products.ts';
-import { directUser, snapshot } from '../helpers/security.ts';
 
 interface Owned {
   orderId: number;
@@ -42,9 +40,9 @@ describe('object-level authorisation', () => {
   let bobs: Owned;
   let alices: Owned;
   before(async () => {
-    app = await buildApp(await testConfig(undefined));
-    alice = await directUser(app);
-    bob = await directUser(app);
+    app = await buildTestApp(undefined);
+    alice = await createUser(app, { login: false });
+    bob = await createUser(app, { login: false });
     const product = await createProduct(app, { stock: 1000 });
     bobs = await ownStuff(app, bob, product.id);
     alices = await ownStuff(app, alice, product.id);
@@ -126,9 +124,9 @@ describe('property-level authorisation', () => {
   let itemId: number;
   let subscriptionId: number;
   before(async () => {
-    app = await buildApp(await testConfig(undefined));
-    admin = await directUser(app, { admin: true });
-    user = await directUser(app);
+    app = await buildTestApp(undefined);
+    admin = await createUser(app, { login: false, admin: true });
+    user = await createUser(app, { login: false });
     productId = (await createProduct(app)).id;
     itemId = (await api(app, user, { method: 'POST', url: '/api/v1/items', payload: { name: 'mine', price: 2 } })).json<{ id: number }>().id;
     subscriptionId = (

@@ -1,10 +1,8 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import Fastify, { type FastifyInstance, type HTTPMethods } from 'fastify';
-import { buildApp } from '../../src/app.ts';
 import { registerAuth } from '../../src/http/auth.ts';
-import { errorBody, testConfig, type TestUser } from '../helpers/app.ts';
-import { directUser, snapshot } from '../helpers/security.ts';
+import { errorBody, type TestUser, buildTestApp, createUser, snapshot } from '../helpers/app.ts';
 
 const LEVELS = ['public', 'user', 'admin', 'signature'];
 const BODY_METHODS = ['POST', 'PUT', 'PATCH'];
@@ -37,10 +35,10 @@ describe('route audit (deny by default)', () => {
   let user: TestUser;
   let inactive: TestUser;
   before(async () => {
-    app = await buildApp(await testConfig(undefined));
+    app = await buildTestApp(undefined);
     await app.ready();
-    user = await directUser(app);
-    inactive = await directUser(app);
+    user = await createUser(app, { login: false });
+    inactive = await createUser(app, { login: false });
     await app.ctx.db.updateTable('users').set({ is_active: false }).where('id', '=', inactive.user.id).execute();
     await app.ctx.userCache.settle(); // the change reaches the user cache through its NOTIFY
   });

@@ -4,9 +4,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, type TestContext } from 'node:test';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
+import { Redis } from 'ioredis';
+import { sql } from 'kysely';
 import { buildApp, type BuildOptions } from '../../src/app.ts';
 import { loadConfig, type Config } from '../../src/config.ts';
 import { createDatabase } from '../../src/db/database.ts';
+import { TokenService } from '../../src/modules/auth/token.service.ts';
 import { PasswordHasher } from '../../src/modules/users/passwords.ts';
 import { insertUser } from '../../src/modules/users/users.repository.ts';
 import type { UserRow } from '../../src/db/schema.ts';
@@ -96,7 +99,8 @@ export async function testConfig(t: TestContext | undefined, overrides: Partial<
 
 /** Builds the whole app on a fresh migrated database; closed when the test (or suite) ends. */
 export async function buildTestApp(t: TestContext | undefined, overrides: Partial<Config> = {}, opts: BuildOptions = {}): Promise<FastifyInstance> {
-  const config = await testConfig(t, overrides);
+  // own rate-limit keys: with TEST_REDIS_URL every test app shares one Redis
+  const config = await testConfig(t, { rateLimitKeyPrefix: uniquePrefix(), ...overrides });
   const app = await buildApp(config, opts);
   defer(t, () => app.close());
   return app;
@@ -147,10 +151,15 @@ export function hasherOf(app: FastifyInstance): PasswordHasher {
   return hasher;
 }
 
-/** Inserts a user directly (fast: no HTTP, no welcome job) and signs it in through the API. */
+/**
+ * Inserts a user directly (fast: no HTTP, no welcome job) and signs it in through the API; with
+ * `login: false`, its tokens are issued by the app's token service instead (no HTTP request, so
+ * nothing is counted by the rate limiter or the sign-in throttle), the refresh token recorded like a
+ * login does.
+ */
 export async function createUser(
   app: FastifyInstance,
-  opts: { admin?: boolean; active?: boolean; email?: string; password?: string; fullName?: string } = {},
+  opts: { admin?: boolean; active?: boolean; email?: string; password?: string; fullName?: string; login?: boolean } = {},
 ): Promise<TestUser> {
   const email = opts.email ?? `user${++counter}-${crypto.randomBytes(3).toString('hex')}@example.com`;
   const password = opts.password ?? TEST_PASSWORD;
@@ -161,9 +170,7 @@ export async function createUser(
     is_admin: opts.admin ?? false,
     is_active: true,
   });
-  const res = await app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { username: email, password } });
-  if (res.statusCode !== 200) throw new Error(`login failed: ${res.statusCode} ${res.body}`);
-  const body = res.json<{ access_token: string; refresh_token: string }>();
+  const body = opts.login === false ? await issueTokens(app, user.id) : await login(app, email, password);
   if (opts.active === false) {
     await app.ctx.db.updateTable('users').set({ is_active: false }).where('id', '=', user.id).execute();
     user.is_active = false;
@@ -176,6 +183,21 @@ export async function createUser(
     refreshToken: body.refresh_token,
     auth: { authorization: `Bearer ${body.access_token}` },
   };
+}
+
+async function login(app: FastifyInstance, email: string, password: string): Promise<{ access_token: string; refresh_token: string }> {
+  const res = await app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { username: email, password } });
+  if (res.statusCode !== 200) throw new Error(`login failed: ${res.statusCode} ${res.body}`);
+  return res.json<{ access_token: string; refresh_token: string }>();
+}
+
+/** Tokens from the app's own keys (its configured secret or key, or the key pair it generated in DATA_DIR). */
+async function issueTokens(app: FastifyInstance, userId: number): Promise<{ access_token: string; refresh_token: string }> {
+  const tokens = await TokenService.create(app.ctx.config);
+  const access = await tokens.issue(userId, 'access');
+  const refresh = await tokens.issue(userId, 'refresh');
+  await app.ctx.db.insertInto('refresh_tokens').values({ jti: refresh.jti, user_id: userId, expires_at: refresh.expiresAt }).execute();
+  return { access_token: access.token, refresh_token: refresh.token };
 }
 
 /** app.inject with a bearer token. */
@@ -202,4 +224,87 @@ export function errorBody(res: LightMyRequestResponse): { detail: string; error_
     throw new Error(`not an error body: ${res.body}`);
   }
   return body;
+}
+
+export const REDIS_URL = process.env.TEST_REDIS_URL || 'redis://127.0.0.1:6379';
+
+/** A key prefix no other test (or run) shares. */
+export function uniquePrefix(): string {
+  return `test:rl:${process.pid}:${crypto.randomBytes(4).toString('hex')}`;
+}
+
+/** True when the test Redis answers; the Redis cases are skipped (with a message) otherwise. */
+export async function redisAvailable(url = REDIS_URL): Promise<boolean> {
+  const client = new Redis(url, { lazyConnect: true, connectTimeout: 500, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  client.on('error', () => {});
+  try {
+    await client.connect();
+    await client.ping();
+    return true;
+  } catch {
+    return false;
+  } finally {
+    client.disconnect();
+  }
+}
+
+const TABLES = [
+  'users',
+  'refresh_tokens',
+  'products',
+  'orders',
+  'order_items',
+  'order_events',
+  'items',
+  'inbound_webhooks',
+  'webhook_subscriptions',
+  'webhook_deliveries',
+] as const;
+
+/**
+ * Waits until the background work that earlier requests started has finished (orders processed,
+ * inbound webhooks handled), so a snapshot compares only what the
+ * request under test could have changed. (Outgoing messages are not waited for: a subscriber that
+ * cannot be reached keeps its messages queued for the whole retry schedule.)
+ */
+async function settled(app: FastifyInstance): Promise<void> {
+  await waitFor(async () => {
+    const { rows } = await sql<{ busy: number }>`
+      select (select count(*) from orders where status in ('pending', 'processing'))
+           + (select count(*) from inbound_webhooks where status = 'received') as busy
+    `.execute(app.ctx.db);
+    return Number(rows[0]?.busy) === 0 ? true : undefined;
+  }, 30000);
+}
+
+/**
+ * Every row of the service's tables, as text: equal snapshots before and after an attack mean the
+ * attack changed nothing. Tables a migration has not created yet are skipped.
+ */
+export async function snapshot(app: FastifyInstance): Promise<string> {
+  await settled(app);
+  const out: Record<string, unknown> = {};
+  for (const table of TABLES) {
+    try {
+      const { rows } = await sql<Record<string, unknown>>`select * from ${sql.table(table)}`.execute(app.ctx.db);
+      out[table] = rows.map((r) => JSON.stringify(r)).sort();
+    } catch {
+      out[table] = 'absent';
+    }
+  }
+  return JSON.stringify(out);
+}
+
+/** Collects the app's JSON log lines (pass as buildApp's logStream). */
+export class LogCapture {
+  readonly lines: string[] = [];
+  write(msg: string): void {
+    this.lines.push(msg);
+  }
+  get text(): string {
+    return this.lines.join('');
+  }
+  parsed(): Record<string, unknown>[] {
+    return this.lines.map((l) => JSON.parse(l) as Record<string, unknown>);
+  }
 }

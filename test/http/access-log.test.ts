@@ -2,8 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import Fastify from 'fastify';
 import { AccessLogController } from '../../src/http/access-log.ts';
-import { api } from '../helpers/app.ts';
-import { directUser, LogCapture, securityApp } from '../helpers/security.ts';
+import { api, LogCapture, buildTestApp, createUser } from '../helpers/app.ts';
 
 /** The access log (src/http/access-log.ts): one line per request at info, its arrival at debug. */
 describe('access log', () => {
@@ -11,8 +10,8 @@ describe('access log', () => {
 
   it('at info: one "request completed" line per request with its method, URL, client, status and time; no arrival line', async (t) => {
     const logs = new LogCapture();
-    const app = await securityApp(t, { logLevel: 'info' }, { logStream: logs });
-    const user = await directUser(app);
+    const app = await buildTestApp(t, { logLevel: 'info' }, { logStream: logs });
+    const user = await createUser(app, { login: false });
     const before = logs.lines.length;
     const ok = await api(app, user, { method: 'GET', url: '/api/v1/items?limit=5', headers: { 'x-request-id': 'access-log-ok' } });
     assert.equal(ok.statusCode, 200);
@@ -39,7 +38,7 @@ describe('access log', () => {
 
   it('at debug: "incoming request" when a request arrives, before its "request completed"', async (t) => {
     const logs = new LogCapture();
-    const app = await securityApp(t, { logLevel: 'debug' }, { logStream: logs });
+    const app = await buildTestApp(t, { logLevel: 'debug' }, { logStream: logs });
     const res = await app.inject({ method: 'GET', url: '/health', headers: { 'x-request-id': 'access-log-debug' } });
     assert.equal(res.statusCode, 200);
     const mine = logs.parsed().filter((l) => l.reqId === 'access-log-debug');
@@ -55,7 +54,7 @@ describe('access log', () => {
 
   it('at warn: no access lines', async (t) => {
     const logs = new LogCapture();
-    const app = await securityApp(t, { logLevel: 'warn' }, { logStream: logs });
+    const app = await buildTestApp(t, { logLevel: 'warn' }, { logStream: logs });
     await app.inject({ method: 'GET', url: '/health' });
     assert.equal(linesOf(logs, 'request completed').length + linesOf(logs, 'incoming request').length, 0);
   });

@@ -7,13 +7,12 @@ import { Redis } from 'ioredis';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { buildApp } from '../../src/app.ts';
 import type { Config } from '../../src/config.ts';
-import { errorBody, waitFor } from '../helpers/app.ts';
-import { directUser, LogCapture, REDIS_URL, redisAvailable, securityApp, uniquePrefix } from '../helpers/security.ts';
+import { errorBody, waitFor, LogCapture, REDIS_URL, buildTestApp, createUser, redisAvailable, uniquePrefix } from '../helpers/app.ts';
 
 const SECRET = 'rate-limit-test-secret-0123456789abcdef';
 
 async function limitedApp(t: TestContext, overrides: Partial<Config> = {}, logs?: LogCapture): Promise<FastifyInstance> {
-  const app = await securityApp(t, {
+  const app = await buildTestApp(t, {
     redisUrl: undefined,
     rateLimitAnonymous: 20,
     rateLimitAuthenticated: 100,
@@ -88,8 +87,8 @@ describe('rate limiting (in memory)', () => {
 
   it('an authenticated caller has its own bucket of 100 keyed by user id, whatever the IP', async (t) => {
     const app = await limitedApp(t, { rateLimitAuthenticated: 30 });
-    const alice = await directUser(app);
-    const bob = await directUser(app);
+    const alice = await createUser(app, { login: false });
+    const bob = await createUser(app, { login: false });
     // exhaust the IP bucket first: authenticated requests are unaffected
     for (let i = 0; i < 20; i++) await app.inject({ method: 'GET', url: '/api/v1/auth/me' });
     assert429(await app.inject({ method: 'GET', url: '/api/v1/auth/me' }));
@@ -181,7 +180,7 @@ describe('rate limiting (Redis)', () => {
     if (!(await redisAvailable())) return t.skip(`no Redis at ${REDIS_URL}`);
     const prefix = uniquePrefix();
     const app = await limitedApp(t, { redisUrl: REDIS_URL, rateLimitKeyPrefix: prefix });
-    const alice = await directUser(app);
+    const alice = await createUser(app, { login: false });
     const me = () => app.inject({ method: 'GET', url: '/api/v1/auth/me', headers: alice.auth });
     for (let i = 1; i <= 30; i++) {
       const res = await me();
@@ -207,7 +206,7 @@ describe('rate limiting (Redis)', () => {
   it('with Redis a new window starts from zero: nothing counted in the last one carries over', async (t) => {
     if (!(await redisAvailable())) return t.skip(`no Redis at ${REDIS_URL}`);
     const app = await limitedApp(t, { redisUrl: REDIS_URL, rateLimitAuthenticated: 10, rateLimitWindowSeconds: 3 });
-    const alice = await directUser(app);
+    const alice = await createUser(app, { login: false });
     const me = () => app.inject({ method: 'GET', url: '/api/v1/auth/me', headers: alice.auth });
     for (let i = 1; i <= 6; i++) assertLimitHeaders(await me(), 10, 10 - i, 3);
     const reset = Number((await me()).headers['x-ratelimit-reset']);
@@ -227,7 +226,7 @@ describe('rate limiting (Redis)', () => {
     // the same configuration and database, a second process's worth of everything else
     const b = await buildApp(a.ctx.config, { database: a.ctx.database });
     t.after(() => b.close());
-    const alice = await directUser(a);
+    const alice = await createUser(a, { login: false });
     // over real sockets, as a fleet serves: an instance hears back from Redis between requests
     const urls = { a: await listening(a), b: await listening(b) };
     const seen = { a: 0, b: 0 };
@@ -302,7 +301,7 @@ describe('rate limiting (Redis)', () => {
     const prefix = uniquePrefix();
     const a = await limitedApp(t, { redisUrl: `redis://127.0.0.1:${port}`, rateLimitKeyPrefix: prefix }, logs);
     const b = await limitedApp(t, { redisUrl: REDIS_URL, rateLimitKeyPrefix: prefix });
-    const me = await directUser(a);
+    const me = await createUser(a, { login: false });
     const hit = (app: FastifyInstance) => app.inject({ method: 'GET', url: '/api/v1/users', headers: me.auth });
 
     let res = await hit(a);

@@ -68,9 +68,15 @@ export interface FuzzRequest {
 }
 
 export interface FuzzOptions {
-  numRuns: number;
+  /** requests in all, each to an operation drawn at random */
+  numRuns?: number;
+  /**
+   * instead of numRuns: this many requests to every operation, one after the other, so every
+   * operation is exercised however slow the machine is
+   */
+  runsPerOperation?: number;
   /** stop (without failing) after this long */
-  timeLimitMs: number;
+  timeLimitMs?: number;
   seed?: number;
   /** the inbound webhook secret of the app, to sign some generated bodies correctly */
   webhookSecret?: string;
@@ -467,9 +473,7 @@ export async function fuzzOpenApi(app: FastifyInstance, opts: FuzzOptions): Prom
   const seed = opts.seed ?? Date.now() ^ (Math.random() * 0x7fffffff);
   const report: FuzzReport = { runs: 0, operations: ops.length, byStatus: new Map(), byOperation: new Map(), rejected: 0, elapsedMs: 0, seed };
   const started = Date.now();
-  const arb = fc.oneof(...ops.map((op) => requestArb(doc, op, fx, opts.webhookSecret)));
-
-  await fc.assert(
+  const property = (arb: fc.Arbitrary<FuzzRequest>) =>
     fc.asyncProperty(arb, async (req) => {
       await restorePrincipals(app, fx);
       const before = await fingerprint(app, tables);
@@ -498,9 +502,13 @@ export async function fuzzOpenApi(app: FastifyInstance, opts: FuzzOptions): Prom
           throw new Error(`a rejected request changed stored state (${changed.join(', ')})${context()}`);
         }
       }
-    }),
-    { numRuns: opts.numRuns, seed, interruptAfterTimeLimit: opts.timeLimitMs, markInterruptAsFailure: false, endOnFailure: true },
-  );
+    });
+  const settings = { seed, interruptAfterTimeLimit: opts.timeLimitMs, markInterruptAsFailure: false, endOnFailure: true };
+  if (opts.runsPerOperation !== undefined) {
+    for (const op of ops) await fc.assert(property(requestArb(doc, op, fx, opts.webhookSecret)), { ...settings, numRuns: opts.runsPerOperation });
+  } else {
+    await fc.assert(property(fc.oneof(...ops.map((op) => requestArb(doc, op, fx, opts.webhookSecret)))), { ...settings, numRuns: opts.numRuns });
+  }
   report.elapsedMs = Date.now() - started;
   return report;
 }

@@ -174,7 +174,7 @@ describe('order processing', () => {
     }
   });
 
-  it('background latency: created → final well under 10 s (p95)', async () => {
+  it('background processing: 40 orders placed in a row all complete (latency reported; its target is checked by the bench)', async (t) => {
     const product = await createProduct(app, { stock: 100000, price: '1.25' });
     const ids: number[] = [];
     for (let i = 0; i < 40; i++) ids.push(await place(alice, [{ product_id: product.id, quantity: 1 }]));
@@ -183,7 +183,6 @@ describe('order processing', () => {
     const latencies = finals.map((o) => o.updated_at.getTime() - o.created_at.getTime()).sort((a, b) => a - b);
     const p95 = latencies[Math.ceil(latencies.length * 0.95) - 1]!;
     const p50 = latencies[Math.ceil(latencies.length * 0.5) - 1]!;
-    console.log(`order processing latency (created → final, ${latencies.length} orders): p50 ${p50} ms, p95 ${p95} ms, max ${latencies.at(-1)} ms`);
-    assert.ok(p95 < 10000, `p95 ${p95} ms`);
+    t.diagnostic(`order processing latency (created → final, ${latencies.length} orders): p50 ${p50} ms, p95 ${p95} ms, max ${latencies.at(-1)} ms`);
   });
 });

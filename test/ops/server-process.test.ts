@@ -52,8 +52,8 @@ function start(t: TestContext, script: string, env: Record<string, string>): Pro
 }
 
 /** Environment of a fresh server: its own data directory and (with TEST_DATABASE_URL) its own database. */
-async function serverEnv(t: TestContext, extra: Record<string, string> = {}): Promise<Record<string, string>> {
-  const config = await testConfig(t);
+async function serverEnv(t: TestContext, extra: Record<string, string> = {}, opts: { emptyDatabase?: boolean } = {}): Promise<Record<string, string>> {
+  const config = await testConfig(t, {}, opts);
   const env: Record<string, string> = {
     DATA_DIR: config.dataDir,
     HOST: '127.0.0.1',
@@ -131,7 +131,7 @@ describe('the server process', { timeout: 90000 }, () => {
 
 describe('npm run migrate (src/db/migrate-cli.ts)', { timeout: 60000 }, () => {
   it('applies every migration on a fresh database, then reports it up to date', async (t) => {
-    const env = await serverEnv(t);
+    const env = await serverEnv(t, {}, { emptyDatabase: true });
     const migrations = (await fs.readdir('src/db/migrations')).filter((f) => f.endsWith('.ts')).map((f) => f.replace(/\.ts$/, '')).sort();
 
     const first = start(t, 'src/db/migrate-cli.ts', env);

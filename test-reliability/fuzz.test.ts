@@ -2,11 +2,11 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import { buildTestApp } from '../test/helpers/app.ts';
-import { fuzzOpenApi, printFuzzReport } from '../test/fuzz/openapi-fuzz.ts';
+import { fuzzOpenApi, printFuzzReport } from '../test/audits/openapi-fuzz.ts';
 import { PrivatePostgres } from './helpers/infra.ts';
 
 /**
- * Scenario 8, long run: the OpenAPI-driven fuzzer of test/fuzz (which `npm test` runs briefly on
+ * Scenario 8, long run: the OpenAPI-driven fuzzer of test/audits (which `npm test` runs briefly on
  * PGlite) for RELIABILITY_FUZZ_RUNS requests (default 20,000, at most 8 minutes) against a private
  * PostgreSQL, several seeds in a row.
  */

@@ -9,7 +9,7 @@ const haveChromium = fs.existsSync(CHROMIUM);
 // In CI a missing browser is a failure, not a silent skip.
 const skip = !haveChromium && !process.env.CI ? `no Chromium at ${CHROMIUM}` : false;
 
-describe('interactive docs in a real browser', { skip, timeout: 120000 }, () => {
+describe('interactive docs in a real browser', { skip, timeout: 240000 }, () => {
   it('our title and icon, no top bar, the document from /openapi.json; Authorize with the password flow, then Try it out on GET /auth/me answers 200 with the user', async (t) => {
     assert.ok(haveChromium, `Chromium is required in CI (looked for ${CHROMIUM})`);
     const app = await buildTestApp(t);

@@ -65,9 +65,16 @@ export function start(t: TestContext, script: string, env: Record<string, string
   return { child, stdout: () => out, stderr: () => err, exited };
 }
 
-/** Environment of a fresh server: its own data directory and (with TEST_DATABASE_URL) its own database. */
-export async function serverEnv(t: TestContext, extra: Record<string, string> = {}): Promise<Record<string, string>> {
-  const config = await testConfig(t);
+/**
+ * Environment of a fresh server: its own data directory and (with TEST_DATABASE_URL) its own
+ * database, a copy of the migrated template unless `emptyDatabase` asks for one nothing has touched.
+ */
+export async function serverEnv(
+  t: TestContext,
+  extra: Record<string, string> = {},
+  opts: { emptyDatabase?: boolean } = {},
+): Promise<Record<string, string>> {
+  const config = await testConfig(t, {}, opts);
   const env: Record<string, string> = {
     DATA_DIR: config.dataDir,
     HOST: '127.0.0.1',

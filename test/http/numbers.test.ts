@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import type { FastifyInstance } from 'fastify';
 import { MAX_ITEM_PRICE } from '../../src/modules/items/items.schemas.ts';
 import { api, buildTestApp, createUser, errorBody, type TestUser } from '../helpers/app.ts';
-import { createProduct } from '../products/products.factory.ts';
+import { createProduct } from '../helpers/products.ts';
 
 const json = { 'content-type': 'application/json' };
 

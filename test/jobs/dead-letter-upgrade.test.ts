@@ -3,12 +3,11 @@ import assert from 'node:assert/strict';
 import { sql } from 'kysely';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/app.ts';
-import type { Config } from '../../src/config.ts';
 import { DEAD_LETTER_RETRY, JOB_LIVENESS } from '../../src/jobs/queue.ts';
 import type { OrderProcessorHooks } from '../../src/modules/orders/order-processor.ts';
 import { createUser, defer, testConfig } from '../helpers/app.ts';
-import { createProduct } from '../products/products.factory.ts';
-import { clearHooks, eventsOf, waitForFinal } from '../orders/orders.helpers.ts';
+import { createProduct } from '../helpers/products.ts';
+import { clearHooks, eventsOf, waitForFinal } from '../helpers/orders.ts';
 
 /**
  * A database whose queues were created by an earlier version: pg-boss's createQueue leaves an
@@ -17,9 +16,8 @@ import { clearHooks, eventsOf, waitForFinal } from '../orders/orders.helpers.ts'
  */
 describe('queues of a database created by an earlier version', () => {
   it('get their dead letters and settings at start-up, and so do the jobs already queued', { timeout: 120000 }, async (t) => {
-    const base = await testConfig(t);
     // the same database for both starts: PGlite files in the data directory, or the test's PostgreSQL database
-    const config: Config = { ...base, databaseUrl: base.databaseUrl === ':memory:' ? undefined : base.databaseUrl };
+    const config = await testConfig(t);
 
     // --- the earlier version: no dead-letter queues, an older expiry, and an order whose job waits
     const old: FastifyInstance = await buildApp(config);

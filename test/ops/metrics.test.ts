@@ -4,9 +4,9 @@ import type { FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
 import client from 'prom-client';
 import { api, buildTestApp, createUser, waitFor, type TestUser } from '../helpers/app.ts';
-import { createProduct } from '../products/products.factory.ts';
-import { waitForFinal } from '../orders/orders.helpers.ts';
-import { sendInbound, SHOPIFY_SECRET, startReceiver, type Receiver } from '../webhooks/webhooks.helpers.ts';
+import { createProduct } from '../helpers/products.ts';
+import { waitForFinal } from '../helpers/orders.ts';
+import { sendInbound, SHOPIFY_SECRET, startReceiver, type Receiver } from '../helpers/webhooks.ts';
 import { registerOperationsMetrics } from '../../src/modules/operations/operations.metrics.ts';
 
 /** The samples of /metrics as `name{labels}` → value. */

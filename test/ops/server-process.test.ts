@@ -59,7 +59,7 @@ describe('the server process', { timeout: 90000 }, () => {
 
 describe('npm run migrate (src/db/migrate-cli.ts)', { timeout: 60000 }, () => {
   it('applies every migration on a fresh database, then reports it up to date', async (t) => {
-    const env = await serverEnv(t);
+    const env = await serverEnv(t, {}, { emptyDatabase: true });
     const migrations = (await fs.readdir('src/db/migrations')).filter((f) => f.endsWith('.ts')).map((f) => f.replace(/\.ts$/, '')).sort();
 
     const first = start(t, 'src/db/migrate-cli.ts', env);

@@ -3,8 +3,7 @@ import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { loadConfig } from '../../../src/config.ts';
-import { buildTestApp, createUser, errorBody, TEST_PASSWORD, twoApps, waitFor, type TestUser } from '../../helpers/app.ts';
-import { REDIS_URL, redisAvailable, uniquePrefix } from '../../security/helpers.ts';
+import { buildTestApp, createUser, errorBody, TEST_PASSWORD, twoApps, waitFor, type TestUser, REDIS_URL, redisAvailable, uniquePrefix } from '../../helpers/app.ts';
 import { login, requestRecovery, resetPassword } from './auth.helpers.ts';
 
 const MAX = 10;

@@ -8,7 +8,7 @@ import type { UserRow } from '../../../src/db/schema.ts';
 import { resetMail } from '../../../src/modules/auth/password-recovery.service.ts';
 import { api, createUser, errorBody, TEST_PASSWORD, twoApps, waitFor, type TestUser } from '../../helpers/app.ts';
 import { parseMessage, startSmtpServer, type TestSmtpServer } from '../../mail/smtp-server.ts';
-import { fixturePayload, seedProduct, sendInbound, SHOPIFY_SECRET } from '../../webhooks/webhooks.helpers.ts';
+import { fixturePayload, seedProduct, sendInbound, SHOPIFY_SECRET } from '../../helpers/webhooks.ts';
 import { login, me, refresh, requestRecovery, resetPassword, tokenIn } from './auth.helpers.ts';
 
 const NEW_PASSWORD = 'a-new-password-after-reset';

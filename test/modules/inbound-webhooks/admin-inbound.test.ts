@@ -3,9 +3,9 @@ import assert from 'node:assert/strict';
 import type { FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
 import { api, buildTestApp, createUser, errorBody, waitFor, type TestUser } from '../../helpers/app.ts';
-import { stockOf } from '../../products/products.factory.ts';
-import { waitForFinal } from '../../orders/orders.helpers.ts';
-import { fixturePayload, seedProduct, sendInbound, SHOPIFY_SECRET } from '../../webhooks/webhooks.helpers.ts';
+import { stockOf } from '../../helpers/products.ts';
+import { waitForFinal } from '../../helpers/orders.ts';
+import { fixturePayload, seedProduct, sendInbound, SHOPIFY_SECRET } from '../../helpers/webhooks.ts';
 
 const LIST = '/api/v1/admin/inbound-webhooks';
 const SUMMARY_FIELDS = ['error', 'id', 'order_id', 'processed_at', 'received_at', 'shop_domain', 'status', 'topic', 'webhook_id'];

@@ -3,9 +3,9 @@ import assert from 'node:assert/strict';
 import type { FastifyInstance } from 'fastify';
 import type { ProductRow } from '../../../src/db/schema.ts';
 import { buildTestApp, errorBody, waitFor } from '../../helpers/app.ts';
-import { stockOf } from '../../products/products.factory.ts';
-import { eventsOf, processorFor, waitForFinal } from '../../orders/orders.helpers.ts';
-import { fixturePayload, seedProduct, sendInbound } from '../../webhooks/webhooks.helpers.ts';
+import { stockOf } from '../../helpers/products.ts';
+import { eventsOf, processorFor, waitForFinal } from '../../helpers/orders.ts';
+import { fixturePayload, seedProduct, sendInbound } from '../../helpers/webhooks.ts';
 import { statusOf } from '../orders/cancel.helpers.ts';
 
 const CANCEL_V1 = '/api/v1/webhooks/orders/cancelled';

@@ -4,7 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
 import { loadConfig } from '../../../src/config.ts';
 import { buildTestApp } from '../../helpers/app.ts';
-import { fixturePayload, sendInbound, SHOPIFY_SECRET } from '../../webhooks/webhooks.helpers.ts';
+import { fixturePayload, sendInbound, SHOPIFY_SECRET } from '../../helpers/webhooks.ts';
 
 let order = 7100000000000;
 const freshBody = () => JSON.stringify({ ...fixturePayload(), id: ++order });

@@ -1,8 +1,8 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { buildTestApp, createUser } from '../../helpers/app.ts';
-import { createProduct, stockOf } from '../../products/products.factory.ts';
-import { processorFor } from '../../orders/orders.helpers.ts';
+import { createProduct, stockOf } from '../../helpers/products.ts';
+import { processorFor } from '../../helpers/orders.ts';
 import { cancel, pendingOrder } from './cancel.helpers.ts';
 
 const ORDERS = 30;

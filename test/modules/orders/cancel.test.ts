@@ -3,8 +3,8 @@ import assert from 'node:assert/strict';
 import type { FastifyInstance } from 'fastify';
 import type { ProductRow } from '../../../src/db/schema.ts';
 import { api, buildTestApp, createUser, errorBody, type TestUser } from '../../helpers/app.ts';
-import { createProduct, stockOf } from '../../products/products.factory.ts';
-import { eventsOf, processorFor, waitForFinal } from '../../orders/orders.helpers.ts';
+import { createProduct, stockOf } from '../../helpers/products.ts';
+import { eventsOf, processorFor, waitForFinal } from '../../helpers/orders.ts';
 import { cancel, pendingOrder, statusOf, stringsIn } from './cancel.helpers.ts';
 
 interface V2Order {

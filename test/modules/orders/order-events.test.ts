@@ -2,9 +2,9 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import type { FastifyInstance } from 'fastify';
 import { api, buildTestApp, createUser, errorBody, waitFor, type TestUser } from '../../helpers/app.ts';
-import { createProduct } from '../../products/products.factory.ts';
-import { waitForFinal } from '../../orders/orders.helpers.ts';
-import { startReceiver, type Receiver } from '../../webhooks/webhooks.helpers.ts';
+import { createProduct } from '../../helpers/products.ts';
+import { waitForFinal } from '../../helpers/orders.ts';
+import { startReceiver, type Receiver } from '../../helpers/webhooks.ts';
 import type { ProductRow } from '../../../src/db/schema.ts';
 
 const EVENT_FIELDS = ['created_at', 'details', 'previous_status', 'reason', 'sequence', 'status', 'type'];

@@ -2,7 +2,7 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import type { FastifyInstance } from 'fastify';
 import { api, buildTestApp, createUser, errorBody, waitFor, type TestUser } from '../../helpers/app.ts';
-import { fixturePayload, seedProduct, sendInbound, SHOPIFY_SECRET, startReceiver, type Receiver } from '../../webhooks/webhooks.helpers.ts';
+import { fixturePayload, seedProduct, sendInbound, SHOPIFY_SECRET, startReceiver, type Receiver } from '../../helpers/webhooks.ts';
 
 interface TraceJob {
   id: string;

@@ -3,8 +3,8 @@ import assert from 'node:assert/strict';
 import type { FastifyInstance } from 'fastify';
 import type { ProductRow } from '../../../src/db/schema.ts';
 import { api, buildTestApp, createUser, errorBody, waitFor, type TestUser } from '../../helpers/app.ts';
-import { createProduct } from '../../products/products.factory.ts';
-import { waitForFinal } from '../../orders/orders.helpers.ts';
+import { createProduct } from '../../helpers/products.ts';
+import { waitForFinal } from '../../helpers/orders.ts';
 import { cancel } from '../orders/cancel.helpers.ts';
 import { placeOrder, startSlowReceiver, verify, type SlowReceiver } from './outbound-webhooks.helpers.ts';
 

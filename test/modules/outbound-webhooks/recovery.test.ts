@@ -2,7 +2,7 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import type { FastifyInstance } from 'fastify';
 import { api, buildTestApp, createUser, errorBody, waitFor, type TestUser } from '../../helpers/app.ts';
-import { seedProduct } from '../../webhooks/webhooks.helpers.ts';
+import { seedProduct } from '../../helpers/webhooks.ts';
 import {
   BASE,
   gate,

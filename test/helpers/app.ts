@@ -297,13 +297,13 @@ async function settled(app: FastifyInstance): Promise<void> {
 }
 
 /**
- * Every row of the service's tables, as text: equal snapshots before and after an attack mean the
- * attack changed nothing. Tables a migration has not created yet are skipped.
+ * Every row of the service's tables (or of `tables`), as text: equal snapshots before and after an
+ * attack mean the attack changed nothing. Tables a migration has not created yet are skipped.
  */
-export async function snapshot(app: FastifyInstance): Promise<string> {
+export async function snapshot(app: FastifyInstance, tables: readonly string[] = TABLES): Promise<string> {
   await settled(app);
   const out: Record<string, unknown> = {};
-  for (const table of TABLES) {
+  for (const table of tables) {
     try {
       const { rows } = await sql<Record<string, unknown>>`select * from ${sql.table(table)}`.execute(app.ctx.db);
       out[table] = rows.map((r) => JSON.stringify(r)).sort();

@@ -12,6 +12,8 @@ export interface Config {
   readonly databaseUrl: string | undefined;
   /** send data statements as named prepared statements (off behind a transaction-pooling proxy) */
   readonly databasePreparedStatements: boolean;
+  /** the embedded database's shared buffer pool in MiB (PostgreSQL's shared_buffers) */
+  readonly embeddedSharedBuffersMb: number;
   readonly redisUrl: string | undefined;
   readonly role: Role;
   readonly adminEmail: string | undefined;
@@ -259,6 +261,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     dataDir: path.resolve(str(env, 'DATA_DIR') ?? './data'),
     databaseUrl,
     databasePreparedStatements: bool(env, 'DATABASE_PREPARED_STATEMENTS', true),
+    embeddedSharedBuffersMb: int(env, 'EMBEDDED_SHARED_BUFFERS_MB', 128, 1, 4096),
     redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
     role,
     adminEmail,

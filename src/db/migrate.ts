@@ -36,6 +36,7 @@ export async function openDatabase(config: Config, existing?: DatabaseHandle): P
       dataDir: config.dataDir,
       applicationName: `oas-${config.role}`,
       preparedStatements: config.databasePreparedStatements,
+      sharedBuffersMb: config.embeddedSharedBuffersMb,
     }));
   try {
     await migrateToLatest(database.db);

@@ -100,6 +100,8 @@ export async function testConfig(t: TestContext | undefined, overrides: Partial<
       dataDir,
       redisUrl: process.env.TEST_REDIS_URL || undefined,
       bcryptRounds: 4,
+      // a test's database holds a few hundred rows: a small pool starts in a third of the time
+      embeddedSharedBuffersMb: 16,
       logLevel: process.env.TEST_LOG_LEVEL ?? 'silent',
       rateLimitAuthenticated: 100000,
       rateLimitAnonymous: 100000,
@@ -139,7 +141,7 @@ export async function twoApps(t: TestContext | undefined, overrides: Partial<Con
     defer(t, () => b.close());
     return [a, b];
   }
-  const database = await createDatabase({ databaseUrl: undefined, dataDir: config.dataDir });
+  const database = await createDatabase({ databaseUrl: undefined, dataDir: config.dataDir, sharedBuffersMb: config.embeddedSharedBuffersMb });
   defer(t, () => database.close());
   const a = await buildApp(config, { database });
   defer(t, () => a.close());

@@ -4,6 +4,9 @@ import { costLine } from './cpu.ts';
 import { f1, failures, summaryLine } from './report.ts';
 import { job, meter, runOne, sent, type Bench } from './scenario.ts';
 
+/** Each read's throughput against the bare Fastify + pg baseline's on the same query. */
+export const READ_RATIO_GOAL = 1.0;
+
 export async function readsPhase(b: Bench): Promise<void> {
   const { ctx, rows, targets } = b;
   for (const [name, p] of Object.entries(b.reads)) {
@@ -16,7 +19,8 @@ export async function readsPhase(b: Bench): Promise<void> {
     log(`  service ${Math.round(svc.okRps)} req/s ${summaryLine(svc.latency)} | baseline ${Math.round(base.okRps)} req/s ${summaryLine(base.latency)} ${failures(svc)}`);
     log(`  ${costLine(cost)}`);
     const ratio = svc.okRps / base.okRps;
-    targets.push({ name: `${name} throughput vs baseline`, value: `${ratio.toFixed(2)}×`, target: '≥ 0.60×', pass: ratio >= 0.6 });
+    // issue 20 raised the goal from 0.60× to the bare baseline itself
+    targets.push({ name: `${name} throughput vs baseline`, value: `${ratio.toFixed(2)}×`, target: `≥ ${READ_RATIO_GOAL.toFixed(2)}×`, pass: ratio >= READ_RATIO_GOAL });
     targets.push({ name: `${name} p99`, value: `${f1(svc.latency.p99)} ms`, target: '< 25 ms', pass: svc.latency.p99 < 25 && failures(svc) === '' });
   }
 }

@@ -14,6 +14,9 @@ import { stopService } from './services.ts';
 import { readPatterns, sessions, writePatterns, type ReadPatterns, type Session, type WritePatterns } from './sessions.ts';
 import type { LoadJob, LoadResult } from './types.ts';
 
+/** The API process's resident memory through the scenarios on the main database (issue 20). */
+export const RSS_AFTER_RUN_GOAL_MIB = 150;
+
 export interface Bench {
   readonly ctx: RunContext;
   /** connected to the main bench database */
@@ -79,8 +82,15 @@ export function sent(b: Bench, r: LoadResult): number {
 /** After the last scenario on the main database: the memory figure, the service stopped, the chart. */
 export async function endScenarios(b: Bench): Promise<void> {
   const { ctx, report, rows } = b;
-  report.rss = b.rss.stop();
-  log(`  API process RSS: max ${f1((report.rss as { maxMb: number }).maxMb)} MB`);
+  const rss = b.rss.stop();
+  report.rss = rss;
+  log(`  API process RSS: max ${f1(rss.maxMb)} MB, at the end ${f1(rss.lastMb)} MB`);
+  b.targets.push({
+    name: 'API process RSS over the run (max)',
+    value: `${f1(rss.maxMb)} MiB`,
+    target: `≤ ${RSS_AFTER_RUN_GOAL_MIB} MiB`,
+    pass: rss.maxMb <= RSS_AFTER_RUN_GOAL_MIB,
+  });
   report.scenarios = rows;
   await stopService(ctx, b.service);
   writeChart(ctx, rows);

@@ -60,11 +60,16 @@ export function serviceEnv(ctx: RunContext, database: string, extra: Record<stri
   };
 }
 
+/** How `npm start` starts the service: with the compile cache preloaded (src/compile-cache.js). */
+export function serviceExecArgv(ctx: RunContext): string[] {
+  return ['--import', path.join(ctx.root, 'src', 'compile-cache.js')];
+}
+
 /** Starts src/server.ts on `database` and waits until it is ready (its job worker too, topology split). */
 export async function startService(ctx: RunContext, name: string, database: string, extra: Record<string, string> = {}): Promise<Proc> {
   const { port, split, cpuProf } = ctx.opts;
   const profDir = path.join(ctx.resultsDir, 'prof');
-  const execArgv = cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : [];
+  const execArgv = [...serviceExecArgv(ctx), ...(cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : [])];
   const script = path.join(ctx.root, 'src', 'server.ts');
   const { logDir } = ctx;
   const proc = startNode({ name, script, env: serviceEnv(ctx, database, extra), logDir, execArgv });

@@ -9,7 +9,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { elapsed, log, type RunContext } from './context.ts';
 import { startNode, stopProc, tail, waitUntil } from './procs.ts';
 import { f1, type Target } from './report.ts';
-import { serviceEnv } from './services.ts';
+import { serviceEnv, serviceExecArgv } from './services.ts';
 
 const RUNS = 3;
 export const STARTUP_RSS_GOAL_MIB = 100;
@@ -26,7 +26,7 @@ export async function startupPhase(ctx: RunContext, report: Record<string, unkno
   for (let i = 0; i < RUNS; i++) {
     // any free port: it serves no request
     const env = serviceEnv(ctx, ctx.dbName, { ROLE: 'api', PORT: '0' });
-    const proc = startNode({ name: `startup-${i}`, script: path.join(ctx.root, 'src', 'server.ts'), env, logDir: ctx.logDir });
+    const proc = startNode({ name: `startup-${i}`, script: path.join(ctx.root, 'src', 'server.ts'), env, logDir: ctx.logDir, execArgv: serviceExecArgv(ctx) });
     ctx.procs.push(proc);
     try {
       // server.ts prints its docs line once it listens (stdout is not a TTY here)

@@ -3,11 +3,23 @@
  * at a fixed rate (the targets), each followed by the processing of what it queued.
  */
 import { elapsed, log } from './context.ts';
-import { costLine } from './cpu.ts';
+import { costLine, type CpuCost } from './cpu.ts';
 import { backgroundLatency, drain, maxId } from './measure.ts';
-import { f1, failures, summaryLine } from './report.ts';
+import { f1, failures, summaryLine, type Target } from './report.ts';
 import { job, meter, runOne, type Bench } from './scenario.ts';
 import type { LoadJob, Pattern } from './types.ts';
+
+/** CPU per order from `POST /orders` to `completed`: API, worker and their PostgreSQL backends (issue 20). */
+export const CPU_PER_ORDER_GOAL_MS = 4;
+
+function cpuPerOrderTarget(when: string, cost: CpuCost): Target {
+  return {
+    name: `CPU per order end to end at ${when}`,
+    value: `${cost.totalPerRequestMs.toFixed(2)} ms`,
+    target: `≤ ${CPU_PER_ORDER_GOAL_MS} ms`,
+    pass: cost.totalPerRequestMs <= CPU_PER_ORDER_GOAL_MS,
+  };
+}
 
 export async function writesPhase(b: Bench): Promise<void> {
   const { ctx, client, writes, report, rows, targets } = b;
@@ -26,6 +38,7 @@ export async function writesPhase(b: Bench): Promise<void> {
   rows.push({ name: 'POST /orders', service: post, cpu: postCost });
   log(`  ${Math.round(post.okRps)} req/s ${summaryLine(post.latency)} ${failures(post)}`);
   log(`  ${costLine(postCost)} (processing included)`);
+  targets.push(cpuPerOrderTarget('saturation', postCost));
   targets.push({ name: `POST /orders p99 at saturation (${connections} conn.)`, informative: true, value: `${f1(post.latency.p99)} ms`, target: '< 50 ms', pass: post.latency.p99 < 50 && failures(post) === '' });
   // jobs/s: orders finalised during the load and the drain, over that time
   const jobsPerSecond = postBg.orders / (post.durationSec + (saturatedWrite.warmupSec ?? warmup) + postDrain.ms / 1000);
@@ -95,6 +108,7 @@ async function pacedRun(b: Bench, { label, pattern, goalMs, rate, seconds, infor
   b.rows.push({ name: `${label} (${rate}/s)`, service: paced, cpu: pacedCost });
   log(`  ${Math.round(paced.okRps)} req/s ${summaryLine(paced.latency)} ${failures(paced)}`);
   log(`  ${costLine(pacedCost)} (processing included)`);
+  if (label === 'POST /orders' && !informative) b.targets.push(cpuPerOrderTarget(`${rate} orders/s`, pacedCost));
   const pass = paced.latency.p99 < goalMs && failures(paced) === '';
   b.targets.push({ name: `${label} p99 at ${rate} req/s`, informative, value: `${f1(paced.latency.p99)} ms`, target: `< ${goalMs} ms`, pass });
   return pass;

@@ -60,9 +60,14 @@ export function serviceEnv(ctx: RunContext, database: string, extra: Record<stri
   };
 }
 
-/** How `npm start` starts the service: with the compile cache preloaded (src/compile-cache.js). */
+/**
+ * How `npm start` starts the service: with the compile cache preloaded (src/compile-cache.js); then
+ * BENCH_SERVICE_NODE_ARGS, Node and V8 flags to compare (some, such as --heap-growing-percent, are
+ * refused in NODE_OPTIONS).
+ */
 export function serviceExecArgv(ctx: RunContext): string[] {
-  return ['--import', path.join(ctx.root, 'src', 'compile-cache.js')];
+  const extra = (process.env.BENCH_SERVICE_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
+  return ['--import', path.join(ctx.root, 'src', 'compile-cache.js'), ...extra];
 }
 
 /** Starts src/server.ts on `database` and waits until it is ready (its job worker too, topology split). */

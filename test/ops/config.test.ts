@@ -66,6 +66,10 @@ describe('configuration', () => {
     refused({ PORT: 'eighty' }, 'PORT');
     refused({ REDIS_URL: 'http://127.0.0.1:6379' }, 'REDIS_URL');
     refused({ JWT_SECRET: 'short' }, 'JWT_SECRET');
+    refused({ EMBEDDED_SHARED_BUFFERS_MB: '0' }, 'EMBEDDED_SHARED_BUFFERS_MB');
+    refused({ EMBEDDED_SHARED_BUFFERS_MB: '4097' }, 'EMBEDDED_SHARED_BUFFERS_MB');
+    assert.equal(loadConfig({}).embeddedSharedBuffersMb, 128);
+    assert.equal(loadConfig({ EMBEDDED_SHARED_BUFFERS_MB: '16' }).embeddedSharedBuffersMb, 16);
   });
 
   it('WEBHOOK_RETRY_SCHEDULE: an empty or non-numeric part is refused, not read as 0 s', () => {

@@ -19,7 +19,7 @@ import { f1, type Target } from './report.ts';
 import { freshDatabase } from './services.ts';
 
 /** Today's count: a regression guard, not one of the issue's targets (27 before issue 20). */
-const STATEMENTS_GOAL = 23;
+const STATEMENTS_GOAL = 22;
 
 export interface StatementCount {
   orders: number;

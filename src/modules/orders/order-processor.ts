@@ -7,7 +7,7 @@ import type { Job } from '../../jobs/registry.ts';
 import { exactTotal, MAX_MONEY } from '../products/money.ts';
 import { lockProducts, takeStock } from '../products/products.repository.ts';
 import { changeOrderStatus, type FailureDetails } from './order-lifecycle.ts';
-import { lockOrder, orderDemand, priceLines, requeuedSince } from './orders.repository.ts';
+import { lockOrder, lockOrderWithDemand, priceLines, requeuedSince } from './orders.repository.ts';
 
 export type FailureReason = 'INSUFFICIENT_STOCK' | 'PRODUCT_UNAVAILABLE' | 'TOTAL_TOO_LARGE' | 'PROCESSING_ERROR';
 
@@ -77,9 +77,9 @@ export class OrderProcessor {
     await this.hooks.beforeReserve?.(orderId, attempt);
 
     return this.db.transaction().execute(async (trx) => {
-      const order = await lockOrder(trx, orderId);
-      if (!order || order.status !== 'processing') return order?.status;
-      const demand = await orderDemand(trx, orderId);
+      const locked = await lockOrderWithDemand(trx, orderId);
+      if (!locked || locked.order.status !== 'processing') return locked?.order.status;
+      const { order, demand } = locked;
       const products = new Map((await lockProducts(trx, demand.map((d) => d.productId))).map((p) => [p.id, p]));
       let failure: FailureReason | undefined;
       const short: FailureDetails['lines'] = [];

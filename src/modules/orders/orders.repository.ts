@@ -17,6 +17,31 @@ export async function lockOrder(trx: Transaction<Database>, id: number): Promise
   return trx.selectFrom('orders').selectAll().where('id', '=', id).forUpdate().executeTakeFirst();
 }
 
+/** The units an order wants of one product (its lines of that product summed). */
+export interface ProductDemand {
+  productId: number;
+  quantity: number;
+}
+
+/**
+ * The order row, locked until `trx` ends (as `lockOrder`), with what it wants of each product (as
+ * `orderDemand`), in one round trip. The demand is read in the same statement: an order's lines
+ * never change their product or quantity after it is placed.
+ */
+export async function lockOrderWithDemand(trx: Transaction<Database>, id: number): Promise<{ order: OrderRow; demand: ProductDemand[] } | undefined> {
+  const { rows } = await sql<OrderRow & { demand: ProductDemand[] }>`
+    SELECT o.*, coalesce((
+      SELECT json_agg(json_build_object('productId', d.product_id, 'quantity', d.quantity) ORDER BY d.product_id)
+      FROM (SELECT product_id, sum(quantity)::integer AS quantity FROM order_items WHERE order_id = o.id GROUP BY product_id) d
+    ), '[]'::json) AS demand
+    FROM orders o WHERE o.id = ${id}
+    FOR UPDATE OF o
+  `.execute(trx);
+  if (rows.length === 0) return undefined;
+  const { demand, ...order } = rows[0];
+  return { order: order as OrderRow, demand };
+}
+
 const orderWithLines = compileOnce((db, a: { id: number }) =>
   db
     .selectFrom('orders as o')
@@ -233,7 +258,7 @@ export async function updateOrderWithEvent(trx: Transaction<Database>, id: numbe
 }
 
 /** The units an order wants of each product (lines of the same product summed), in product id order. */
-export async function orderDemand(trx: Transaction<Database>, orderId: number): Promise<{ productId: number; quantity: number }[]> {
+export async function orderDemand(trx: Transaction<Database>, orderId: number): Promise<ProductDemand[]> {
   // the summed quantity is cast to integer, which both drivers return as a number
   const { rows } = await sql<{ productId: number; quantity: number }>`
     SELECT product_id AS "productId", sum(quantity)::integer AS quantity

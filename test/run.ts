@@ -29,7 +29,6 @@ interface BatchResult {
   files: string[];
   ok: boolean;
   counts: Counts;
-  seconds: number;
 }
 
 const started = performance.now();
@@ -88,7 +87,7 @@ function runBatch(batch: string[]): Promise<BatchResult> {
       if (!ok && counts.fail === 0) counts.fail = 1;
       const names = batch.map((f) => path.relative(root, f)).join(', ');
       process.stdout.write(`\n▶ batch: ${names} (${seconds.toFixed(1)} s${ok ? '' : `, exit ${signal ?? code}`})\n${out}`);
-      resolve({ files: batch, ok, counts, seconds });
+      resolve({ files: batch, ok, counts });
     });
   });
 }
@@ -98,13 +97,12 @@ function runBatch(batch: string[]): Promise<BatchResult> {
  * file usually runs long), the batches heaviest first, so short ones even out the lanes' ends.
  */
 function batches(list: string[], size: number): string[][] {
-  const weight = (f: string) => fs.statSync(f).size;
-  const sorted = [...list].sort((a, b) => weight(b) - weight(a));
+  const sorted = list.map((f) => ({ f, weight: fs.statSync(f).size })).sort((a, b) => b.weight - a.weight);
   const out = Array.from({ length: Math.ceil(sorted.length / size) }, () => ({ files: [] as string[], weight: 0 }));
-  for (const f of sorted) {
+  for (const { f, weight } of sorted) {
     const lightest = out.reduce((min, b) => (b.weight < min.weight ? b : min));
     lightest.files.push(f);
-    lightest.weight += weight(f);
+    lightest.weight += weight;
   }
   return out.sort((a, b) => b.weight - a.weight).map((b) => b.files);
 }

@@ -1,4 +1,4 @@
-import { sql, type ExpressionBuilder, type Transaction, type Updateable } from 'kysely';
+import { sql, type ExpressionBuilder, type RawBuilder, type Transaction, type Updateable } from 'kysely';
 import { compileOnce } from '../../db/compiled.ts';
 import type { Database, OrderEventRow, OrderRow, OrderStatus, OrdersTable } from '../../db/schema.ts';
 import type { OrderEventType } from '../../events/order-events.ts';
@@ -24,16 +24,23 @@ export interface ProductDemand {
 }
 
 /**
+ * An order's demand: one row per product (`productId`, and `quantity`, its lines of that product
+ * summed, cast to integer, which both drivers return as a number). `orderId` is a value or a column.
+ */
+function demandRows(orderId: number | RawBuilder<unknown>): RawBuilder<ProductDemand> {
+  return sql<ProductDemand>`
+    SELECT product_id AS "productId", sum(quantity)::integer AS quantity
+    FROM order_items WHERE order_id = ${orderId} GROUP BY product_id`;
+}
+
+/**
  * The order row, locked until `trx` ends (as `lockOrder`), with what it wants of each product (as
  * `orderDemand`), in one round trip. The demand is read in the same statement: an order's lines
  * never change their product or quantity after it is placed.
  */
 export async function lockOrderWithDemand(trx: Transaction<Database>, id: number): Promise<{ order: OrderRow; demand: ProductDemand[] } | undefined> {
   const { rows } = await sql<OrderRow & { demand: ProductDemand[] }>`
-    SELECT o.*, coalesce((
-      SELECT json_agg(json_build_object('productId', d.product_id, 'quantity', d.quantity) ORDER BY d.product_id)
-      FROM (SELECT product_id, sum(quantity)::integer AS quantity FROM order_items WHERE order_id = o.id GROUP BY product_id) d
-    ), '[]'::json) AS demand
+    SELECT o.*, coalesce((SELECT json_agg(d ORDER BY d."productId") FROM (${demandRows(sql.ref('o.id'))}) d), '[]'::json) AS demand
     FROM orders o WHERE o.id = ${id}
     FOR UPDATE OF o
   `.execute(trx);
@@ -259,12 +266,7 @@ export async function updateOrderWithEvent(trx: Transaction<Database>, id: numbe
 
 /** The units an order wants of each product (lines of the same product summed), in product id order. */
 export async function orderDemand(trx: Transaction<Database>, orderId: number): Promise<ProductDemand[]> {
-  // the summed quantity is cast to integer, which both drivers return as a number
-  const { rows } = await sql<{ productId: number; quantity: number }>`
-    SELECT product_id AS "productId", sum(quantity)::integer AS quantity
-    FROM order_items WHERE order_id = ${orderId}
-    GROUP BY product_id ORDER BY product_id
-  `.execute(trx);
+  const { rows } = await sql<ProductDemand>`${demandRows(orderId)} ORDER BY product_id`.execute(trx);
   return rows;
 }
 

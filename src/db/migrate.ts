@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import fs from 'node:fs/promises';
 import { FileMigrationProvider, Migrator } from 'kysely/migration';
 import type { Config } from '../config.ts';
-import { createDatabase, type DatabaseHandle, type Db } from './database.ts';
+import { createDatabase, type DatabaseHandle, type DatabaseOptions, type Db } from './database.ts';
 
 const migrationFolder = path.join(path.dirname(fileURLToPath(import.meta.url)), 'migrations');
 
@@ -24,20 +24,23 @@ export async function migrateToLatest(db: Db): Promise<string[]> {
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
 }
 
+/** How the service connects to its database, from the configuration. */
+export function databaseOptions(config: Config): DatabaseOptions {
+  return {
+    databaseUrl: config.databaseUrl,
+    dataDir: config.dataDir,
+    applicationName: `oas-${config.role}`,
+    preparedStatements: config.databasePreparedStatements,
+    sharedBuffersMb: config.embeddedSharedBuffersMb,
+  };
+}
+
 /**
  * The service's database, migrated: `existing` when given (closed by its owner), else a new handle
  * with the service's connection settings (closed again when a migration fails).
  */
 export async function openDatabase(config: Config, existing?: DatabaseHandle): Promise<DatabaseHandle> {
-  const database =
-    existing ??
-    (await createDatabase({
-      databaseUrl: config.databaseUrl,
-      dataDir: config.dataDir,
-      applicationName: `oas-${config.role}`,
-      preparedStatements: config.databasePreparedStatements,
-      sharedBuffersMb: config.embeddedSharedBuffersMb,
-    }));
+  const database = existing ?? (await createDatabase(databaseOptions(config)));
   try {
     await migrateToLatest(database.db);
   } catch (err) {

@@ -11,6 +11,7 @@ import { sql } from 'kysely';
 import { buildApp, type BuildOptions } from '../../src/app.ts';
 import { loadConfig, type Config } from '../../src/config.ts';
 import { createDatabase } from '../../src/db/database.ts';
+import { databaseOptions } from '../../src/db/migrate.ts';
 import { TokenService } from '../../src/modules/auth/token.service.ts';
 import { PasswordHasher } from '../../src/modules/users/passwords.ts';
 import { insertUser } from '../../src/modules/users/users.repository.ts';
@@ -141,7 +142,7 @@ export async function twoApps(t: TestContext | undefined, overrides: Partial<Con
     defer(t, () => b.close());
     return [a, b];
   }
-  const database = await createDatabase({ databaseUrl: undefined, dataDir: config.dataDir, sharedBuffersMb: config.embeddedSharedBuffersMb });
+  const database = await createDatabase(databaseOptions(config));
   defer(t, () => database.close());
   const a = await buildApp(config, { database });
   defer(t, () => a.close());

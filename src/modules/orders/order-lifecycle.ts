@@ -3,7 +3,7 @@ import type { Database, OrderRow, OrderStatus } from '../../db/schema.ts';
 import type { OrderEventBus } from '../../events/order-events.ts';
 import type { JobQueue } from '../../jobs/queue.ts';
 import { lockProducts, returnStock } from '../products/products.repository.ts';
-import { insertOrderWithEvent, orderDemand, updateOrderWithEvent, type NewOrder } from './orders.repository.ts';
+import { insertOrderWithEvent, orderDemand, updateOrderWithEvent, type LinePrice, type NewOrder } from './orders.repository.ts';
 
 /** What a failure concerned: for a stock failure, each short line. */
 export interface FailureDetails {
@@ -21,7 +21,14 @@ export async function changeOrderStatus(
   orderEvents: OrderEventBus,
   order: OrderRow,
   next: OrderStatus,
-  fields: { failureReason?: string | null; totalAmount?: string | number; details?: FailureDetails; cancelReason?: string | null } = {},
+  fields: {
+    failureReason?: string | null;
+    totalAmount?: string | number;
+    details?: FailureDetails;
+    cancelReason?: string | null;
+    /** the prices and names the order's lines get, written in the same statement */
+    linePrices?: readonly LinePrice[];
+  } = {},
 ): Promise<OrderRow> {
   const now = new Date();
   const { order: updated, event } = await updateOrderWithEvent(trx, order.id, {
@@ -38,6 +45,7 @@ export async function changeOrderStatus(
       reason: next === 'failed' ? (fields.failureReason ?? null) : next === 'cancelled' ? (fields.cancelReason ?? null) : null,
       details: next === 'failed' ? (fields.details ?? null) : null,
     },
+    linePrices: fields.linePrices,
   });
   await orderEvents.publish(trx, event, updated);
   return updated;

@@ -5,9 +5,9 @@ import type { OrderEventBus } from '../../events/order-events.ts';
 import { givenUpJob, isLastAttempt } from '../../jobs/queue.ts';
 import type { Job } from '../../jobs/registry.ts';
 import { exactTotal, MAX_MONEY } from '../products/money.ts';
-import { lockProducts, takeStock } from '../products/products.repository.ts';
+import { lockAndTakeStock } from '../products/products.repository.ts';
 import { changeOrderStatus, type FailureDetails } from './order-lifecycle.ts';
-import { lockOrder, lockOrderWithDemand, priceLines, requeuedSince } from './orders.repository.ts';
+import { lockOrder, lockOrderWithDemand, requeuedSince } from './orders.repository.ts';
 
 export type FailureReason = 'INSUFFICIENT_STOCK' | 'PRODUCT_UNAVAILABLE' | 'TOTAL_TOO_LARGE' | 'PROCESSING_ERROR';
 
@@ -80,7 +80,9 @@ export class OrderProcessor {
       const locked = await lockOrderWithDemand(trx, orderId);
       if (!locked || locked.order.status !== 'processing') return locked?.order.status;
       const { order, demand } = locked;
-      const products = new Map((await lockProducts(trx, demand.map((d) => d.productId))).map((p) => [p.id, p]));
+      // the units are taken in the locking statement when the checks below will pass: one round trip
+      const reserved = await lockAndTakeStock(trx, demand, MAX_MONEY);
+      const products = new Map(reserved.products.map((p) => [p.id, p]));
       let failure: FailureReason | undefined;
       const short: FailureDetails['lines'] = [];
       for (const d of demand) {
@@ -94,15 +96,16 @@ export class OrderProcessor {
           short.push({ product_id: d.productId, requested: d.quantity, available: p.stock });
         }
       }
+      // the products are locked: these are the prices the lines get
+      const total = failure === undefined ? exactTotal(demand.map((d) => ({ price: products.get(d.productId)!.price, quantity: d.quantity }))) : undefined;
+      if (total !== undefined && Number(total) > MAX_MONEY) failure = 'TOTAL_TOO_LARGE';
+      // the statement's checks and these are the same rules: a disagreement is a defect, rolled back and retried
+      if (reserved.taken !== (failure === undefined)) {
+        throw new Error(`order ${orderId}: the stock statement ${reserved.taken ? 'took' : 'did not take'} the units, the checks say ${failure ?? 'none failed'}`);
+      }
       if (failure === undefined) {
-        // the products are locked: these are the prices the lines get
-        const total = exactTotal(demand.map((d) => ({ price: products.get(d.productId)!.price, quantity: d.quantity })));
-        if (Number(total) > MAX_MONEY) failure = 'TOTAL_TOO_LARGE';
-        else {
-          await priceLines(trx, orderId, [...products.values()]);
-          await takeStock(trx, demand);
-          return (await changeOrderStatus(trx, this.orderEvents, order, 'completed', { totalAmount: total, failureReason: null })).status;
-        }
+        const linePrices = [...products.values()];
+        return (await changeOrderStatus(trx, this.orderEvents, order, 'completed', { totalAmount: total, failureReason: null, linePrices })).status;
       }
       const details = failure === 'INSUFFICIENT_STOCK' ? { lines: short } : undefined;
       return (await changeOrderStatus(trx, this.orderEvents, order, 'failed', { failureReason: failure, details })).status;

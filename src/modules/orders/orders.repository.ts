@@ -207,18 +207,43 @@ export async function insertOrderWithEvent(trx: Transaction<Database>, input: Ne
 export interface OrderChange {
   patch: Updateable<OrdersTable> & { status: OrderStatus };
   event: { type: OrderEventType; previousStatus: OrderStatus | null; reason: string | null; details: unknown };
+  /** each product's price and name, written into the order's lines of that product in the same statement */
+  linePrices?: readonly LinePrice[];
+}
+
+/** A product's price (exact decimal text) and name, as the processing copies them into an order's lines. */
+export interface LinePrice {
+  id: number;
+  price: string;
+  name: string;
+}
+
+/** `products` as rows (id, price, name), for an UPDATE's FROM. */
+function linePriceRows(products: readonly LinePrice[]): RawBuilder<LinePrice> {
+  return sql<LinePrice>`(SELECT * FROM unnest(${products.map((p) => p.id)}::integer[], ${products.map((p) => p.price)}::numeric[], ${products.map((p) => p.name)}::text[]) AS u (id, price, name))`;
 }
 
 /**
  * Updates the order and writes its next numbered event (`sequence` 1, 2, 3 …), from the row as
  * updated, in one statement: one round trip where the update and the insert took two. The sequence
  * is read from the statement's snapshot, which holds every earlier event of the order; the caller
- * holds the order row's lock, so it cannot race.
+ * holds the order row's lock, so it cannot race. With `linePrices`, the order's lines are priced in
+ * the same statement too.
  */
 export async function updateOrderWithEvent(trx: Transaction<Database>, id: number, change: OrderChange): Promise<{ order: OrderRow; event: OrderEventRow }> {
   const { event } = change;
   const details = event.details === undefined || event.details === null ? null : JSON.stringify(event.details);
   const row = await trx
+    // without prices, an UPDATE of no lines: one statement shape for every change
+    .with('priced', (db) => {
+      const products = change.linePrices ?? [];
+      return db
+        .updateTable('order_items as oi')
+        .from(linePriceRows(products).as('p'))
+        .set((eb) => ({ unit_price: eb.ref('p.price'), product_name: eb.ref('p.name') }))
+        .where('oi.order_id', '=', id)
+        .whereRef('oi.product_id', '=', 'p.id');
+    })
     .with('updated', (db) => db.updateTable('orders').set(change.patch).where('id', '=', id).returningAll())
     .with('event', (db) =>
       db
@@ -268,21 +293,6 @@ export async function updateOrderWithEvent(trx: Transaction<Database>, id: numbe
 export async function orderDemand(trx: Transaction<Database>, orderId: number): Promise<ProductDemand[]> {
   const { rows } = await sql<ProductDemand>`${demandRows(orderId)} ORDER BY product_id`.execute(trx);
   return rows;
-}
-
-/** Writes each product's price and name into the order's lines of that product. */
-export async function priceLines(
-  trx: Transaction<Database>,
-  orderId: number,
-  products: readonly { id: number; price: string; name: string }[],
-): Promise<void> {
-  if (products.length === 0) return;
-  await sql`
-    UPDATE order_items AS oi SET unit_price = p.price, product_name = p.name
-    FROM unnest(${products.map((p) => p.id)}::integer[], ${products.map((p) => p.price)}::numeric[], ${products.map((p) => p.name)}::text[])
-      AS p (id, price, name)
-    WHERE oi.order_id = ${orderId} AND oi.product_id = p.id
-  `.execute(trx);
 }
 
 /** The id of the order a platform knows by `externalId`, if it exists. */

@@ -56,14 +56,42 @@ export async function lockProducts(trx: Transaction<Database>, ids: number[]): P
   return rows;
 }
 
-/** Takes units out of stock, on products the caller has locked and checked (`lockProducts`). */
-export async function takeStock(trx: Transaction<Database>, demand: readonly { productId: number; quantity: number }[]): Promise<void> {
-  if (demand.length === 0) return;
-  await sql`
-    UPDATE products AS p SET stock = p.stock - d.quantity, updated_at = now()
-    FROM unnest(${demand.map((d) => d.productId)}::integer[], ${demand.map((d) => d.quantity)}::integer[]) AS d (id, quantity)
-    WHERE p.id = d.id
+/**
+ * Locks the products of `demand` as `lockProducts` does (in id order) and, in the same statement,
+ * takes the units when every one is known and active, has them in stock, and the order's total at
+ * their prices is at most `maxTotal`; otherwise takes nothing. One round trip where the lock and
+ * the take were two. Returns the products as locked (the stock before the take), for the caller's
+ * checks and prices, and whether the units were taken. Each product appears once in `demand`.
+ *
+ * The lock is taken by the materialised `locked` CTE, which `ok` reads whole before the UPDATE
+ * evaluates its condition: every row is locked, at its newest version, before any is changed.
+ */
+export async function lockAndTakeStock(
+  trx: Transaction<Database>,
+  demand: readonly { productId: number; quantity: number }[],
+  maxTotal: number,
+): Promise<{ products: LockedProduct[]; taken: boolean }> {
+  if (demand.length === 0) return { products: [], taken: false };
+  const ids = demand.map((d) => d.productId);
+  const { rows } = await sql<LockedProduct & { taken: boolean }>`
+    WITH d AS (SELECT * FROM unnest(${ids}::integer[], ${demand.map((d) => d.quantity)}::integer[]) AS d (id, quantity)),
+    locked AS MATERIALIZED (
+      SELECT id, name, stock, is_active, price FROM products WHERE id = ANY(${ids}::integer[]) ORDER BY id FOR NO KEY UPDATE
+    ),
+    ok AS (
+      SELECT count(*) = ${demand.length}::integer AND bool_and(l.is_active AND l.stock >= d.quantity)
+             AND sum(l.price * d.quantity) <= ${maxTotal}::numeric AS ok
+      FROM d JOIN locked l ON l.id = d.id
+    ),
+    taken AS (
+      UPDATE products AS p SET stock = p.stock - d.quantity, updated_at = now()
+      FROM d WHERE p.id = d.id AND (SELECT ok FROM ok)
+      RETURNING p.id
+    )
+    SELECT l.id, l.name, l.stock, l.is_active, l.price::text AS price, EXISTS (SELECT 1 FROM taken) AS taken
+    FROM locked l ORDER BY l.id
   `.execute(trx);
+  return { products: rows.map(({ taken: _, ...p }) => p), taken: rows.length > 0 && rows[0].taken };
 }
 
 /**

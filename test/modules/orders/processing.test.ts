@@ -80,6 +80,24 @@ describe('order processing', () => {
     assert.equal(await stockOf(app, other.id), 4);
   });
 
+  it('a total over the largest amount fails TOTAL_TOO_LARGE and takes no stock; the largest amount itself completes', async () => {
+    const dear = await createProduct(app, { stock: 10, price: '9999999999.99' });
+    const cheap = await createProduct(app, { stock: 10, price: '0.01' });
+    const over = await place(alice, [
+      { product_id: dear.id, quantity: 1 },
+      { product_id: cheap.id, quantity: 1 },
+    ]);
+    const failed = await waitForFinal(app, over);
+    assert.equal(failed.status, 'failed');
+    assert.equal(failed.failure_reason, 'TOTAL_TOO_LARGE');
+    assert.equal(await stockOf(app, dear.id), 10);
+    assert.equal(await stockOf(app, cheap.id), 10);
+    const atMost = await waitForFinal(app, await place(alice, [{ product_id: dear.id, quantity: 1 }]));
+    assert.equal(atMost.status, 'completed');
+    assert.equal(atMost.total_amount, '9999999999.99');
+    assert.equal(await stockOf(app, dear.id), 9);
+  });
+
   it('prices and names are copied at processing time; later catalogue changes do not alter the order', async () => {
     const product = await createProduct(app, { name: 'Original', stock: 10, price: '4.00' });
     const id = await place(alice, [{ product_id: product.id, quantity: 2 }]);

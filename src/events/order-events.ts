@@ -1,4 +1,4 @@
-import type { Transaction } from 'kysely';
+import type { Expression, Kysely, Transaction } from 'kysely';
 import type { Database, OrderEventRow, OrderRow, OrderStatus } from '../db/schema.ts';
 
 export type OrderEventType = 'order.created' | 'order.status_changed';
@@ -28,9 +28,25 @@ export const V1_CANCELLED_REASON = 'CANCELLED';
 /**
  * Acts on an order event inside the transaction that wrote it (and the change behind it): what it
  * writes or enqueues commits with the change, or not at all. `order` is the order as it is after
- * the change.
+ * the change. `looked` holds the rows of the listener's lookup, when it has one.
  */
-export type OrderEventListener = (trx: Transaction<Database>, event: OrderEventRow, order: OrderRow) => Promise<void>;
+export type OrderEventListener = (trx: Transaction<Database>, event: OrderEventRow, order: OrderRow, looked: readonly unknown[] | undefined) => Promise<void>;
+
+/** What an event will be, known before the statement that writes it runs. */
+export interface OrderEventPreview {
+  type: OrderEventType;
+  /** the order's status after the change */
+  status: OrderStatus;
+  /** the order's owner */
+  userId: number;
+}
+
+/**
+ * A read a listener needs for every event: a SELECT the orders module runs inside the statement
+ * that writes the event (the same transaction, that statement's snapshot) instead of as a round
+ * trip of its own. Its rows reach the listener as `looked`, as JSON values.
+ */
+export type OrderEventLookup = (db: Kysely<Database>, preview: OrderEventPreview) => Expression<unknown>;
 
 /**
  * The seam between orders and the modules that react to them. The orders module writes one numbered
@@ -39,13 +55,19 @@ export type OrderEventListener = (trx: Transaction<Database>, event: OrderEventR
  * outcome, in that same transaction. Neither side imports the other.
  */
 export class OrderEventBus {
-  private readonly listeners: OrderEventListener[] = [];
+  private readonly listeners: { listener: OrderEventListener; lookup: OrderEventLookup | undefined }[] = [];
 
-  subscribe(listener: OrderEventListener): void {
-    this.listeners.push(listener);
+  subscribe(listener: OrderEventListener, lookup?: OrderEventLookup): void {
+    this.listeners.push({ listener, lookup });
   }
 
-  async publish(trx: Transaction<Database>, event: OrderEventRow, order: OrderRow): Promise<void> {
-    for (const listener of this.listeners) await listener(trx, event, order);
+  /** Each listener's lookup for an event like `preview`, in subscription order (undefined: it has none). */
+  lookups(db: Kysely<Database>, preview: OrderEventPreview): (Expression<unknown> | undefined)[] {
+    return this.listeners.map((l) => l.lookup?.(db, preview));
+  }
+
+  /** `looked`: the rows of `lookups(…)`, read by the statement that wrote `event`, in the same order. */
+  async publish(trx: Transaction<Database>, event: OrderEventRow, order: OrderRow, looked?: readonly (readonly unknown[] | null)[]): Promise<void> {
+    for (const [i, { listener }] of this.listeners.entries()) await listener(trx, event, order, looked?.[i] ?? undefined);
   }
 }

@@ -31,7 +31,7 @@ export async function changeOrderStatus(
   } = {},
 ): Promise<OrderRow> {
   const now = new Date();
-  const { order: updated, event } = await updateOrderWithEvent(trx, order.id, {
+  const { order: updated, event, looked } = await updateOrderWithEvent(trx, order.id, {
     patch: {
       status: next,
       updated_at: now,
@@ -46,8 +46,9 @@ export async function changeOrderStatus(
       details: next === 'failed' ? (fields.details ?? null) : null,
     },
     linePrices: fields.linePrices,
+    lookups: orderEvents.lookups(trx, { type: 'order.status_changed', status: next, userId: order.user_id }),
   });
-  await orderEvents.publish(trx, event, updated);
+  await orderEvents.publish(trx, event, updated, looked);
   return updated;
 }
 
@@ -61,8 +62,9 @@ export async function placeOrder(
   deps: { orderEvents: OrderEventBus; queue: JobQueue },
   input: NewOrder,
 ): Promise<OrderRow> {
-  const { order, event } = await insertOrderWithEvent(trx, input);
-  await deps.orderEvents.publish(trx, event, order);
+  const lookups = deps.orderEvents.lookups(trx, { type: 'order.created', status: 'pending', userId: input.userId });
+  const { order, event, looked } = await insertOrderWithEvent(trx, input, lookups);
+  await deps.orderEvents.publish(trx, event, order, looked);
   await deps.queue.send(trx, 'order-process', { orderId: order.id });
   return order;
 }

@@ -1,4 +1,4 @@
-import { sql, type ExpressionBuilder, type RawBuilder, type Transaction, type Updateable } from 'kysely';
+import { sql, type Expression, type ExpressionBuilder, type RawBuilder, type Transaction, type Updateable } from 'kysely';
 import { compileOnce } from '../../db/compiled.ts';
 import type { Database, OrderEventRow, OrderRow, OrderStatus, OrdersTable } from '../../db/schema.ts';
 import type { OrderEventType } from '../../events/order-events.ts';
@@ -149,6 +149,19 @@ export async function listUserOrders(
   return { rows: page, total: Number(page[0].total) };
 }
 
+/** The event listeners' lookups (`OrderEventBus.lookups`) for the statement that writes an event. */
+export type EventLookups = readonly (Expression<unknown> | undefined)[];
+
+/** What each lookup read, in the same order (null: that listener has none). */
+export type LookedRows = (unknown[] | null)[];
+
+/** `lookups` as one JSON column: an array of each lookup's rows, or null where a listener has none. */
+function lookedColumn(lookups: EventLookups): RawBuilder<LookedRows> {
+  if (lookups.length === 0) return sql<LookedRows>`'[]'::json`;
+  const parts = lookups.map((l) => (l ? sql`(SELECT coalesce(json_agg(x), '[]'::json) FROM (${l}) AS x)` : sql`NULL::json`));
+  return sql<LookedRows>`json_build_array(${sql.join(parts)})`;
+}
+
 export interface NewOrder {
   userId: number;
   shippingAddress: string;
@@ -163,10 +176,15 @@ export interface NewOrder {
 /**
  * Inserts a pending order (total 0), its lines (unit price 0) and its `order.created` event (sequence
  * 1: the order is new) in one statement: one round trip where the order, its lines and its event
- * took three. The lines get their ids in the order given.
+ * took three. The lines get their ids in the order given. The event listeners' `lookups` are read
+ * in the same statement.
  */
-export async function insertOrderWithEvent(trx: Transaction<Database>, input: NewOrder): Promise<{ order: OrderRow; event: OrderEventRow }> {
-  const { rows } = await sql<OrderRow & { event_id: number; event_created_at: Date }>`
+export async function insertOrderWithEvent(
+  trx: Transaction<Database>,
+  input: NewOrder,
+  lookups: EventLookups = [],
+): Promise<{ order: OrderRow; event: OrderEventRow; looked: LookedRows }> {
+  const { rows } = await sql<OrderRow & { event_id: number; event_created_at: Date; looked: LookedRows }>`
     WITH o AS (
       INSERT INTO orders (user_id, status, total_amount, shipping_address, failure_reason, source, external_id)
       VALUES (${input.userId}, 'pending', 0, ${input.shippingAddress}, NULL, ${input.source ?? 'api'}, ${input.externalId ?? null})
@@ -182,10 +200,11 @@ export async function insertOrderWithEvent(trx: Transaction<Database>, input: Ne
       SELECT o.id, o.user_id, 'order.created', NULL, o.status, o.total_amount, 1 FROM o
       RETURNING id AS event_id, created_at AS event_created_at
     )
-    SELECT o.*, event.event_id, event.event_created_at FROM o, event
+    SELECT o.*, event.event_id, event.event_created_at, ${lookedColumn(lookups)} AS looked FROM o, event
   `.execute(trx);
-  const { event_id, event_created_at, ...order } = rows[0];
+  const { event_id, event_created_at, looked, ...order } = rows[0];
   return {
+    looked,
     order,
     event: {
       id: event_id,
@@ -209,6 +228,8 @@ export interface OrderChange {
   event: { type: OrderEventType; previousStatus: OrderStatus | null; reason: string | null; details: unknown };
   /** each product's price and name, written into the order's lines of that product in the same statement */
   linePrices?: readonly LinePrice[];
+  /** the event listeners' lookups, read in the same statement */
+  lookups?: EventLookups;
 }
 
 /** A product's price (exact decimal text) and name, as the processing copies them into an order's lines. */
@@ -228,9 +249,13 @@ function linePriceRows(products: readonly LinePrice[]): RawBuilder<LinePrice> {
  * updated, in one statement: one round trip where the update and the insert took two. The sequence
  * is read from the statement's snapshot, which holds every earlier event of the order; the caller
  * holds the order row's lock, so it cannot race. With `linePrices`, the order's lines are priced in
- * the same statement too.
+ * the same statement too, and so are the event listeners' `lookups`.
  */
-export async function updateOrderWithEvent(trx: Transaction<Database>, id: number, change: OrderChange): Promise<{ order: OrderRow; event: OrderEventRow }> {
+export async function updateOrderWithEvent(
+  trx: Transaction<Database>,
+  id: number,
+  change: OrderChange,
+): Promise<{ order: OrderRow; event: OrderEventRow; looked: LookedRows }> {
   const { event } = change;
   const details = event.details === undefined || event.details === null ? null : JSON.stringify(event.details);
   const row = await trx
@@ -269,9 +294,11 @@ export async function updateOrderWithEvent(trx: Transaction<Database>, id: numbe
     .selectFrom(['updated', 'event'])
     .selectAll('updated')
     .select(['event.event_id', 'event.event_sequence', 'event.event_details', 'event.event_created_at'])
+    .select(lookedColumn(change.lookups ?? []).as('looked'))
     .executeTakeFirstOrThrow();
-  const { event_id, event_sequence, event_details, event_created_at, ...order } = row;
+  const { event_id, event_sequence, event_details, event_created_at, looked, ...order } = row;
   return {
+    looked,
     order: order as OrderRow,
     event: {
       id: event_id,

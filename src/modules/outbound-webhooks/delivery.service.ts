@@ -5,7 +5,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../../config.ts';
 import type { Db } from '../../db/database.ts';
 import type { Database, OrderEventRow, WebhookMessageRow, WebhookSubscriptionRow } from '../../db/schema.ts';
-import { ORDER_EVENT_TYPES, statusIn, V1_CANCELLED_REASON, type WebhookEventKind } from '../../events/order-events.ts';
+import { ORDER_EVENT_TYPES, statusIn, V1_CANCELLED_REASON, type OrderEventLookup, type WebhookEventKind } from '../../events/order-events.ts';
 import type { ApiVersion } from '../../http/api-version.ts';
 import { iso } from '../../http/common.schemas.ts';
 import type { JobQueue } from '../../jobs/queue.ts';
@@ -23,7 +23,13 @@ import {
   settleMessage,
 } from './messages.repository.ts';
 import { destinationOf, sendSignedMessage, type AttemptResult } from './sender.ts';
-import { matchingSubscriptions, recordSubscriptionFailure, resetSubscriptionFailures } from './subscriptions.repository.ts';
+import {
+  matchingSubscriptions,
+  matchingSubscriptionsQuery,
+  recordSubscriptionFailure,
+  resetSubscriptionFailures,
+  type MatchingSubscription,
+} from './subscriptions.repository.ts';
 
 export const WEBHOOK_TEST_EVENT = 'webhook.test';
 /** A subscription whose last N messages all failed (after every retry) is disabled. */
@@ -61,10 +67,17 @@ function orderEventEnvelope(event: OrderEventRow, kind: WebhookEventKind, versio
 }
 
 /** The kinds of message an order event makes: its own type, and `order.cancelled` for a cancellation. */
-function kindsOf(event: OrderEventRow): WebhookEventKind[] {
+function kindsOf(event: Pick<OrderEventRow, 'type' | 'status'>): WebhookEventKind[] {
   const own = event.type as WebhookEventKind;
   return event.type === 'order.status_changed' && event.status === 'cancelled' ? [own, 'order.cancelled'] : [own];
 }
+
+/**
+ * The fan-out's read, on the order event bus: the subscriptions an event like `preview` goes to,
+ * read by the statement that writes the event.
+ */
+export const subscriptionLookup: OrderEventLookup = (db, preview) =>
+  matchingSubscriptionsQuery(db, kindsOf({ type: preview.type, status: preview.status }), preview.userId);
 
 /** Stable across every retry of one event (of one kind) to one subscription. */
 function messageIdFor(eventId: number, subscriptionId: number, kind: WebhookEventKind, eventType: string): string {
@@ -118,11 +131,13 @@ export class WebhookDeliveryService {
    * API version's rendering.
    * A message waits ('held') while an earlier message of the same order to the same subscription is
    * still pending, so a receiver gets one order's events in sequence.
+   * `looked`: the matching subscriptions as `subscriptionLookup` read them in the statement that
+   * wrote the event; without them, they are read here.
    */
-  async fanOut(trx: Transaction<Database>, event: OrderEventRow): Promise<void> {
+  async fanOut(trx: Transaction<Database>, event: OrderEventRow, looked?: readonly MatchingSubscription[]): Promise<void> {
     if (!(ORDER_EVENT_TYPES as readonly string[]).includes(event.type)) return;
     const kinds = kindsOf(event);
-    const subscriptions = await matchingSubscriptions(trx, kinds, event.user_id);
+    const subscriptions = looked ?? (await matchingSubscriptions(trx, kinds, event.user_id));
     if (subscriptions.length === 0) return;
     // each version's rendering, made once per kind
     const payloads = new Map<string, string>();

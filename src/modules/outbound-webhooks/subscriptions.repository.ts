@@ -90,15 +90,21 @@ export async function rotateSubscriptionSecret(
     .executeTakeFirst();
 }
 
+/** A subscription an order event goes to. */
+export interface MatchingSubscription {
+  id: number;
+  url: string;
+  events: string[];
+  api_version: 'v1' | 'v2';
+}
+
 /**
  * Active subscriptions that receive any of `kinds` for an order owned by `ownerId`: the owner's own,
- * and every administrator's. Owners that were deleted or deactivated receive nothing.
+ * and every administrator's, by id. Owners that were deleted or deactivated receive nothing. Not
+ * executed: `matchingSubscriptions` runs it, and the order event statements embed it (the
+ * webhooks' lookup on the order event bus), so that it costs no round trip of its own.
  */
-export async function matchingSubscriptions(
-  db: Db,
-  kinds: readonly string[],
-  ownerId: number,
-): Promise<{ id: number; url: string; events: string[]; api_version: 'v1' | 'v2' }[]> {
+export function matchingSubscriptionsQuery(db: Db, kinds: readonly string[], ownerId: number) {
   return db
     .selectFrom('webhook_subscriptions')
     .select(['id', 'url', 'events', 'api_version'])
@@ -106,8 +112,11 @@ export async function matchingSubscriptions(
     .where('deleted_at', 'is', null)
     .where(sql<boolean>`events && ${[...kinds]}::text[]`)
     .where('user_id', 'in', eventRecipientIds(db, ownerId))
-    .orderBy('id')
-    .execute();
+    .orderBy('id');
+}
+
+export async function matchingSubscriptions(db: Db, kinds: readonly string[], ownerId: number): Promise<MatchingSubscription[]> {
+  return matchingSubscriptionsQuery(db, kinds, ownerId).execute();
 }
 
 /** A delivered message resets the run of failures. */

@@ -37,8 +37,8 @@ export interface OrderEventPreview {
   type: OrderEventType;
   /** the order's status after the change */
   status: OrderStatus;
-  /** the order's owner */
-  userId: number;
+  /** the order's owner: its id, or SQL that reads it (when the statement is what finds the order) */
+  userId: number | Expression<number>;
 }
 
 /**

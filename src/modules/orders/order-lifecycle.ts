@@ -3,7 +3,7 @@ import type { Database, OrderRow, OrderStatus } from '../../db/schema.ts';
 import type { OrderEventBus } from '../../events/order-events.ts';
 import type { JobQueue } from '../../jobs/queue.ts';
 import { lockProducts, returnStock } from '../products/products.repository.ts';
-import { insertOrderWithEvent, orderDemand, updateOrderWithEvent, type LinePrice, type NewOrder } from './orders.repository.ts';
+import { insertOrderWithEvent, orderDemand, ownerOf, updateOrderWithEvent, type LinePrice, type NewOrder } from './orders.repository.ts';
 
 /** What a failure concerned: for a stock failure, each short line. */
 export interface FailureDetails {
@@ -50,6 +50,24 @@ export async function changeOrderStatus(
   });
   await orderEvents.publish(trx, event, updated, looked);
   return updated;
+}
+
+/**
+ * Moves order `orderId` from `pending` to `processing`, writes its event and publishes it, all in
+ * `trx` and in one statement: no lock is taken first (the UPDATE's own lock and its re-check of
+ * the status under it decide, see `updateOrderWithEvent`). Returns the order as moved, or undefined
+ * when it was not pending (or does not exist).
+ */
+export async function startProcessing(trx: Transaction<Database>, orderEvents: OrderEventBus, orderId: number): Promise<OrderRow | undefined> {
+  const moved = await updateOrderWithEvent(trx, orderId, {
+    patch: { status: 'processing', updated_at: new Date() },
+    event: { type: 'order.status_changed', previousStatus: 'pending', reason: null, details: null },
+    onlyFrom: 'pending',
+    lookups: orderEvents.lookups(trx, { type: 'order.status_changed', status: 'processing', userId: ownerOf(orderId) }),
+  });
+  if (moved === undefined) return undefined;
+  await orderEvents.publish(trx, moved.event, moved.order, moved.looked);
+  return moved.order;
 }
 
 /**

@@ -6,8 +6,8 @@ import { givenUpJob, isLastAttempt } from '../../jobs/queue.ts';
 import type { Job } from '../../jobs/registry.ts';
 import { exactTotal, MAX_MONEY } from '../products/money.ts';
 import { lockAndTakeStock } from '../products/products.repository.ts';
-import { changeOrderStatus, type FailureDetails } from './order-lifecycle.ts';
-import { lockOrder, lockOrderWithDemand, requeuedSince } from './orders.repository.ts';
+import { changeOrderStatus, startProcessing, type FailureDetails } from './order-lifecycle.ts';
+import { findOrderStatus, lockOrder, lockOrderWithDemand, requeuedSince } from './orders.repository.ts';
 
 export type FailureReason = 'INSUFFICIENT_STOCK' | 'PRODUCT_UNAVAILABLE' | 'TOTAL_TOO_LARGE' | 'PROCESSING_ERROR';
 
@@ -65,12 +65,10 @@ export class OrderProcessor {
 
   /** Runs the processing of one order; returns its status afterwards (undefined: no such order). */
   async process(orderId: number, attempt = 1): Promise<OrderStatus | undefined> {
-    const started = await this.db.transaction().execute(async (trx) => {
-      const order = await lockOrder(trx, orderId);
-      if (!order) return undefined;
-      if (order.status === 'pending') return (await changeOrderStatus(trx, this.orderEvents, order, 'processing')).status;
-      return order.status;
-    });
+    const started = await this.db.transaction().execute(
+      // not pending: processing already (an earlier attempt's move committed), or nothing left to do
+      async (trx) => (await startProcessing(trx, this.orderEvents, orderId))?.status ?? (await findOrderStatus(trx, orderId)),
+    );
     // completed, failed or cancelled already (a duplicate job, or cancelled while queued): nothing to do
     if (started !== 'processing') return started;
 

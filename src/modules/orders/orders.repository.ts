@@ -17,6 +17,16 @@ export async function lockOrder(trx: Transaction<Database>, id: number): Promise
   return trx.selectFrom('orders').selectAll().where('id', '=', id).forUpdate().executeTakeFirst();
 }
 
+/** The order's status as committed now, without a lock (undefined: no such order). */
+export async function findOrderStatus(db: Db | Transaction<Database>, id: number): Promise<OrderStatus | undefined> {
+  return (await db.selectFrom('orders').select('status').where('id', '=', id).executeTakeFirst())?.status;
+}
+
+/** SQL for the owner of order `id`, for a statement that finds the order itself (owners never change). */
+export function ownerOf(id: number): RawBuilder<number> {
+  return sql<number>`(SELECT user_id FROM orders WHERE id = ${id})`;
+}
+
 /** The units an order wants of one product (its lines of that product summed). */
 export interface ProductDemand {
   productId: number;
@@ -230,6 +240,11 @@ export interface OrderChange {
   linePrices?: readonly LinePrice[];
   /** the event listeners' lookups, read in the same statement */
   lookups?: EventLookups;
+  /**
+   * Changes the order only when its status is this one, without a lock taken first: see
+   * `updateOrderWithEvent`.
+   */
+  onlyFrom?: OrderStatus;
 }
 
 /** A product's price (exact decimal text) and name, as the processing copies them into an order's lines. */
@@ -250,12 +265,29 @@ function linePriceRows(products: readonly LinePrice[]): RawBuilder<LinePrice> {
  * is read from the statement's snapshot, which holds every earlier event of the order; the caller
  * holds the order row's lock, so it cannot race. With `linePrices`, the order's lines are priced in
  * the same statement too, and so are the event listeners' `lookups`.
+ *
+ * With `onlyFrom`, the caller holds no lock: the UPDATE takes it, and when it had to wait for
+ * another transaction's, PostgreSQL re-checks the condition on the row as that one left it, so
+ * only an order still in `onlyFrom` changes (undefined otherwise, and nothing is written). The
+ * sequence is still the snapshot's: should changes commit while the statement waits and bring the
+ * order back to `onlyFrom` (failed, then retried), it repeats, and the unique (order_id, sequence)
+ * refuses the statement rather than number two events alike.
  */
 export async function updateOrderWithEvent(
   trx: Transaction<Database>,
   id: number,
+  change: OrderChange & { onlyFrom?: undefined },
+): Promise<{ order: OrderRow; event: OrderEventRow; looked: LookedRows }>;
+export async function updateOrderWithEvent(
+  trx: Transaction<Database>,
+  id: number,
   change: OrderChange,
-): Promise<{ order: OrderRow; event: OrderEventRow; looked: LookedRows }> {
+): Promise<{ order: OrderRow; event: OrderEventRow; looked: LookedRows } | undefined>;
+export async function updateOrderWithEvent(
+  trx: Transaction<Database>,
+  id: number,
+  change: OrderChange,
+): Promise<{ order: OrderRow; event: OrderEventRow; looked: LookedRows } | undefined> {
   const { event } = change;
   const details = event.details === undefined || event.details === null ? null : JSON.stringify(event.details);
   const row = await trx
@@ -269,7 +301,10 @@ export async function updateOrderWithEvent(
         .where('oi.order_id', '=', id)
         .whereRef('oi.product_id', '=', 'p.id');
     })
-    .with('updated', (db) => db.updateTable('orders').set(change.patch).where('id', '=', id).returningAll())
+    .with('updated', (db) => {
+      const update = db.updateTable('orders').set(change.patch).where('id', '=', id);
+      return (change.onlyFrom === undefined ? update : update.where('status', '=', change.onlyFrom)).returningAll();
+    })
     .with('event', (db) =>
       db
         .insertInto('order_events')
@@ -295,7 +330,11 @@ export async function updateOrderWithEvent(
     .selectAll('updated')
     .select(['event.event_id', 'event.event_sequence', 'event.event_details', 'event.event_created_at'])
     .select(lookedColumn(change.lookups ?? []).as('looked'))
-    .executeTakeFirstOrThrow();
+    .executeTakeFirst();
+  if (row === undefined) {
+    if (change.onlyFrom !== undefined) return undefined;
+    throw new Error(`order ${id}: no such order to change`);
+  }
   const { event_id, event_sequence, event_details, event_created_at, looked, ...order } = row;
   return {
     looked,

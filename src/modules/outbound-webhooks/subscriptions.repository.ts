@@ -1,4 +1,4 @@
-import { sql, type Transaction, type Updateable } from 'kysely';
+import { sql, type Expression, type Transaction, type Updateable } from 'kysely';
 import type { Database, WebhookSubscriptionRow, WebhookSubscriptionsTable } from '../../db/schema.ts';
 import { eventRecipientIds } from '../users/users.repository.ts';
 import type { Db } from '../../db/database.ts';
@@ -104,7 +104,7 @@ export interface MatchingSubscription {
  * executed: `matchingSubscriptions` runs it, and the order event statements embed it (the
  * webhooks' lookup on the order event bus), so that it costs no round trip of its own.
  */
-export function matchingSubscriptionsQuery(db: Db, kinds: readonly string[], ownerId: number) {
+export function matchingSubscriptionsQuery(db: Db, kinds: readonly string[], ownerId: number | Expression<number>) {
   return db
     .selectFrom('webhook_subscriptions')
     .select(['id', 'url', 'events', 'api_version'])

@@ -106,8 +106,9 @@ export function activeUserIds(db: Db) {
 
 /**
  * The users whose webhook subscriptions receive the events of an order owned by `ownerId`: the
- * owner and every administrator, while live and active. A subquery (one statement with the caller's).
+ * owner and every administrator, while live and active. A subquery (one statement with the caller's);
+ * `ownerId` may be SQL that reads the owner.
  */
-export function eventRecipientIds(db: Db, ownerId: number) {
+export function eventRecipientIds(db: Db, ownerId: number | Expression<number>) {
   return activeUserIds(db).where((eb) => eb.or([eb('id', '=', ownerId), eb('is_admin', '=', true)]));
 }

@@ -2,8 +2,17 @@ import type { Transaction } from 'kysely';
 import type { Database, OrderRow, OrderStatus } from '../../db/schema.ts';
 import type { OrderEventBus } from '../../events/order-events.ts';
 import type { JobQueue } from '../../jobs/queue.ts';
-import { lockProducts, returnStock } from '../products/products.repository.ts';
-import { insertOrderWithEvent, orderDemand, ownerOf, updateOrderWithEvent, type LinePrice, type NewOrder } from './orders.repository.ts';
+import { lockProducts, productStatesQuery, returnStock } from '../products/products.repository.ts';
+import {
+  insertCheckedOrderWithEvent,
+  insertOrderWithEvent,
+  orderDemand,
+  ownerOf,
+  updateOrderWithEvent,
+  type LinePrice,
+  type NewOrder,
+  type ProductState,
+} from './orders.repository.ts';
 
 /** What a failure concerned: for a stock failure, each short line. */
 export interface FailureDetails {
@@ -85,6 +94,25 @@ export async function placeOrder(
   await deps.orderEvents.publish(trx, event, order, looked);
   await deps.queue.send(trx, 'order-process', { orderId: order.id });
   return order;
+}
+
+/**
+ * `placeOrder` for lines whose products are not checked yet: the insert itself checks that every
+ * one is known and active (and gives the lines their names), in the same statement. `order` is
+ * undefined, and nothing is written, when one is not; `products` are the products found, to say which.
+ */
+export async function placeCheckedOrder(
+  trx: Transaction<Database>,
+  deps: { orderEvents: OrderEventBus; queue: JobQueue },
+  input: Omit<NewOrder, 'lines'> & { lines: readonly { productId: number; quantity: number }[] },
+): Promise<{ order: OrderRow | undefined; products: ProductState[] }> {
+  const ids = [...new Set(input.lines.map((l) => l.productId))];
+  const lookups = deps.orderEvents.lookups(trx, { type: 'order.created', status: 'pending', userId: input.userId });
+  const { inserted, products } = await insertCheckedOrderWithEvent(trx, input, lookups, { states: productStatesQuery(trx, ids), count: ids.length });
+  if (!inserted) return { order: undefined, products };
+  await deps.orderEvents.publish(trx, inserted.event, inserted.order, inserted.looked);
+  await deps.queue.send(trx, 'order-process', { orderId: inserted.order.id });
+  return { order: inserted.order, products };
 }
 
 /** The statuses an order can be cancelled from: not yet final, or completed (its stock goes back). */

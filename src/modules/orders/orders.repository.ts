@@ -183,53 +183,110 @@ export interface NewOrder {
   externalId?: string | null;
 }
 
+/** What an order placed by the API is checked against: each product's state, from the products module. */
+export interface ProductState {
+  id: number;
+  name: string;
+  is_active: boolean;
+}
+
+/**
+ * The products an order must find active, checked in the statement that inserts it: `states` reads
+ * each distinct product of its lines (a query of the products module's), `count` of them.
+ */
+export interface ProductCheck {
+  states: Expression<ProductState>;
+  count: number;
+}
+
+/** A placed order, its `order.created` event, and what the event listeners' lookups read. */
+export interface InsertedOrder {
+  order: OrderRow;
+  event: OrderEventRow;
+  looked: LookedRows;
+}
+
+/** No products: the unchecked insert's stand-in for `ProductCheck.states`. */
+const NO_PRODUCTS = sql<ProductState>`SELECT NULL::integer AS id, NULL::text AS name, NULL::boolean AS is_active WHERE false`;
+
 /**
  * Inserts a pending order (total 0), its lines (unit price 0) and its `order.created` event (sequence
  * 1: the order is new) in one statement: one round trip where the order, its lines and its event
  * took three. The lines get their ids in the order given. The event listeners' `lookups` are read
- * in the same statement.
+ * in the same statement. With `check`, nothing is inserted unless every product is active, the
+ * lines take the products' names, and the products read are returned either way.
  */
-export async function insertOrderWithEvent(
+async function insertOrderStatement(
   trx: Transaction<Database>,
-  input: NewOrder,
-  lookups: EventLookups = [],
-): Promise<{ order: OrderRow; event: OrderEventRow; looked: LookedRows }> {
-  const { rows } = await sql<OrderRow & { event_id: number; event_created_at: Date; looked: LookedRows }>`
-    WITH o AS (
+  input: Omit<NewOrder, 'lines'> & { lines: readonly { productId: number; productName: string | null; quantity: number }[] },
+  lookups: EventLookups,
+  check: ProductCheck | undefined,
+): Promise<{ inserted: InsertedOrder | undefined; products: ProductState[] }> {
+  const { rows } = await sql<(OrderRow | { [K in keyof OrderRow]: null }) & { event_id: number; event_created_at: Date; looked: LookedRows; products: ProductState[] }>`
+    WITH p AS MATERIALIZED (${check?.states ?? NO_PRODUCTS}),
+    o AS (
       INSERT INTO orders (user_id, status, total_amount, shipping_address, failure_reason, source, external_id)
-      VALUES (${input.userId}, 'pending', 0, ${input.shippingAddress}, NULL, ${input.source ?? 'api'}, ${input.externalId ?? null})
+      SELECT ${input.userId}, 'pending', 0, ${input.shippingAddress}, NULL, ${input.source ?? 'api'}, ${input.externalId ?? null}
+      WHERE ${check ? sql`(SELECT count(*) FROM p WHERE p.is_active) = ${check.count}` : sql`true`}
       RETURNING *
     ), lines AS (
       INSERT INTO order_items (order_id, product_id, product_name, quantity, unit_price)
-      SELECT o.id, l.product_id, l.product_name, l.quantity, 0
-      FROM o, unnest(${input.lines.map((l) => l.productId)}::integer[], ${input.lines.map((l) => l.productName)}::text[],
+      SELECT o.id, l.product_id, coalesce(p.name, l.product_name), l.quantity, 0
+      FROM o CROSS JOIN unnest(${input.lines.map((l) => l.productId)}::integer[], ${input.lines.map((l) => l.productName)}::text[],
                      ${input.lines.map((l) => l.quantity)}::integer[]) WITH ORDINALITY AS l(product_id, product_name, quantity, n)
+      LEFT JOIN p ON p.id = l.product_id
       ORDER BY l.n
     ), event AS (
       INSERT INTO order_events (order_id, user_id, type, previous_status, status, total_amount, sequence)
       SELECT o.id, o.user_id, 'order.created', NULL, o.status, o.total_amount, 1 FROM o
       RETURNING id AS event_id, created_at AS event_created_at
     )
-    SELECT o.*, event.event_id, event.event_created_at, ${lookedColumn(lookups)} AS looked FROM o, event
+    SELECT o.*, event.event_id, event.event_created_at, ${lookedColumn(lookups)} AS looked,
+           (SELECT coalesce(json_agg(p), '[]'::json) FROM p) AS products
+    FROM (SELECT 1) AS one LEFT JOIN (o CROSS JOIN event) ON true
   `.execute(trx);
-  const { event_id, event_created_at, looked, ...order } = rows[0];
+  const { event_id, event_created_at, looked, products, ...order } = rows[0];
+  if (order.id === null) return { inserted: undefined, products };
   return {
-    looked,
-    order,
-    event: {
-      id: event_id,
-      order_id: order.id,
-      user_id: order.user_id,
-      type: 'order.created',
-      previous_status: null,
-      status: order.status,
-      total_amount: order.total_amount,
-      sequence: 1,
-      reason: null,
-      details: null,
-      created_at: event_created_at,
+    products,
+    inserted: {
+      looked,
+      order,
+      event: {
+        id: event_id,
+        order_id: order.id,
+        user_id: order.user_id,
+        type: 'order.created',
+        previous_status: null,
+        status: order.status,
+        total_amount: order.total_amount,
+        sequence: 1,
+        reason: null,
+        details: null,
+        created_at: event_created_at,
+      },
     },
   };
+}
+
+/** `insertOrderStatement` without a product check: the caller checked the lines' products. */
+export async function insertOrderWithEvent(trx: Transaction<Database>, input: NewOrder, lookups: EventLookups = []): Promise<InsertedOrder> {
+  const { inserted } = await insertOrderStatement(trx, input, lookups, undefined);
+  if (!inserted) throw new Error('the order was not inserted');
+  return inserted;
+}
+
+/**
+ * `insertOrderStatement` with its product check (one round trip where the check and the insert took
+ * two): `inserted` is undefined when a product is unknown or inactive; `products` are those found.
+ */
+export async function insertCheckedOrderWithEvent(
+  trx: Transaction<Database>,
+  input: Omit<NewOrder, 'lines'> & { lines: readonly { productId: number; quantity: number }[] },
+  lookups: EventLookups,
+  check: ProductCheck,
+): Promise<{ inserted: InsertedOrder | undefined; products: ProductState[] }> {
+  return insertOrderStatement(trx, { ...input, lines: input.lines.map((l) => ({ ...l, productName: null })) }, lookups, check);
 }
 
 /** The change of one order's status (and of the fields that go with it) and the event it writes. */

@@ -9,7 +9,7 @@ import { pageOf, type PageResult } from '../../http/common.schemas.ts';
 import { MAX_ID } from '../../http/path-ids.ts';
 import type { JobQueue } from '../../jobs/queue.ts';
 import { findProductStates } from '../products/products.repository.ts';
-import { CANCELLABLE, cancelOrder, changeOrderStatus, placeOrder } from './order-lifecycle.ts';
+import { CANCELLABLE, cancelOrder, changeOrderStatus, placeCheckedOrder, placeOrder } from './order-lifecycle.ts';
 import { toOrderCreated } from './orders.mapper.ts';
 import {
   findIdempotencyKey,
@@ -31,6 +31,24 @@ const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
 
 const orderNotFound = () => new AppError('NOT_FOUND', 'Order not found');
 const notYourOrder = () => new AppError('FORBIDDEN', 'Not enough permissions to access this order');
+
+/** 400 for a quantity outside 1–1000, naming the first bad line. */
+function assertQuantities(body: OrderCreateBody): void {
+  for (const line of body.items) {
+    if (line.quantity < 1 || line.quantity > MAX_QUANTITY) {
+      throw new AppError('INVALID_QUANTITY', `Invalid quantity ${line.quantity} for product ${line.product_id}: must be between 1 and ${MAX_QUANTITY}`);
+    }
+  }
+}
+
+/** The 400 for the first line whose product is not among the active ones of `found`. */
+function invalidProduct(body: OrderCreateBody, found: readonly { id: number; is_active: boolean }[]): AppError {
+  const active = new Set(found.filter((p) => p.is_active).map((p) => p.id));
+  const bad = body.items.find((l) => !active.has(l.product_id));
+  // the insert refused the order for its products: one of them must be missing or inactive
+  if (!bad) throw new Error('an order was refused for its products, but all of them are active');
+  return new AppError('INVALID_PRODUCT', `Invalid product id ${bad.product_id}: no such active product`);
+}
 
 export interface CreateOrderResult {
   /** only successful creations are stored under a key, so a replay is a 201 too */
@@ -74,12 +92,18 @@ export class OrdersService {
       const earlier = await findIdempotencyKey(this.db, actor.id, idempotencyKey);
       if (earlier) return this.replay(earlier, hash);
     }
-    const names = await this.assertOrderable(body);
-    const lines = body.items.map((l) => ({ productId: l.product_id, productName: names.get(l.product_id)!, quantity: l.quantity }));
+    assertQuantities(body);
+    const lines = body.items.map((l) => ({ productId: l.product_id, quantity: l.quantity }));
+    // an id outside the integer range is no product: the separate check names the first bad line
+    if (lines.some((l) => !(l.productId >= 1 && l.productId <= MAX_ID))) {
+      throw invalidProduct(body, await findProductStates(this.db, lines.map((l) => l.productId).filter((id) => id >= 1 && id <= MAX_ID)));
+    }
     try {
       const created = await this.db.transaction().execute(async (trx) => {
-        const order = await this.place(trx, { userId: actor.id, shippingAddress: body.shipping_address, lines });
-        const response = toOrderCreated(order, lines);
+        // the insert checks the products itself: nothing is written unless all are active
+        const placed = await placeCheckedOrder(trx, { orderEvents: this.orderEvents, queue: this.queue }, { userId: actor.id, shippingAddress: body.shipping_address, lines });
+        if (!placed.order) throw invalidProduct(body, placed.products);
+        const response = toOrderCreated(placed.order, lines);
         if (idempotencyKey !== undefined) {
           const saved = await saveIdempotencyKey(trx, {
             userId: actor.id,
@@ -109,26 +133,6 @@ export class OrdersService {
       throw new AppError('IDEMPOTENCY_KEY_REUSED', 'Idempotency-Key has already been used with a different request body');
     }
     return { statusCode: earlier.response_status as 201, body: earlier.response_body as OrderCreated, replayed: true };
-  }
-
-  /**
-   * 400 for a quantity outside 1–1000 or an unknown or inactive product, naming the first bad line.
-   * Returns the name of each product.
-   */
-  private async assertOrderable(body: OrderCreateBody): Promise<Map<number, string>> {
-    for (const line of body.items) {
-      if (line.quantity < 1 || line.quantity > MAX_QUANTITY) {
-        throw new AppError('INVALID_QUANTITY', `Invalid quantity ${line.quantity} for product ${line.product_id}: must be between 1 and ${MAX_QUANTITY}`);
-      }
-    }
-    const ids = [...new Set(body.items.map((l) => l.product_id))].filter((id) => id >= 1 && id <= MAX_ID);
-    const products = new Map((await findProductStates(this.db, ids)).map((p) => [p.id, p]));
-    for (const line of body.items) {
-      if (products.get(line.product_id)?.is_active !== true) {
-        throw new AppError('INVALID_PRODUCT', `Invalid product id ${line.product_id}: no such active product`);
-      }
-    }
-    return new Map([...products].map(([id, p]) => [id, p.name]));
   }
 
   /**

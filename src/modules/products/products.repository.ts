@@ -10,10 +10,18 @@ export async function findProductBySku(db: Db, sku: string): Promise<ProductRow 
   return db.selectFrom('products').selectAll().where('sku', '=', sku).executeTakeFirst();
 }
 
-/** id, name, is_active of the given products (one query); unknown ids are simply absent. */
+/**
+ * id, name, is_active of the given products, as a query not yet run: `findProductStates` runs it,
+ * and an order's insert embeds it to check the order's products in its own statement. Unknown ids
+ * are simply absent.
+ */
+export function productStatesQuery(db: Db, ids: readonly number[]) {
+  return db.selectFrom('products').select(['id', 'name', 'is_active']).where(sql<boolean>`id = ANY(${[...ids]}::integer[])`);
+}
+
 export async function findProductStates(db: Db, ids: number[]): Promise<{ id: number; name: string; is_active: boolean }[]> {
   if (ids.length === 0) return [];
-  return db.selectFrom('products').select(['id', 'name', 'is_active']).where('id', 'in', ids).execute();
+  return productStatesQuery(db, ids).execute();
 }
 
 export async function findProductsBySku(db: Db, skus: string[]): Promise<ProductRow[]> {

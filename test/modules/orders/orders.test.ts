@@ -116,7 +116,17 @@ describe('orders', () => {
     for (const productId of [999999, inactive.id, 0, -1, 99999999999]) {
       const res = await place(alice, { items: [{ product_id: pen.id, quantity: 1 }, { product_id: productId, quantity: 1 }], shipping_address: 'x' });
       assert.equal(res.statusCode, 400, `${productId} → ${res.body}`);
-      assert.equal(errorBody(res).error_code, 'INVALID_PRODUCT');
+      assert.deepEqual(errorBody(res), { error_code: 'INVALID_PRODUCT', detail: `Invalid product id ${productId}: no such active product` });
+    }
+    // two bad lines: the first is named, whether its id is in the integer range or not
+    for (const [first, second] of [
+      [inactive.id, 99999999999],
+      [99999999999, inactive.id],
+      [999999, inactive.id],
+    ]) {
+      const res = await place(alice, { items: [{ product_id: pen.id, quantity: 1 }, { product_id: first!, quantity: 1 }, { product_id: second!, quantity: 2 }], shipping_address: 'x' });
+      assert.equal(res.statusCode, 400, res.body);
+      assert.equal(errorBody(res).detail, `Invalid product id ${first}: no such active product`);
     }
     for (const quantity of [0, -3, 1001, 5000]) {
       const res = await place(alice, { items: [{ product_id: pen.id, quantity }], shipping_address: 'x' });
@@ -126,6 +136,9 @@ describe('orders', () => {
     assert.equal(await orderCount(), before);
     const edge = await place(alice, { items: [{ product_id: pen.id, quantity: 1000 }], shipping_address: 'x'.repeat(500) });
     assert.equal(edge.statusCode, 201);
+    // the line has its product's name from the moment the order exists
+    const line = await app.ctx.db.selectFrom('order_items').select('product_name').where('order_id', '=', edge.json().id).executeTakeFirstOrThrow();
+    assert.equal(line.product_name, pen.name);
     await waitForFinal(app, edge.json().id);
   });
 

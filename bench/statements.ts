@@ -19,7 +19,7 @@ import { f1, type Target } from './report.ts';
 import { freshDatabase } from './services.ts';
 
 /** Today's count: a regression guard, not one of the issue's targets (27 before issue 20, 21.7 at the start of its second round). */
-const STATEMENTS_GOAL = 16;
+const STATEMENTS_GOAL = 15;
 
 export interface StatementCount {
   orders: number;

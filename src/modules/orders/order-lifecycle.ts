@@ -2,16 +2,16 @@ import type { Transaction } from 'kysely';
 import type { Database, OrderRow, OrderStatus } from '../../db/schema.ts';
 import type { OrderEventBus } from '../../events/order-events.ts';
 import type { JobQueue } from '../../jobs/queue.ts';
-import { lockProducts, productStatesQuery, returnStock } from '../products/products.repository.ts';
+import { lockProducts, productStatesQuery, returnStock, type ProductState } from '../products/products.repository.ts';
 import {
   insertCheckedOrderWithEvent,
   insertOrderWithEvent,
   orderDemand,
   ownerOf,
   updateOrderWithEvent,
+  type InsertedOrder,
   type LinePrice,
   type NewOrder,
-  type ProductState,
 } from './orders.repository.ts';
 
 /** What a failure concerned: for a stock failure, each short line. */
@@ -79,21 +79,27 @@ export async function startProcessing(trx: Transaction<Database>, orderEvents: O
   return moved.order;
 }
 
+type PlaceDeps = { orderEvents: OrderEventBus; queue: JobQueue };
+
+/** The lookups of a new order's `order.created`, for the statement that inserts it. */
+function createdLookups(trx: Transaction<Database>, deps: PlaceDeps, userId: number) {
+  return deps.orderEvents.lookups(trx, { type: 'order.created', status: 'pending', userId });
+}
+
+/** Publishes an inserted order's `order.created` and enqueues its processing job, in `trx`. */
+async function announce(trx: Transaction<Database>, deps: PlaceDeps, inserted: InsertedOrder): Promise<OrderRow> {
+  await deps.orderEvents.publish(trx, inserted.event, inserted.order, inserted.looked);
+  await deps.queue.send(trx, 'order-process', { orderId: inserted.order.id });
+  return inserted.order;
+}
+
 /**
  * Inserts a pending order with its lines, writes and publishes `order.created`, and enqueues the
  * processing job, all in `trx`: the order can never exist without its job and its event. Products
  * are not validated here: callers check them first.
  */
-export async function placeOrder(
-  trx: Transaction<Database>,
-  deps: { orderEvents: OrderEventBus; queue: JobQueue },
-  input: NewOrder,
-): Promise<OrderRow> {
-  const lookups = deps.orderEvents.lookups(trx, { type: 'order.created', status: 'pending', userId: input.userId });
-  const { order, event, looked } = await insertOrderWithEvent(trx, input, lookups);
-  await deps.orderEvents.publish(trx, event, order, looked);
-  await deps.queue.send(trx, 'order-process', { orderId: order.id });
-  return order;
+export async function placeOrder(trx: Transaction<Database>, deps: PlaceDeps, input: NewOrder): Promise<OrderRow> {
+  return announce(trx, deps, await insertOrderWithEvent(trx, input, createdLookups(trx, deps, input.userId)));
 }
 
 /**
@@ -103,16 +109,14 @@ export async function placeOrder(
  */
 export async function placeCheckedOrder(
   trx: Transaction<Database>,
-  deps: { orderEvents: OrderEventBus; queue: JobQueue },
+  deps: PlaceDeps,
   input: Omit<NewOrder, 'lines'> & { lines: readonly { productId: number; quantity: number }[] },
 ): Promise<{ order: OrderRow | undefined; products: ProductState[] }> {
   const ids = [...new Set(input.lines.map((l) => l.productId))];
-  const lookups = deps.orderEvents.lookups(trx, { type: 'order.created', status: 'pending', userId: input.userId });
-  const { inserted, products } = await insertCheckedOrderWithEvent(trx, input, lookups, { states: productStatesQuery(trx, ids), count: ids.length });
+  const check = { states: productStatesQuery(trx, ids), count: ids.length };
+  const { inserted, products } = await insertCheckedOrderWithEvent(trx, input, createdLookups(trx, deps, input.userId), check);
   if (!inserted) return { order: undefined, products };
-  await deps.orderEvents.publish(trx, inserted.event, inserted.order, inserted.looked);
-  await deps.queue.send(trx, 'order-process', { orderId: inserted.order.id });
-  return { order: inserted.order, products };
+  return { order: await announce(trx, deps, inserted), products };
 }
 
 /** The statuses an order can be cancelled from: not yet final, or completed (its stock goes back). */

@@ -2,6 +2,7 @@ import { sql, type Expression, type ExpressionBuilder, type RawBuilder, type Tra
 import { compileOnce } from '../../db/compiled.ts';
 import type { Database, OrderEventRow, OrderRow, OrderStatus, OrdersTable } from '../../db/schema.ts';
 import type { OrderEventType } from '../../events/order-events.ts';
+import type { ProductState } from '../products/products.repository.ts';
 import type { Db } from '../../db/database.ts';
 
 export interface OrderLineView {
@@ -181,13 +182,6 @@ export interface NewOrder {
   source?: string;
   /** the platform's own order id, unique per source */
   externalId?: string | null;
-}
-
-/** What an order placed by the API is checked against: each product's state, from the products module. */
-export interface ProductState {
-  id: number;
-  name: string;
-  is_active: boolean;
 }
 
 /**

@@ -10,6 +10,13 @@ export async function findProductBySku(db: Db, sku: string): Promise<ProductRow 
   return db.selectFrom('products').selectAll().where('sku', '=', sku).executeTakeFirst();
 }
 
+/** What an order's placement checks of a product: whether it is active, and its name for the lines. */
+export interface ProductState {
+  id: number;
+  name: string;
+  is_active: boolean;
+}
+
 /**
  * id, name, is_active of the given products, as a query not yet run: `findProductStates` runs it,
  * and an order's insert embeds it to check the order's products in its own statement. Unknown ids
@@ -19,7 +26,7 @@ export function productStatesQuery(db: Db, ids: readonly number[]) {
   return db.selectFrom('products').select(['id', 'name', 'is_active']).where(sql<boolean>`id = ANY(${[...ids]}::integer[])`);
 }
 
-export async function findProductStates(db: Db, ids: number[]): Promise<{ id: number; name: string; is_active: boolean }[]> {
+export async function findProductStates(db: Db, ids: number[]): Promise<ProductState[]> {
   if (ids.length === 0) return [];
   return productStatesQuery(db, ids).execute();
 }

@@ -3,6 +3,7 @@
  * the service's main queries timed from a connection of their own, query plans, and the API
  * process's memory.
  */
+import fs from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import type { Session } from './sessions.ts';
@@ -122,6 +123,12 @@ export async function explain(client: pg.Client, text: string, params: unknown[]
 }
 
 /** Resident memory of the process answering `${serviceUrl}/metrics`, sampled every second until stopped. */
+/** VmRSS of a running process, in MiB (Linux /proc). */
+export function rssMib(pid: number): number {
+  const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+  return Number(/^VmRSS:\s+(\d+) kB/m.exec(status)?.[1]) / 1024;
+}
+
 export function rssSampler(serviceUrl: string): { stop: () => { maxMb: number; lastMb: number } } {
   let max = 0;
   let last = 0;

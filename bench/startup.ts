@@ -3,22 +3,16 @@
  * database, before any request), 2 s after it listens. Several runs, the median counts: what every
  * API process of a fleet holds before it serves anything.
  */
-import fs from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { elapsed, log, type RunContext } from './context.ts';
 import { startNode, stopProc, tail, waitUntil } from './procs.ts';
+import { rssMib } from './measure.ts';
 import { f1, type Target } from './report.ts';
 import { serviceEnv, serviceExecArgv } from './services.ts';
 
 const RUNS = 3;
 export const STARTUP_RSS_GOAL_MIB = 100;
-
-/** VmRSS of a running process, in MiB (Linux /proc). */
-function rssMib(pid: number): number {
-  const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
-  return Number(/^VmRSS:\s+(\d+) kB/m.exec(status)?.[1]) / 1024;
-}
 
 export async function startupPhase(ctx: RunContext, report: Record<string, unknown>): Promise<Target> {
   log(`[${elapsed(ctx)}] start-up memory of an API process (ROLE=api), ${RUNS} runs`);

@@ -66,6 +66,8 @@ export interface Config {
   /** pg-boss polling interval for workers (seconds, >= 0.5) */
   readonly jobPollingSeconds: number;
   readonly orderWorkerConcurrency: number;
+  /** idle seconds after which a process whose heap grew gives the memory back (0: never) */
+  readonly memoryReleaseIdleSeconds: number;
   /** how long an API process may serve a user row from memory (0: never); see user-cache.ts */
   readonly userCacheTtlSeconds: number;
   readonly webConcurrency: number;
@@ -302,6 +304,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     // PGlite runs one transaction at a time: more jobs at once would only queue in front of requests
     orderWorkerConcurrency: int(env, 'ORDER_WORKER_CONCURRENCY', embedded ? 4 : 12, 1, 64),
     userCacheTtlSeconds: num(env, 'USER_CACHE_TTL_SECONDS', 10, 0),
+    memoryReleaseIdleSeconds: int(env, 'MEMORY_RELEASE_IDLE_SECONDS', 10, 0, 86400),
     webConcurrency: int(env, 'WEB_CONCURRENCY', 1, 1, 64),
     webhookMessageRetentionDays: int(env, 'WEBHOOK_MESSAGE_RETENTION_DAYS', 30, 0, 3650),
     inboundPayloadRetentionDays: int(env, 'INBOUND_PAYLOAD_RETENTION_DAYS', 30, 0, 3650),

@@ -12,20 +12,29 @@ if (shouldRunCluster(config)) await runClusterPrimary(config);
 const telemetry = config.otelEndpoint ? (await import('./telemetry.ts')).startTelemetry(config) : undefined;
 const { buildApp } = await import('./app.ts');
 const { bootstrapAdmin } = await import('./modules/users/admin-bootstrap.ts');
+const { releaseStartupMemory, watchIdleMemory } = await import('./memory.ts');
 
 const app = await buildApp(config);
 if (config.role !== 'worker') await bootstrapAdmin(app.ctx);
+
+let stopIdleMemory: (() => void) | undefined;
 
 // SIGTERM/SIGINT: stop accepting, let in-flight requests finish, let running jobs finish, close pools.
 closeWithGrace({ delay: 30000 }, async ({ signal, err }) => {
   if (err) app.log.error({ err }, 'shutting down after an error');
   else app.log.info({ signal }, 'shutting down');
+  stopIdleMemory?.();
   await app.close();
   await telemetry?.shutdown();
 });
 
+await app.ready();
+app.log.info(releaseStartupMemory(), 'start-up memory released');
+if (config.memoryReleaseIdleSeconds > 0) {
+  stopIdleMemory = watchIdleMemory({ idleSeconds: config.memoryReleaseIdleSeconds, onRelease: (r) => app.log.info(r, 'idle: memory released') });
+}
+
 if (config.role === 'worker') {
-  await app.ready();
   app.log.info('worker started (ROLE=worker): processing jobs, not serving HTTP');
   if (!process.stdout.isTTY) process.stdout.write('Worker started: processing jobs\n');
 } else {

@@ -17,6 +17,11 @@ describe('the server process', { timeout: 90000 }, () => {
     // without OTEL_EXPORTER_OTLP_ENDPOINT the OpenTelemetry SDK is never loaded (tracing costs nothing)
     assert.ok(!proc.stderr().includes(SDK_LOADED), 'the SDK is not loaded');
     assert.match(proc.stdout(), new RegExp(`${base.replace(/[.]/g, '\\.')}/docs`));
+    // before it listened, the process gave back what start-up grew (src/memory.ts)
+    const released = proc.stdout().split('\n').find((l) => l.includes('"start-up memory released"'));
+    assert.ok(released, 'the start-up release is logged');
+    const { rssBeforeMib, rssAfterMib } = JSON.parse(released) as { rssBeforeMib: number; rssAfterMib: number };
+    assert.ok(rssAfterMib < rssBeforeMib, `RSS ${rssBeforeMib} → ${rssAfterMib} MiB`);
 
     // each login on its own connection: bcrypt at cost 12 keeps every one in flight for a while
     const N = 8;

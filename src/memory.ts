@@ -1,0 +1,105 @@
+/**
+ * Giving memory back to the operating system when the process no longer needs it: once after
+ * start-up, and whenever the process has been idle for a while after its heap grew.
+ *
+ * V8 sizes its heap for throughput. Start-up (migrations, module evaluation, route registration)
+ * and any burst of load grow the young generation to tens of MB and the old generation ahead of
+ * what is live, and V8 keeps that size: an ordinary collection leaves it committed, and V8's memory
+ * reducer does not run in a process that is merely idle. The "last resort" collection of V8's gc
+ * extension (the one V8 runs on a low-memory notification) collects everything and shrinks the
+ * young generation back to its minimum. It takes tens of milliseconds of the main thread, so it
+ * runs only where nothing waits for it: before the first request, and after a stretch with the
+ * event loop idle. Under load the heap grows again to what the load needs; V8 flags that bound the
+ * heap instead cost CPU on every request (bench/README.md, finding 36).
+ *
+ * The gc function is taken from a fresh vm context created while `--expose-gc` is set, then the flag
+ * is cleared: nothing else sees a global `gc`, and V8's flags (which key the compile cache) are as
+ * they were.
+ */
+import module from 'node:module';
+import { performance } from 'node:perf_hooks';
+import v8 from 'node:v8';
+import vm from 'node:vm';
+
+type GcOptions = { type: 'major'; execution: 'sync'; flavor: 'last-resort' };
+
+export interface MemoryRelease {
+  rssBeforeMib: number;
+  rssAfterMib: number;
+  gcMs: number;
+}
+
+const mib = (bytes: number) => Math.round((bytes / 1048576) * 10) / 10;
+
+let lastResortGc: ((options: GcOptions) => void) | undefined;
+
+function gcFunction(): (options: GcOptions) => void {
+  if (!lastResortGc) {
+    v8.setFlagsFromString('--expose-gc');
+    try {
+      lastResortGc = vm.runInNewContext('gc') as (options: GcOptions) => void;
+    } finally {
+      v8.setFlagsFromString('--no-expose-gc');
+    }
+  }
+  return lastResortGc;
+}
+
+/** One full collection that also shrinks the heap; what the process held before and after. */
+export function releaseMemory(): MemoryRelease {
+  const rssBefore = process.memoryUsage.rss();
+  const started = performance.now();
+  gcFunction()({ type: 'major', execution: 'sync', flavor: 'last-resort' });
+  return { rssBeforeMib: mib(rssBefore), rssAfterMib: mib(process.memoryUsage.rss()), gcMs: Math.round(performance.now() - started) };
+}
+
+/**
+ * Once everything is loaded, before the process takes work. The compile cache (src/compile-cache.js)
+ * is written now, not only at a clean exit, so a process that is killed still leaves a warm cache
+ * for the next start.
+ */
+export function releaseStartupMemory(): MemoryRelease {
+  module.flushCompileCache();
+  return releaseMemory();
+}
+
+/** Event-loop utilisation below this, over a whole second, counts as an idle second. */
+const IDLE_UTILISATION = 0.02;
+
+export interface IdleMemoryOptions {
+  /** consecutive idle seconds before a release */
+  idleSeconds: number;
+  /** how much the V8 heap must have grown since the last release, in bytes, for another */
+  minGrowthBytes?: number;
+  /** the length of one observation, in ms (tests shorten it) */
+  tickMs?: number;
+  onRelease: (release: MemoryRelease) => void;
+}
+
+/**
+ * Releases memory after `idleSeconds` consecutive idle seconds, when the heap has grown by at least
+ * `minGrowthBytes` since the last release: at most once per idle stretch, and never while the
+ * process is busy. Returns the function that stops watching.
+ */
+export function watchIdleMemory(options: IdleMemoryOptions): () => void {
+  const { idleSeconds, minGrowthBytes = 32 * 1048576, tickMs = 1000, onRelease } = options;
+  const heapSize = () => v8.getHeapStatistics().total_physical_size;
+  let baseline = heapSize();
+  let idleTicks = 0;
+  let last = performance.eventLoopUtilization();
+  const timer = setInterval(() => {
+    const now = performance.eventLoopUtilization();
+    const idle = performance.eventLoopUtilization(now, last).utilization < IDLE_UTILISATION;
+    last = now;
+    idleTicks = idle ? idleTicks + 1 : 0;
+    if (idleTicks < idleSeconds || heapSize() < baseline + minGrowthBytes) return;
+    const release = releaseMemory();
+    baseline = heapSize();
+    idleTicks = 0;
+    // the collection itself is not load: the next tick measures from after it
+    last = performance.eventLoopUtilization();
+    onRelease(release);
+  }, tickMs);
+  timer.unref();
+  return () => clearInterval(timer);
+}

@@ -159,7 +159,10 @@ export class JobQueue {
     const runsWorkers = config.role !== 'api';
     const common = {
       schema: BOSS_SCHEMA,
-      useListenNotify: true,
+      // Only a process that fetches jobs listens. An API process only sends them (the NOTIFY that
+      // wakes the workers is part of the send): a LISTEN connection there would wake its backend
+      // and the process for every job sent by any process, for nothing.
+      useListenNotify: runsWorkers,
       supervise: runsWorkers,
       schedule: runsWorkers,
       migrate: true,

@@ -108,6 +108,14 @@ describe('ROLE=worker and ROLE=api as separate processes (PostgreSQL)', { skip: 
     const apiEnv = await serverEnv(t, { PORT: String(apiPort), ROLE: 'api', BCRYPT_ROUNDS: '4' });
     const apiProc = start(t, 'src/server.ts', apiEnv);
     await untilHealthy(api, apiProc);
+    // only a process that fetches jobs listens to the job queue's channel (src/jobs/queue.ts)
+    const db = new pg.Client({ connectionString: apiEnv.DATABASE_URL });
+    await db.connect();
+    // the test database is dropped (its sessions ended) when the test ends
+    db.on('error', () => {});
+    const listeners = async () =>
+      (await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND query ILIKE 'LISTEN %pgboss%'`)).rows[0].n;
+    assert.equal(await listeners(), 0, 'the API process does not listen for jobs');
 
     // the worker: the same database, its own data directory (its outbox is where its mail lands)
     const workerEnv = await serverEnv(t, { PORT: String(workerPort), ROLE: 'worker', LOG_LEVEL: 'info', BCRYPT_ROUNDS: '4' });
@@ -118,6 +126,8 @@ describe('ROLE=worker and ROLE=api as separate processes (PostgreSQL)', { skip: 
       return worker.stdout().includes('worker started') ? true : undefined;
     }, 30000, 50);
     await assert.rejects(request(`http://127.0.0.1:${workerPort}/health`), /ECONNREFUSED/, 'the worker serves no HTTP');
+    assert.equal(await listeners(), 1, "the worker's job queue listens");
+    await db.end();
 
     // an admin creates a user through the API process: the welcome e-mail job runs in the worker
     const login = await request(`${api}/api/v1/auth/login`, {

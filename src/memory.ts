@@ -31,13 +31,15 @@ export interface MemoryRelease {
 
 const mib = (bytes: number) => Math.round((bytes / 1048576) * 10) / 10;
 
-let lastResortGc: ((options: GcOptions) => void) | undefined;
+let lastResortGc: ((options: GcOptions) => void) | null | undefined;
 
-function gcFunction(): (options: GcOptions) => void {
-  if (!lastResortGc) {
+/** V8's gc function, or null on a runtime without the extension (then nothing is collected). */
+function gcFunction(): ((options: GcOptions) => void) | null {
+  if (lastResortGc === undefined) {
     v8.setFlagsFromString('--expose-gc');
     try {
-      lastResortGc = vm.runInNewContext('gc') as (options: GcOptions) => void;
+      const gc: unknown = vm.runInNewContext('typeof gc === "function" ? gc : null');
+      lastResortGc = typeof gc === 'function' ? (gc as (options: GcOptions) => void) : null;
     } finally {
       v8.setFlagsFromString('--no-expose-gc');
     }
@@ -49,7 +51,7 @@ function gcFunction(): (options: GcOptions) => void {
 export function releaseMemory(): MemoryRelease {
   const rssBefore = process.memoryUsage.rss();
   const started = performance.now();
-  gcFunction()({ type: 'major', execution: 'sync', flavor: 'last-resort' });
+  gcFunction()?.({ type: 'major', execution: 'sync', flavor: 'last-resort' });
   return { rssBeforeMib: mib(rssBefore), rssAfterMib: mib(process.memoryUsage.rss()), gcMs: Math.round(performance.now() - started) };
 }
 

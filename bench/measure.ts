@@ -122,13 +122,13 @@ export async function explain(client: pg.Client, text: string, params: unknown[]
   return { plan: nodes.join(' → '), ms: exec ? Number(/([\d.]+) ms/.exec(exec)?.[1]) : NaN };
 }
 
-/** Resident memory of the process answering `${serviceUrl}/metrics`, sampled every second until stopped. */
 /** VmRSS of a running process, in MiB (Linux /proc). */
 export function rssMib(pid: number): number {
   const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
   return Number(/^VmRSS:\s+(\d+) kB/m.exec(status)?.[1]) / 1024;
 }
 
+/** Resident memory of the process answering `${serviceUrl}/metrics`, sampled every second until stopped. */
 export function rssSampler(serviceUrl: string): { stop: () => { maxMb: number; lastMb: number } } {
   let max = 0;
   let last = 0;

@@ -66,8 +66,11 @@ export class OrderEventBus {
     return this.listeners.map((l) => l.lookup?.(db, preview));
   }
 
-  /** `looked`: the rows of `lookups(…)`, read by the statement that wrote `event`, in the same order. */
-  async publish(trx: Transaction<Database>, event: OrderEventRow, order: OrderRow, looked?: readonly (readonly unknown[] | null)[]): Promise<void> {
-    for (const [i, { listener }] of this.listeners.entries()) await listener(trx, event, order, looked?.[i] ?? undefined);
+  /**
+   * `looked`: the rows of `lookups(…)`, read by the statement that wrote `event`, in the same order.
+   * Every publisher embeds the lookups: a listener with one always receives its rows.
+   */
+  async publish(trx: Transaction<Database>, event: OrderEventRow, order: OrderRow, looked: readonly (readonly unknown[] | null)[]): Promise<void> {
+    for (const [i, { listener }] of this.listeners.entries()) await listener(trx, event, order, looked[i] ?? undefined);
   }
 }

@@ -23,13 +23,7 @@ import {
   settleMessage,
 } from './messages.repository.ts';
 import { destinationOf, sendSignedMessage, type AttemptResult } from './sender.ts';
-import {
-  matchingSubscriptions,
-  matchingSubscriptionsQuery,
-  recordSubscriptionFailure,
-  resetSubscriptionFailures,
-  type MatchingSubscription,
-} from './subscriptions.repository.ts';
+import { matchingSubscriptionsQuery, recordSubscriptionFailure, resetSubscriptionFailures, type MatchingSubscription } from './subscriptions.repository.ts';
 
 export const WEBHOOK_TEST_EVENT = 'webhook.test';
 /** A subscription whose last N messages all failed (after every retry) is disabled. */
@@ -131,13 +125,12 @@ export class WebhookDeliveryService {
    * API version's rendering.
    * A message waits ('held') while an earlier message of the same order to the same subscription is
    * still pending, so a receiver gets one order's events in sequence.
-   * `looked`: the matching subscriptions as `subscriptionLookup` read them in the statement that
-   * wrote the event; without them, they are read here.
+   * `subscriptions`: the matching subscriptions, as `subscriptionLookup` read them in the statement
+   * that wrote the event.
    */
-  async fanOut(trx: Transaction<Database>, event: OrderEventRow, looked?: readonly MatchingSubscription[]): Promise<void> {
+  async fanOut(trx: Transaction<Database>, event: OrderEventRow, subscriptions: readonly MatchingSubscription[]): Promise<void> {
     if (!(ORDER_EVENT_TYPES as readonly string[]).includes(event.type)) return;
     const kinds = kindsOf(event);
-    const subscriptions = looked ?? (await matchingSubscriptions(trx, kinds, event.user_id));
     if (subscriptions.length === 0) return;
     // each version's rendering, made once per kind
     const payloads = new Map<string, string>();

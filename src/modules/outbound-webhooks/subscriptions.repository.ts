@@ -101,8 +101,8 @@ export interface MatchingSubscription {
 /**
  * Active subscriptions that receive any of `kinds` for an order owned by `ownerId`: the owner's own,
  * and every administrator's, by id. Owners that were deleted or deactivated receive nothing. Not
- * executed: `matchingSubscriptions` runs it, and the order event statements embed it (the
- * webhooks' lookup on the order event bus), so that it costs no round trip of its own.
+ * executed: the order event statements embed it (the webhooks' lookup on the order event bus), so
+ * that it costs no round trip of its own.
  */
 export function matchingSubscriptionsQuery(db: Db, kinds: readonly string[], ownerId: number | Expression<number>) {
   return db
@@ -113,10 +113,6 @@ export function matchingSubscriptionsQuery(db: Db, kinds: readonly string[], own
     .where(sql<boolean>`events && ${[...kinds]}::text[]`)
     .where('user_id', 'in', eventRecipientIds(db, ownerId))
     .orderBy('id');
-}
-
-export async function matchingSubscriptions(db: Db, kinds: readonly string[], ownerId: number): Promise<MatchingSubscription[]> {
-  return matchingSubscriptionsQuery(db, kinds, ownerId).execute();
 }
 
 /** A delivered message resets the run of failures. */

@@ -57,6 +57,8 @@ describe('/metrics: jobs, orders and webhooks, read from the database', () => {
       ['webhook_oldest_undelivered_message_age_seconds', 'gauge'],
       ['inbound_webhooks', 'gauge'],
       ['http_request_duration_seconds', 'histogram'],
+      // Node's default metrics, the event-loop delay sampled every 100 ms (src/http/observability.ts)
+      ['nodejs_eventloop_lag_p99_seconds', 'gauge'],
     ]) {
       assert.ok(text.includes(`# TYPE ${name} ${type}`), `${name} ${type}`);
       assert.ok(text.includes(`# HELP ${name} `), name);

@@ -13,6 +13,13 @@ import { deadLetterQueueOf, jobSubjectOf, type DeadLettered, type Job, type JobN
 export const INTERNAL_RETRY = { retryLimit: 2, retryDelay: 1, retryBackoff: true } as const;
 
 /**
+ * Scheduled housekeeping (the retention purges): a run that failed (the database away) is as good a
+ * minute later, then two. Its queue's backstop poll follows its first retry delay, so these queues
+ * are polled once a minute instead of every second (their scheduled runs wake workers by NOTIFY).
+ */
+export const HOUSEKEEPING_RETRY = { retryDelay: 60 } as const;
+
+/**
  * How a job whose worker died (SIGKILL, OOM, lost host) gets back to another worker. pg-boss's
  * default is to leave it `active` until `expireInSeconds` (15 minutes) passes. A running handler
  * refreshes its heartbeat every `heartbeatSeconds / 2`; a job without a fresh heartbeat is failed
@@ -227,8 +234,10 @@ export class JobQueue {
         ...(w.perGroup !== undefined ? { localGroupConcurrency: w.perGroup } : {}),
         pollingIntervalSeconds: this.config.jobPollingSeconds,
         // NOTIFY wakes workers for new jobs only; retries and delayed jobs are found by this
-        // backstop poll, so it must be shorter than the first retry delay or it masks the backoff
-        notifyPollingIntervalSeconds: Math.max(this.config.jobPollingSeconds, INTERNAL_RETRY.retryDelay),
+        // backstop poll, so it is no longer than the queue's first retry delay, or it would mask the
+        // backoff. Each poll of an empty queue is a statement and a wake-up of an idle worker, so a
+        // queue whose retries may wait (the purges, the dead letters) polls that much less often.
+        notifyPollingIntervalSeconds: Math.max(this.config.jobPollingSeconds, this.definitions.get(w.name)?.retryDelay ?? INTERNAL_RETRY.retryDelay),
       } as const;
       await this.boss.work<unknown, unknown, typeof options>(w.name, options, async (jobs) => {
         // Each job settles on its own: a failed one is failed (and so retried) here, by id, without

@@ -1,9 +1,10 @@
 import type { FastifyBaseLogger } from 'fastify';
-import type { JobQueue } from './queue.ts';
+import { HOUSEKEEPING_RETRY, type JobQueue } from './queue.ts';
 import type { JobName } from './registry.ts';
 
 /** Rows one purge statement deletes at most: each batch is its own short transaction. */
 export const PURGE_BATCH = 1000;
+
 /** How long one scheduled run may keep purging; what is left goes with the next run. */
 export const PURGE_BUDGET_MS = 60_000;
 
@@ -50,7 +51,7 @@ export function schedulePurge(
   log: FastifyBaseLogger,
   purge: { name: JobName; cron: string; what: string; days: number; batch: (before: Date, limit: number) => Promise<number> },
 ): void {
-  queue.define({ name: purge.name });
+  queue.define({ name: purge.name, ...HOUSEKEEPING_RETRY });
   queue.work(purge.name, async () => {
     const before = retentionCutoff(purge.days);
     if (before) await purgeInBatches(purge.what, log, (limit) => purge.batch(before, limit));

@@ -8,6 +8,7 @@ import { waitForFinal } from '../helpers/orders.ts';
 import { fixturePayload, seedProduct, sendInbound, SHOPIFY_SECRET, startReceiver, type Receiver } from '../helpers/webhooks.ts';
 import { ConfigError, loadConfig } from '../../src/config.ts';
 import { purgeInBatches, retentionCutoff } from '../../src/jobs/retention.ts';
+import { HOUSEKEEPING_RETRY } from '../../src/jobs/queue.ts';
 import type { JobName } from '../../src/jobs/registry.ts';
 import { purgeSettledMessages } from '../../src/modules/outbound-webhooks/trace.repository.ts';
 
@@ -58,6 +59,14 @@ describe('retention: scheduled purges of outgoing messages, inbound payloads and
   after(async () => {
     await app.close();
     await receiver.close();
+  });
+
+  it('a failed purge is retried a minute later, so its queue is polled once a minute, not every second', async () => {
+    for (const name of ['jobs-purge', 'webhook-messages-purge', 'inbound-payloads-purge', 'refresh-tokens-purge', 'idempotency-keys-purge'] as const) {
+      const queue = await app.ctx.queue.boss.getQueue(name);
+      assert.equal(queue?.retryDelay, HOUSEKEEPING_RETRY.retryDelay, name);
+      assert.equal(queue?.retryBackoff, true, name);
+    }
   });
 
   it('defaults: 30 days for outgoing messages and inbound payloads, 7 for jobs; 0 keeps forever; anything else is refused', () => {

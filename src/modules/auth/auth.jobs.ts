@@ -1,12 +1,12 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Db } from '../../db/database.ts';
-import type { JobQueue } from '../../jobs/queue.ts';
+import { HOUSEKEEPING_RETRY, type JobQueue } from '../../jobs/queue.ts';
 import { purgeExpiredRefreshTokens } from './auth.repository.ts';
 import type { PasswordRecoveryService } from './password-recovery.service.ts';
 import { purgeExpiredResetTokens } from './password-reset.repository.ts';
 
 export function registerAuthJobs(queue: JobQueue, deps: { db: Db; log: FastifyBaseLogger; recovery: PasswordRecoveryService }): void {
-  queue.define({ name: 'refresh-tokens-purge' });
+  queue.define({ name: 'refresh-tokens-purge', ...HOUSEKEEPING_RETRY });
   queue.work('refresh-tokens-purge', async () => {
     const purged = await purgeExpiredRefreshTokens(deps.db);
     if (purged > 0) deps.log.info({ purged }, 'purged expired refresh tokens');

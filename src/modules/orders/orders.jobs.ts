@@ -1,6 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Db } from '../../db/database.ts';
-import type { JobQueue } from '../../jobs/queue.ts';
+import { HOUSEKEEPING_RETRY, type JobQueue } from '../../jobs/queue.ts';
 import type { OrderProcessor } from './order-processor.ts';
 import { purgeExpiredIdempotencyKeys } from './orders.repository.ts';
 
@@ -20,7 +20,7 @@ export function registerOrderJobs(
     await processor.abandon(job);
   });
 
-  queue.define({ name: 'idempotency-keys-purge' });
+  queue.define({ name: 'idempotency-keys-purge', ...HOUSEKEEPING_RETRY });
   queue.work('idempotency-keys-purge', async () => {
     const purged = await purgeExpiredIdempotencyKeys(deps.db);
     if (purged > 0) deps.log.info({ purged }, 'purged expired idempotency keys');

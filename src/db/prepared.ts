@@ -44,10 +44,15 @@ function isStalePlan(err: unknown): boolean {
 export class PreparingClient extends pg.Client {
   private generation = 0;
 
+  /** Whether `text` runs as a named prepared statement. */
+  protected prepares(text: string, values: readonly unknown[]): boolean {
+    return values.length > 0 && PREPARABLE.test(text);
+  }
+
   // pg.Client's overloads cannot be restated in a subclass; Kysely and pg-boss call query(text, values[, cb])
   override query(...args: unknown[]): never {
     const [text, values, callback] = args;
-    const name = typeof text === 'string' && Array.isArray(values) && values.length > 0 && PREPARABLE.test(text) ? nameFor(text) : undefined;
+    const name = typeof text === 'string' && Array.isArray(values) && this.prepares(text, values) ? nameFor(text) : undefined;
     if (name === undefined) return (super.query as (...a: unknown[]) => never)(...args);
     const config = { text, values, name: this.generation === 0 ? name : `${name}_${this.generation}` };
     const stale = (err: unknown) => {
@@ -63,5 +68,22 @@ export class PreparingClient extends pg.Client {
       stale(err);
       throw err;
     }) as never;
+  }
+}
+
+/** pg-boss's fetch of a queue's next jobs (plans.fetchNextJob). */
+const JOB_FETCH = /^\s*WITH\s+next\s+AS\s*\(/;
+
+/**
+ * The client of pg-boss's own pool: only its job fetches are prepared. A worker sends one per wake-up
+ * and one per backstop poll of every queue, idle or not. Its text is fixed per queue (the queue's
+ * name and batch size are written into it; the groups to skip are a parameter), and PostgreSQL spent
+ * six times longer planning it than running it on an empty queue (0.27–0.40 ms against 0.04–0.06 ms).
+ * pg-boss's other statements stay unnamed: it settles jobs with `id = ANY($2)`, and a generic plan,
+ * which cannot see how long that array is, scans every retained job of the queue.
+ */
+export class JobFetchPreparingClient extends PreparingClient {
+  protected override prepares(text: string): boolean {
+    return JOB_FETCH.test(text);
   }
 }

@@ -4,6 +4,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Transaction } from 'kysely';
 import type { Config } from '../config.ts';
 import type { DatabaseHandle } from '../db/database.ts';
+import { JobFetchPreparingClient } from '../db/prepared.ts';
 import type { Database } from '../db/schema.ts';
 import { ensureJobIndexes } from './job-indexes.ts';
 import { insertJobLink } from './jobs.repository.ts';
@@ -177,9 +178,14 @@ export class JobQueue {
     };
     this.boss = handle.pglite
       ? new PgBoss({ ...common, db: fromPglite(handle.pglite), backend: 'pglite' })
-      : // Its own pool's statements stay unnamed: pg-boss settles jobs with `id = ANY($2)`, and a
-        // generic plan, which cannot see how long that array is, scans every retained job of the queue.
-        new PgBoss({ ...common, connectionString: handle.connectionString, max: 10 });
+      : // Its own pool prepares its job fetches and nothing else (src/db/prepared.ts says why);
+        // pg-boss hands its options to pg.Pool, which takes the client class from them.
+        new PgBoss({
+          ...common,
+          connectionString: handle.connectionString,
+          max: 10,
+          ...(config.databasePreparedStatements ? { Client: JobFetchPreparingClient } : {}),
+        });
     this.boss.on('error', (err: Error) => this.log.error({ err }, 'job queue error'));
   }
 

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { sql } from 'kysely';
 import type { FastifyInstance } from 'fastify';
-import { buildTestApp } from '../helpers/app.ts';
+import type pg from 'pg';
+import { buildTestApp, waitFor } from '../helpers/app.ts';
 
 const onServer = Boolean(process.env.TEST_DATABASE_URL);
 
@@ -41,6 +42,28 @@ describe('named prepared statements (PostgreSQL)', { skip: !onServer && 'needs T
       await assert.rejects(read(), (err: { code?: string }) => err.code === '0A000');
       assert.deepEqual((await read()).rows, [{ id: 1, note: null }]);
     });
+  });
+
+  it("pg-boss's own pool prepares its job fetches only: a fetch once per connection, the rest unnamed", async (t) => {
+    const app = await buildTestApp(t);
+    const { pool } = app.ctx.queue.boss.getDb() as unknown as { pool: pg.Pool };
+    // a job sent and completed: the worker fetched it (and keeps polling every queue) on this pool
+    const id = await app.ctx.queue.sendNow('jobs-purge', {});
+    assert.ok(id);
+    await waitFor(async () => ((await app.ctx.queue.boss.getJobById('jobs-purge', id))?.state === 'completed' ? true : undefined));
+    // every connection of the pool, held at once, so each one's session is read
+    const clients = await Promise.all(Array.from({ length: pool.totalCount }, () => pool.connect()));
+    try {
+      const statements = (await Promise.all(clients.map(async (c) => (await c.query<{ statement: string }>('SELECT statement FROM pg_prepared_statements')).rows))).flat().map((r) => r.statement);
+      assert.ok(statements.some((s) => s.includes("name = 'jobs-purge'")), 'the fetch of the purge queue is prepared');
+      assert.ok(statements.every((s) => /^\s*WITH\s+next\s+AS/.test(s)), `only fetches are prepared: ${JSON.stringify(statements.map((s) => s.slice(0, 60)))}`);
+      for (const c of clients) {
+        const texts = (await c.query<{ statement: string }>('SELECT statement FROM pg_prepared_statements')).rows.map((r) => r.statement);
+        assert.equal(new Set(texts).size, texts.length, 'each fetch prepared once per connection');
+      }
+    } finally {
+      for (const c of clients) c.release();
+    }
   });
 
   it('DATABASE_PREPARED_STATEMENTS=false sends every statement unnamed', async (t) => {

@@ -66,7 +66,7 @@ export interface Config {
   /** pg-boss polling interval for workers (seconds, >= 0.5) */
   readonly jobPollingSeconds: number;
   readonly orderWorkerConcurrency: number;
-  /** idle seconds after which a process whose heap grew gives the memory back (0: never) */
+  /** idle seconds after which a process whose resident set grew gives the memory back (0: never) */
   readonly memoryReleaseIdleSeconds: number;
   /** how long an API process may serve a user row from memory (0: never); see user-cache.ts */
   readonly userCacheTtlSeconds: number;

@@ -1,6 +1,6 @@
 /**
  * Giving memory back to the operating system when the process no longer needs it: once after
- * start-up, and whenever the process has been idle for a while after its heap grew.
+ * start-up, and whenever the process has been idle for a while after it grew.
  *
  * V8 sizes its heap for throughput. Start-up (migrations, module evaluation, route registration)
  * and any burst of load grow the young generation to tens of MB and the old generation ahead of

@@ -116,6 +116,12 @@ function traceContextOf(data: unknown) {
   return carrier !== null && typeof carrier === 'object' ? propagation.extract(ROOT_CONTEXT, carrier) : ROOT_CONTEXT;
 }
 
+/** A queue's settings as pg-boss keeps them: the service's defaults, then the definition's own. */
+function queueSettings(def: QueueDefinition) {
+  const { name: _name, batchSize: _batchSize, ...own } = def;
+  return { ...INTERNAL_RETRY, ...JOB_LIVENESS, ...JOB_DELETION, ...own, notify: true };
+}
+
 /** Runs `fn` over `items`, at most `limit` at a time. */
 async function eachLimited<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
   let next = 0;
@@ -243,7 +249,7 @@ export class JobQueue {
         // backstop poll, so it is no longer than the queue's first retry delay, or it would mask the
         // backoff. Each poll of an empty queue is a statement and a wake-up of an idle worker, so a
         // queue whose retries may wait (the purges, the dead letters) polls that much less often.
-        notifyPollingIntervalSeconds: Math.max(this.config.jobPollingSeconds, this.definitions.get(w.name)?.retryDelay ?? INTERNAL_RETRY.retryDelay),
+        notifyPollingIntervalSeconds: Math.max(this.config.jobPollingSeconds, queueSettings(this.definitions.get(w.name)!).retryDelay),
       } as const;
       await this.boss.work<unknown, unknown, typeof options>(w.name, options, async (jobs) => {
         // Each job settles on its own: a failed one is failed (and so retried) here, by id, without
@@ -297,8 +303,8 @@ export class JobQueue {
     const existing = new Map((await this.boss.getQueues(defs.map((d) => d.name))).map((q) => [q.name, q as unknown as Record<string, unknown>]));
     const touched: string[] = [];
     for (const def of defs) {
-      const { name, batchSize: _batchSize, ...own } = def;
-      const options = { ...INTERNAL_RETRY, ...JOB_LIVENESS, ...JOB_DELETION, ...own, notify: true };
+      const { name } = def;
+      const options = queueSettings(def);
       const current = existing.get(name);
       if (!current) {
         await this.boss.createQueue(name, options);

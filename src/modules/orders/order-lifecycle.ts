@@ -2,7 +2,7 @@ import type { Transaction } from 'kysely';
 import type { Database, OrderRow, OrderStatus } from '../../db/schema.ts';
 import type { OrderEventBus } from '../../events/order-events.ts';
 import type { JobQueue } from '../../jobs/queue.ts';
-import { lockProducts, productStatesQuery, returnStock, type ProductState } from '../products/products.repository.ts';
+import { lockProducts, productStatesQuery, stockChangeStatement, type ProductState, type StockChange } from '../products/products.repository.ts';
 import {
   insertCheckedOrderWithEvent,
   insertOrderWithEvent,
@@ -23,7 +23,8 @@ export interface FailureDetails {
  * Moves a locked order to `next`, writes its `order.status_changed` event and publishes it, all in
  * `trx`. `order` must have been read with `lockOrder` in `trx`. A move to `failed` records the
  * failure reason (and its details) on the event as well as on the order; a move to `cancelled`
- * records when on the order and why (`cancelReason`, when given) on the event.
+ * records when on the order and why (`cancelReason`, when given) on the event. `stock` changes the
+ * stock of products the caller locked (`lockProducts`) in the same statement.
  */
 export async function changeOrderStatus(
   trx: Transaction<Database>,
@@ -37,6 +38,8 @@ export async function changeOrderStatus(
     cancelReason?: string | null;
     /** the prices and names the order's lines get, written in the same statement */
     linePrices?: readonly LinePrice[];
+    /** units taken from (negative) or put back into (positive) stock, in the same statement */
+    stock?: readonly StockChange[];
   } = {},
 ): Promise<OrderRow> {
   const now = new Date();
@@ -55,6 +58,7 @@ export async function changeOrderStatus(
       details: next === 'failed' ? (fields.details ?? null) : null,
     },
     linePrices: fields.linePrices,
+    alongside: fields.stock && fields.stock.length > 0 ? stockChangeStatement(fields.stock) : undefined,
     lookups: orderEvents.lookups(trx, { type: 'order.status_changed', status: next, userId: order.user_id }),
   });
   await orderEvents.publish(trx, event, updated, looked);
@@ -134,11 +138,12 @@ export async function cancelOrder(
   order: OrderRow,
   reason: string | null,
 ): Promise<OrderRow> {
+  let stock: StockChange[] = [];
   if (order.status === 'completed') {
     const demand = await orderDemand(trx, order.id);
     // the processing's lock order (the order row, then its products by id), so the two never deadlock
     await lockProducts(trx, demand.map((d) => d.productId));
-    await returnStock(trx, demand);
+    stock = demand.map((d) => ({ productId: d.productId, delta: d.quantity }));
   }
-  return changeOrderStatus(trx, orderEvents, order, 'cancelled', { cancelReason: reason });
+  return changeOrderStatus(trx, orderEvents, order, 'cancelled', { cancelReason: reason, stock });
 }

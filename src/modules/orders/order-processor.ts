@@ -5,7 +5,7 @@ import type { OrderEventBus } from '../../events/order-events.ts';
 import { givenUpJob, isLastAttempt } from '../../jobs/queue.ts';
 import type { Job } from '../../jobs/registry.ts';
 import { exactTotal, MAX_MONEY } from '../products/money.ts';
-import { lockAndTakeStock } from '../products/products.repository.ts';
+import { lockProducts } from '../products/products.repository.ts';
 import { changeOrderStatus, startProcessing, type FailureDetails } from './order-lifecycle.ts';
 import { findOrderStatus, lockOrder, lockOrderWithDemand, requeuedSince } from './orders.repository.ts';
 
@@ -78,9 +78,9 @@ export class OrderProcessor {
       const locked = await lockOrderWithDemand(trx, orderId);
       if (!locked || locked.order.status !== 'processing') return locked?.order.status;
       const { order, demand } = locked;
-      // the units are taken in the locking statement when the checks below will pass: one round trip
-      const reserved = await lockAndTakeStock(trx, demand, MAX_MONEY);
-      const products = new Map(reserved.products.map((p) => [p.id, p]));
+      // the products' locks are taken by one statement and the units by the next (the completion),
+      // never by the same one: see stockChangeStatement
+      const products = new Map((await lockProducts(trx, demand.map((d) => d.productId))).map((p) => [p.id, p]));
       let failure: FailureReason | undefined;
       const short: FailureDetails['lines'] = [];
       for (const d of demand) {
@@ -97,13 +97,10 @@ export class OrderProcessor {
       // the products are locked: these are the prices the lines get
       const total = failure === undefined ? exactTotal(demand.map((d) => ({ price: products.get(d.productId)!.price, quantity: d.quantity }))) : undefined;
       if (total !== undefined && Number(total) > MAX_MONEY) failure = 'TOTAL_TOO_LARGE';
-      // the statement's checks and these are the same rules: a disagreement is a defect, rolled back and retried
-      if (reserved.taken !== (failure === undefined)) {
-        throw new Error(`order ${orderId}: the stock statement ${reserved.taken ? 'took' : 'did not take'} the units, the checks say ${failure ?? 'none failed'}`);
-      }
       if (failure === undefined) {
         const linePrices = [...products.values()];
-        return (await changeOrderStatus(trx, this.orderEvents, order, 'completed', { totalAmount: total, failureReason: null, linePrices })).status;
+        const stock = demand.map((d) => ({ productId: d.productId, delta: -d.quantity }));
+        return (await changeOrderStatus(trx, this.orderEvents, order, 'completed', { totalAmount: total, failureReason: null, linePrices, stock })).status;
       }
       const details = failure === 'INSUFFICIENT_STOCK' ? { lines: short } : undefined;
       return (await changeOrderStatus(trx, this.orderEvents, order, 'failed', { failureReason: failure, details })).status;

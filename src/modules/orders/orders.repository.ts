@@ -292,6 +292,11 @@ export interface OrderChange {
   /** the event listeners' lookups, read in the same statement */
   lookups?: EventLookups;
   /**
+   * a data-modifying statement of another module run as part of this one (the products module's
+   * change of the order's stock), so it commits with the change and costs no round trip of its own
+   */
+  alongside?: Expression<Record<string, unknown>>;
+  /**
    * Changes the order only when its status is this one, without a lock taken first: see
    * `updateOrderWithEvent`.
    */
@@ -310,12 +315,15 @@ function linePriceRows(products: readonly LinePrice[]): RawBuilder<LinePrice> {
   return sql<LinePrice>`(SELECT * FROM unnest(${products.map((p) => p.id)}::integer[], ${products.map((p) => p.price)}::numeric[], ${products.map((p) => p.name)}::text[]) AS u (id, price, name))`;
 }
 
+/** `OrderChange.alongside` when there is nothing to run: a query PostgreSQL never executes, as nothing reads it. */
+const NOTHING_ALONGSIDE = sql<Record<string, never>>`SELECT WHERE false`;
+
 /**
  * Updates the order and writes its next numbered event (`sequence` 1, 2, 3 …), from the row as
  * updated, in one statement: one round trip where the update and the insert took two. The sequence
  * is read from the statement's snapshot, which holds every earlier event of the order; the caller
  * holds the order row's lock, so it cannot race. With `linePrices`, the order's lines are priced in
- * the same statement too, and so are the event listeners' `lookups`.
+ * the same statement too, the event listeners' `lookups` are read in it, and `alongside` runs in it.
  *
  * With `onlyFrom`, the caller holds no lock: the UPDATE takes it, and when it had to wait for
  * another transaction's, PostgreSQL re-checks the condition on the row as that one left it, so
@@ -342,6 +350,8 @@ export async function updateOrderWithEvent(
   const { event } = change;
   const details = event.details === undefined || event.details === null ? null : JSON.stringify(event.details);
   const row = await trx
+    // PostgreSQL runs a data-modifying WITH to completion whether or not the query reads it
+    .with('alongside', () => sql<Record<string, unknown>>`(${change.alongside ?? NOTHING_ALONGSIDE})`)
     // without prices, an UPDATE of no lines: one statement shape for every change
     .with('priced', (db) => {
       const products = change.linePrices ?? [];

@@ -1,4 +1,4 @@
-import { sql, type Insertable, type Transaction, type Updateable } from 'kysely';
+import { sql, type Insertable, type RawBuilder, type Transaction, type Updateable } from 'kysely';
 import type { Database, ProductRow, ProductsTable } from '../../db/schema.ts';
 import type { Db } from '../../db/database.ts';
 
@@ -71,55 +71,31 @@ export async function lockProducts(trx: Transaction<Database>, ids: number[]): P
   return rows;
 }
 
-/**
- * Locks the products of `demand` as `lockProducts` does (in id order) and, in the same statement,
- * takes the units when every one is known and active, has them in stock, and the order's total at
- * their prices is at most `maxTotal`; otherwise takes nothing. One round trip where the lock and
- * the take were two. Returns the products as locked (the stock before the take), for the caller's
- * checks and prices, and whether the units were taken. Each product appears once in `demand`.
- *
- * The lock is taken by the materialised `locked` CTE, which `ok` reads whole before the UPDATE
- * evaluates its condition: every row is locked, at its newest version, before any is changed.
- */
-export async function lockAndTakeStock(
-  trx: Transaction<Database>,
-  demand: readonly { productId: number; quantity: number }[],
-  maxTotal: number,
-): Promise<{ products: LockedProduct[]; taken: boolean }> {
-  if (demand.length === 0) return { products: [], taken: false };
-  const ids = demand.map((d) => d.productId);
-  const { rows } = await sql<LockedProduct & { taken: boolean }>`
-    WITH d AS (SELECT * FROM unnest(${ids}::integer[], ${demand.map((d) => d.quantity)}::integer[]) AS d (id, quantity)),
-    locked AS MATERIALIZED (
-      SELECT id, name, stock, is_active, price FROM products WHERE id = ANY(${ids}::integer[]) ORDER BY id FOR NO KEY UPDATE
-    ),
-    ok AS (
-      SELECT count(*) = ${demand.length}::integer AND bool_and(l.is_active AND l.stock >= d.quantity)
-             AND sum(l.price * d.quantity) <= ${maxTotal}::numeric AS ok
-      FROM d JOIN locked l ON l.id = d.id
-    ),
-    taken AS (
-      UPDATE products AS p SET stock = p.stock - d.quantity, updated_at = now()
-      FROM d WHERE p.id = d.id AND (SELECT ok FROM ok)
-      RETURNING p.id
-    )
-    SELECT l.id, l.name, l.stock, l.is_active, l.price::text AS price, EXISTS (SELECT 1 FROM taken) AS taken
-    FROM locked l ORDER BY l.id
-  `.execute(trx);
-  return { products: rows.map(({ taken: _, ...p }) => p), taken: rows.length > 0 && rows[0].taken };
+/** A change of one product's stock, in units: negative takes them, positive puts them back. */
+export interface StockChange {
+  productId: number;
+  delta: number;
 }
 
 /**
- * Puts units back into stock (a cancelled order's lines), on products the caller has locked
- * (`lockProducts`), so the release and the status change that causes it commit together.
+ * An UPDATE that changes the stock of the given products, to embed in another statement (an order's
+ * status change) so the change and what causes it are one round trip. The caller must hold the
+ * products' locks from an earlier statement (`lockProducts`): that statement then postdates them, so
+ * its UPDATE reads the very versions locked and the stock checks made under the lock still hold.
+ *
+ * Locking and changing in one statement deadlocks under contention. The statement's UPDATE reads
+ * with the statement's snapshot, older than the versions its own FOR NO KEY UPDATE locked when
+ * another transaction's change committed meanwhile; it then walks that row's update chain and waits
+ * on tuple locks held by transactions queued behind its own lock. Order placements' KEY SHARE locks
+ * on the same products (their lines' foreign keys) are enough to close that cycle.
  */
-export async function returnStock(trx: Transaction<Database>, demand: readonly { productId: number; quantity: number }[]): Promise<void> {
-  if (demand.length === 0) return;
-  await sql`
-    UPDATE products AS p SET stock = p.stock + d.quantity, updated_at = now()
-    FROM unnest(${demand.map((d) => d.productId)}::integer[], ${demand.map((d) => d.quantity)}::integer[]) AS d (id, quantity)
+export function stockChangeStatement(changes: readonly StockChange[]): RawBuilder<{ id: number }> {
+  return sql<{ id: number }>`
+    UPDATE products AS p SET stock = p.stock + d.delta, updated_at = now()
+    FROM unnest(${changes.map((c) => c.productId)}::integer[], ${changes.map((c) => c.delta)}::integer[]) AS d (id, delta)
     WHERE p.id = d.id
-  `.execute(trx);
+    RETURNING p.id
+  `;
 }
 
 export async function insertProduct(db: Db, product: Insertable<ProductsTable>): Promise<ProductRow> {

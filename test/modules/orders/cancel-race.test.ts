@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { buildTestApp, createUser } from '../../helpers/app.ts';
 import { createProduct, stockOf } from '../../helpers/products.ts';
 import { processorFor } from '../../helpers/orders.ts';
-import { cancel, pendingOrder } from './cancel.helpers.ts';
+import { cancel, pendingOrder, unitsHeld } from './cancel.helpers.ts';
 
 const ORDERS = 30;
 
@@ -61,15 +61,9 @@ describe('cancellation racing the processing of the same order', () => {
     }
 
     // stock conserved: what is gone is exactly what completed, uncancelled orders hold (none here)
-    const held = await app.ctx.db
-      .selectFrom('order_items as oi')
-      .innerJoin('orders as o', 'o.id', 'oi.order_id')
-      .select(['oi.product_id', (eb) => eb.fn.sum<string>('oi.quantity').as('units')])
-      .where('o.status', '=', 'completed')
-      .groupBy('oi.product_id')
-      .execute();
+    const held = await unitsHeld(app);
     for (const [productId, start] of initial) {
-      const units = Number(held.find((h) => h.product_id === productId)?.units ?? 0);
+      const units = held.get(productId) ?? 0;
       assert.equal(start, (await stockOf(app, productId)) + units, `product ${productId}`);
     }
     // the races went more than one way

@@ -24,6 +24,18 @@ export function cancel(app: FastifyInstance, who: TestUser | null, orderId: numb
   return api(app, who, { method: 'POST', url: `/api/v2/orders/${orderId}/cancel`, ...(payload === undefined ? {} : { payload: payload as object }) });
 }
 
+/** The units of each product that completed orders hold (what their processing took from stock). */
+export async function unitsHeld(app: FastifyInstance): Promise<Map<number, number>> {
+  const rows = await app.ctx.db
+    .selectFrom('order_items as oi')
+    .innerJoin('orders as o', 'o.id', 'oi.order_id')
+    .select(['oi.product_id', (eb) => eb.fn.sum<string>('oi.quantity').as('units')])
+    .where('o.status', '=', 'completed')
+    .groupBy('oi.product_id')
+    .execute();
+  return new Map(rows.map((r) => [r.product_id, Number(r.units)]));
+}
+
 export async function statusOf(app: FastifyInstance, orderId: number): Promise<string> {
   const row = await app.ctx.db.selectFrom('orders').select('status').where('id', '=', orderId).executeTakeFirstOrThrow();
   return row.status;

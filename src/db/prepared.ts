@@ -21,6 +21,48 @@ function nameFor(text: string): string | undefined {
   return name;
 }
 
+/** What Kysely sends to open and close a transaction with default settings. */
+const BEGIN = 'begin';
+const ENDS = new Set(['commit', 'rollback']);
+
+/** The parts of pg's connection and query objects that the deferred BEGIN uses; @types/pg leaves them out. */
+interface WireConnection {
+  parsedStatements: Record<string, string>;
+  parse(msg: { text: string; name: string; types: unknown[] }): void;
+  bind(msg: { portal: string; statement: string; values: unknown[] }): void;
+  execute(msg: { portal: string; rows: number }): void;
+}
+interface WireQuery {
+  callback?: (err: Error | null, res?: unknown) => void;
+  prepare(connection: WireConnection): void;
+  handleCommandComplete(msg: unknown, connection: WireConnection): void;
+}
+const WireQueryBase = pg.Query as unknown as new (config: object) => WireQuery;
+
+/**
+ * A named, already-parsed statement sent with a BEGIN in front of it: Parse, Bind and Execute of
+ * BEGIN, then the statement's Bind, Describe and Execute, and one Sync, in one write. PostgreSQL
+ * runs them in order and answers once, so opening the transaction costs no round trip of its own.
+ * An error in either skips the rest up to the Sync, as for any statement.
+ */
+class QueryAfterBegin extends WireQueryBase {
+  private begun = false;
+
+  override prepare(connection: WireConnection): void {
+    // the unnamed statement and portal: the statement that follows binds its own
+    connection.parse({ text: 'BEGIN', name: '', types: [] });
+    connection.bind({ portal: '', statement: '', values: [] });
+    connection.execute({ portal: '', rows: 0 });
+    super.prepare(connection);
+  }
+
+  /** BEGIN's CommandComplete comes first; the result is the statement's alone. */
+  override handleCommandComplete(msg: unknown, connection: WireConnection): void {
+    if (this.begun) super.handleCommandComplete(msg, connection);
+    this.begun = true;
+  }
+}
+
 /** What PostgreSQL says when a table's columns changed under a prepared `SELECT *`/`RETURNING *`. */
 function isStalePlan(err: unknown): boolean {
   const e = err as { code?: string; message?: string } | null;
@@ -38,26 +80,65 @@ function isStalePlan(err: unknown): boolean {
  * it that return whole rows. The statement that meets this fails once; the connection then prepares
  * every statement afresh under new names.
  *
+ * A transaction's BEGIN is held back and sent in the same write as the transaction's first statement
+ * (`QueryAfterBegin`) when that statement is prepared on the connection already: every transaction
+ * the service runs saves a round trip, three per order. A transaction that sends no statement sends
+ * nothing at all.
+ *
  * Not for a transaction-pooling proxy (PgBouncer `pool_mode=transaction` before 1.21): a named
  * statement lives on one server connection. `DATABASE_PREPARED_STATEMENTS=false` turns it off.
  */
 export class PreparingClient extends pg.Client {
   private generation = 0;
+  /** Kysely asked for BEGIN and no statement has been sent since. */
+  private beginHeld = false;
 
   /** Whether `text` runs as a named prepared statement. */
   protected prepares(text: string, values: readonly unknown[]): boolean {
     return values.length > 0 && PREPARABLE.test(text);
   }
 
+  private wire(): WireConnection {
+    return (this as unknown as { connection: WireConnection }).connection;
+  }
+
   // pg.Client's overloads cannot be restated in a subclass; Kysely and pg-boss call query(text, values[, cb])
   override query(...args: unknown[]): never {
     const [text, values, callback] = args;
+    const control = typeof text === 'string' && callback === undefined && (values === undefined || (Array.isArray(values) && values.length === 0));
+    if (control && text === BEGIN && !this.beginHeld) {
+      this.beginHeld = true;
+      return Promise.resolve({ command: 'BEGIN', rowCount: null, rows: [], fields: [] }) as never;
+    }
+    if (control && this.beginHeld && ENDS.has(text)) {
+      // nothing was sent since the BEGIN: there is no transaction to end
+      this.beginHeld = false;
+      return Promise.resolve({ command: text.toUpperCase(), rowCount: null, rows: [], fields: [] }) as never;
+    }
     const name = typeof text === 'string' && Array.isArray(values) && this.prepares(text, values) ? nameFor(text) : undefined;
-    if (name === undefined) return (super.query as (...a: unknown[]) => never)(...args);
-    const config = { text, values, name: this.generation === 0 ? name : `${name}_${this.generation}` };
+    const config = name === undefined ? undefined : { text, values, name: this.generation === 0 ? name : `${name}_${this.generation}` };
     const stale = (err: unknown) => {
       if (isStalePlan(err)) this.generation++;
     };
+    if (this.beginHeld) {
+      this.beginHeld = false;
+      const parsed = config !== undefined && callback === undefined && this.wire().parsedStatements[config.name] !== undefined;
+      if (!parsed) {
+        // a statement not prepared here yet, or not one to prepare: BEGIN goes on its own first. (Its
+        // Parse would be answered before the statement's, and pg would take that answer as the statement's.)
+        return (super.query as (t: string) => Promise<unknown>)(BEGIN).then(() => this.query(...args)) as never;
+      }
+      const q = new QueryAfterBegin(config);
+      const done = new Promise((resolve, reject) => {
+        q.callback = (err, res) => (err ? reject(err) : resolve(res));
+      });
+      (super.query as (q: unknown) => unknown)(q);
+      return done.catch((err: unknown) => {
+        stale(err);
+        throw err;
+      }) as never;
+    }
+    if (config === undefined) return (super.query as (...a: unknown[]) => never)(...args);
     if (typeof callback === 'function') {
       return (super.query as (...a: unknown[]) => never)(config, (err: unknown, res: unknown) => {
         stale(err);

@@ -1,0 +1,125 @@
+import assert from 'node:assert/strict';
+import { describe, it, type TestContext } from 'node:test';
+import { sql, type Kysely } from 'kysely';
+import pg from 'pg';
+import { buildTestApp, defer } from '../helpers/app.ts';
+import { createDatabase } from '../../src/db/database.ts';
+import type { Database } from '../../src/db/schema.ts';
+
+const onServer = Boolean(process.env.TEST_DATABASE_URL);
+
+/**
+ * A database handle of one pooled connection on a fresh test database, and the statement texts that
+ * connection's client hands to pg (each one a round trip), in order.
+ */
+async function oneConnection(t: TestContext): Promise<{ db: Kysely<Database>; sent: string[] }> {
+  const app = await buildTestApp(t);
+  const handle = await createDatabase({ databaseUrl: app.ctx.config.databaseUrl, dataDir: '', poolSize: 1 });
+  defer(t, () => handle.close());
+  const sent: string[] = [];
+  let client: pg.Client | undefined;
+  // the pool's one client, taken on its first statement
+  await sql`SELECT 1`.execute(handle.db);
+  await handle.db.connection().execute(async () => {});
+  const original = pg.Client.prototype.query;
+  t.after(() => {
+    pg.Client.prototype.query = original;
+  });
+  pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+    client ??= this;
+    if (this === client) {
+      const first = args[0] as string | { text: string };
+      sent.push(typeof first === 'string' ? first : first.text);
+    }
+    return (original as (...a: unknown[]) => unknown).apply(this, args);
+  } as typeof original;
+  await sql`CREATE TABLE begin_probe (id integer PRIMARY KEY, note text)`.execute(handle.db);
+  sent.length = 0;
+  return { db: handle.db, sent };
+}
+
+const insert = (db: Kysely<Database>, id: number) => sql`INSERT INTO begin_probe (id, note) VALUES (${id}, ${'n'})`.execute(db);
+const ids = async (db: Kysely<Database>) => (await sql<{ id: number }>`SELECT id FROM begin_probe WHERE id > ${0} ORDER BY id`.execute(db)).rows.map((r) => r.id);
+const INSERT_TEXT = 'INSERT INTO begin_probe (id, note) VALUES ($1, $2)';
+
+describe("a transaction's BEGIN travels with its first statement (PostgreSQL)", { skip: !onServer && 'needs TEST_DATABASE_URL' }, () => {
+  it('a statement prepared on the connection already: no BEGIN round trip, and the statement is inside the transaction', async (t) => {
+    const { db, sent } = await oneConnection(t);
+    await insert(db, 1); // prepares the insert on the connection
+    sent.length = 0;
+    await assert.rejects(
+      db.transaction().execute(async (trx) => {
+        await insert(trx, 2);
+        throw new Error('roll back');
+      }),
+      /roll back/,
+    );
+    assert.deepEqual(sent, [INSERT_TEXT, 'rollback']);
+    // rolled back: had the insert run outside a transaction, row 2 would be there
+    assert.deepEqual(await ids(db), [1]);
+
+    sent.length = 0;
+    await db.transaction().execute((trx) => insert(trx, 3));
+    assert.deepEqual(sent, [INSERT_TEXT, 'commit']);
+    assert.deepEqual(await ids(db), [1, 3]);
+  });
+
+  it('a statement not yet prepared on the connection: BEGIN goes first on its own', async (t) => {
+    const { db, sent } = await oneConnection(t);
+    await assert.rejects(
+      db.transaction().execute(async (trx) => {
+        await insert(trx, 1);
+        throw new Error('roll back');
+      }),
+    );
+    assert.deepEqual(sent, ['begin', INSERT_TEXT, 'rollback']);
+    assert.deepEqual(await ids(db), []);
+  });
+
+  it('a transaction that sends no statement sends nothing', async (t) => {
+    const { db, sent } = await oneConnection(t);
+    await db.transaction().execute(async () => {});
+    await assert.rejects(
+      db.transaction().execute(async () => {
+        throw new Error('nothing sent');
+      }),
+    );
+    assert.deepEqual(sent, []);
+  });
+
+  it('the first statement failing: its error, the transaction rolled back, the connection as good as before', async (t) => {
+    const { db, sent } = await oneConnection(t);
+    await insert(db, 1);
+    sent.length = 0;
+    await assert.rejects(
+      db.transaction().execute(async (trx) => {
+        await insert(trx, 1); // duplicate key
+      }),
+      (err: { code?: string }) => err.code === '23505',
+    );
+    assert.deepEqual(sent, [INSERT_TEXT, 'rollback']);
+    // the next transaction on the same connection, with the same held-back BEGIN, commits
+    await db.transaction().execute(async (trx) => {
+      await insert(trx, 2);
+      await insert(trx, 3);
+    });
+    assert.deepEqual(await ids(db), [1, 2, 3]);
+  });
+
+  it('statements in and after a transaction see what it committed, and autocommit statements stay outside any', async (t) => {
+    const { db } = await oneConnection(t);
+    await insert(db, 1);
+    await db.transaction().execute(async (trx) => {
+      await insert(trx, 2);
+      // one transaction: both statements see the same transaction id
+      const a = await sql<{ x: string }>`SELECT txid_current()::text AS x WHERE ${1} = 1`.execute(trx);
+      const b = await sql<{ x: string }>`SELECT txid_current()::text AS x WHERE ${2} = 2`.execute(trx);
+      assert.equal(a.rows[0].x, b.rows[0].x);
+    });
+    // outside a transaction the same prepared statement gets a new transaction id each time
+    const c = await sql<{ x: string }>`SELECT txid_current()::text AS x WHERE ${1} = 1`.execute(db);
+    const d = await sql<{ x: string }>`SELECT txid_current()::text AS x WHERE ${1} = 1`.execute(db);
+    assert.notEqual(c.rows[0].x, d.rows[0].x);
+    assert.deepEqual(await ids(db), [1, 2]);
+  });
+});

@@ -17,17 +17,15 @@ async function oneConnection(t: TestContext): Promise<{ db: Kysely<Database>; se
   const handle = await createDatabase({ databaseUrl: app.ctx.config.databaseUrl, dataDir: '', poolSize: 1 });
   defer(t, () => handle.close());
   const sent: string[] = [];
-  let client: pg.Client | undefined;
-  // the pool's one client, taken on its first statement
-  await sql`SELECT 1`.execute(handle.db);
-  await handle.db.connection().execute(async () => {});
+  // the pool's one connection, known by its backend's process id (the app's own pools share pg.Client)
+  const { rows } = await sql<{ pid: number }>`SELECT pg_backend_pid() AS pid`.execute(handle.db);
+  const pid = rows[0].pid;
   const original = pg.Client.prototype.query;
   t.after(() => {
     pg.Client.prototype.query = original;
   });
-  pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
-    client ??= this;
-    if (this === client) {
+  pg.Client.prototype.query = function (this: pg.Client & { processID: number }, ...args: unknown[]) {
+    if (this.processID === pid) {
       const first = args[0] as string | { text: string };
       sent.push(typeof first === 'string' ? first : first.text);
     }

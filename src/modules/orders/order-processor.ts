@@ -5,9 +5,9 @@ import type { OrderEventBus } from '../../events/order-events.ts';
 import { givenUpJob, isLastAttempt } from '../../jobs/queue.ts';
 import type { Job } from '../../jobs/registry.ts';
 import { exactTotal, MAX_MONEY } from '../products/money.ts';
-import { lockProducts } from '../products/products.repository.ts';
+import { lockProductsQuery } from '../products/products.repository.ts';
 import { changeOrderStatus, startProcessing, type FailureDetails } from './order-lifecycle.ts';
-import { findOrderStatus, lockOrder, lockOrderWithDemand, requeuedSince } from './orders.repository.ts';
+import { findOrderStatus, lockOrder, lockOrderWithProducts, requeuedSince } from './orders.repository.ts';
 
 export type FailureReason = 'INSUFFICIENT_STOCK' | 'PRODUCT_UNAVAILABLE' | 'TOTAL_TOO_LARGE' | 'PROCESSING_ERROR';
 
@@ -75,12 +75,12 @@ export class OrderProcessor {
     await this.hooks.beforeReserve?.(orderId, attempt);
 
     return this.db.transaction().execute(async (trx) => {
-      const locked = await lockOrderWithDemand(trx, orderId);
+      // the products are locked with the order, and their units taken by the next statement (the
+      // completion), never by the same one: see stockChangeStatement
+      const locked = await lockOrderWithProducts(trx, orderId, 'processing', lockProductsQuery);
       if (!locked || locked.order.status !== 'processing') return locked?.order.status;
       const { order, demand } = locked;
-      // the products' locks are taken by one statement and the units by the next (the completion),
-      // never by the same one: see stockChangeStatement
-      const products = new Map((await lockProducts(trx, demand.map((d) => d.productId))).map((p) => [p.id, p]));
+      const products = new Map(locked.products.map((p) => [p.id, p]));
       let failure: FailureReason | undefined;
       const short: FailureDetails['lines'] = [];
       for (const d of demand) {

@@ -46,18 +46,31 @@ function demandRows(orderId: number | RawBuilder<unknown>): RawBuilder<ProductDe
 
 /**
  * The order row, locked until `trx` ends (as `lockOrder`), with what it wants of each product (as
- * `orderDemand`), in one round trip. The demand is read in the same statement: an order's lines
+ * `orderDemand`), and, when the order is in `status`, its products locked by `lockProducts` (a query
+ * of the products module's, given the ids of the order's products and the condition), in one round
+ * trip. The order's lock comes first: the condition reads the locked row, so every product lock
+ * follows it, in the order a cancellation takes them (the order, then its products), and an order
+ * in another status locks no product. The demand is read in the same statement: an order's lines
  * never change their product or quantity after it is placed.
  */
-export async function lockOrderWithDemand(trx: Transaction<Database>, id: number): Promise<{ order: OrderRow; demand: ProductDemand[] } | undefined> {
-  const { rows } = await sql<OrderRow & { demand: ProductDemand[] }>`
-    SELECT o.*, coalesce((SELECT json_agg(d ORDER BY d."productId") FROM (${demandRows(sql.ref('o.id'))}) d), '[]'::json) AS demand
-    FROM orders o WHERE o.id = ${id}
-    FOR UPDATE OF o
+export async function lockOrderWithProducts<P>(
+  trx: Transaction<Database>,
+  id: number,
+  status: OrderStatus,
+  lockProducts: (ids: RawBuilder<unknown>, when: RawBuilder<boolean>) => RawBuilder<P>,
+): Promise<{ order: OrderRow; demand: ProductDemand[]; products: P[] } | undefined> {
+  const products = lockProducts(sql`SELECT product_id FROM order_items WHERE order_id = ${id}`, sql<boolean>`(SELECT status FROM o) = ${status}`);
+  const { rows } = await sql<OrderRow & { demand: ProductDemand[]; products: P[] }>`
+    WITH o AS MATERIALIZED (SELECT * FROM orders WHERE id = ${id} FOR UPDATE),
+    p AS MATERIALIZED (${products})
+    SELECT o.*,
+      coalesce((SELECT json_agg(d ORDER BY d."productId") FROM (${demandRows(sql.ref('o.id'))}) d), '[]'::json) AS demand,
+      coalesce((SELECT json_agg(p) FROM p), '[]'::json) AS products
+    FROM o
   `.execute(trx);
   if (rows.length === 0) return undefined;
-  const { demand, ...order } = rows[0];
-  return { order: order as OrderRow, demand };
+  const { demand, products: locked, ...order } = rows[0];
+  return { order: order as OrderRow, demand, products: locked };
 }
 
 const orderWithLines = compileOnce((db, a: { id: number }) =>

@@ -71,6 +71,21 @@ export async function lockProducts(trx: Transaction<Database>, ids: number[]): P
   return rows;
 }
 
+/**
+ * `lockProducts` as a query not yet run, for another module's statement to embed: the products whose
+ * ids `ids` selects (a subquery), locked in id order as `lockProducts` locks them, and only when
+ * `when` holds (no row is read, nor locked, otherwise). The statement that embeds it makes sure
+ * `when` is evaluated after the locks that must come first.
+ */
+export function lockProductsQuery(ids: RawBuilder<unknown>, when: RawBuilder<boolean>): RawBuilder<LockedProduct> {
+  return sql<LockedProduct>`
+    SELECT id, name, stock, is_active, price::text AS price
+    FROM products WHERE id IN (${ids}) AND ${when}
+    ORDER BY id
+    FOR NO KEY UPDATE
+  `;
+}
+
 /** A change of one product's stock, in units: negative takes them, positive puts them back. */
 export interface StockChange {
   productId: number;

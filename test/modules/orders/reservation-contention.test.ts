@@ -7,8 +7,8 @@ import { cancel, pendingOrder, unitsHeld } from './cancel.helpers.ts';
 
 const onServer = Boolean(process.env.TEST_DATABASE_URL);
 /** concurrent lanes, each placing, processing and cancelling orders on the same few products */
-const LANES = 10;
-const ROUNDS = 40;
+const LANES = 6;
+const ROUNDS = 80;
 
 /**
  * Placing an order takes KEY SHARE locks on its products (its lines' foreign keys) while other

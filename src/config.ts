@@ -12,6 +12,10 @@ export interface Config {
   readonly databaseUrl: string | undefined;
   /** send data statements as named prepared statements (off behind a transaction-pooling proxy) */
   readonly databasePreparedStatements: boolean;
+  /** the most PostgreSQL connections the service's own pool opens per process (pg-boss's pool apart) */
+  readonly databasePoolSize: number;
+  /** the most connections pg-boss's own pool opens per process (its fetches, completions, supervision) */
+  readonly jobQueuePoolSize: number;
   /** the embedded database's shared buffer pool in MiB (PostgreSQL's shared_buffers) */
   readonly embeddedSharedBuffersMb: number;
   readonly redisUrl: string | undefined;
@@ -263,6 +267,8 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     dataDir: path.resolve(str(env, 'DATA_DIR') ?? './data'),
     databaseUrl,
     databasePreparedStatements: bool(env, 'DATABASE_PREPARED_STATEMENTS', true),
+    databasePoolSize: int(env, 'DATABASE_POOL_SIZE', 20, 1, 1000),
+    jobQueuePoolSize: int(env, 'JOB_QUEUE_POOL_SIZE', 10, 2, 1000),
     embeddedSharedBuffersMb: int(env, 'EMBEDDED_SHARED_BUFFERS_MB', 128, 1, 4096),
     redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
     role,

@@ -31,6 +31,7 @@ export function databaseOptions(config: Config): DatabaseOptions {
     dataDir: config.dataDir,
     applicationName: `oas-${config.role}`,
     preparedStatements: config.databasePreparedStatements,
+    poolSize: config.databasePoolSize,
     sharedBuffersMb: config.embeddedSharedBuffersMb,
   };
 }

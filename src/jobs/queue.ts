@@ -189,7 +189,7 @@ export class JobQueue {
         new PgBoss({
           ...common,
           connectionString: handle.connectionString,
-          max: 10,
+          max: config.jobQueuePoolSize,
           ...(config.databasePreparedStatements ? { Client: JobFetchPreparingClient } : {}),
         });
     this.boss.on('error', (err: Error) => this.log.error({ err }, 'job queue error'));

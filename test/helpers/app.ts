@@ -103,6 +103,10 @@ export async function testConfig(t: TestContext | undefined, overrides: Partial<
       bcryptRounds: 4,
       // a test's database holds a few hundred rows: a small pool starts in a third of the time
       embeddedSharedBuffersMb: 16,
+      // on a server two batches run at once, and a test may run several apps: at the default pool
+      // sizes (20, and 10 for pg-boss) their connections reached PostgreSQL's 100 ('too many clients')
+      databasePoolSize: 10,
+      jobQueuePoolSize: 4,
       logLevel: process.env.TEST_LOG_LEVEL ?? 'silent',
       rateLimitAuthenticated: 100000,
       rateLimitAnonymous: 100000,

@@ -70,6 +70,13 @@ describe('configuration', () => {
     refused({ EMBEDDED_SHARED_BUFFERS_MB: '4097' }, 'EMBEDDED_SHARED_BUFFERS_MB');
     assert.equal(loadConfig({}).embeddedSharedBuffersMb, 128);
     assert.equal(loadConfig({ EMBEDDED_SHARED_BUFFERS_MB: '16' }).embeddedSharedBuffersMb, 16);
+    refused({ DATABASE_POOL_SIZE: '0' }, 'DATABASE_POOL_SIZE');
+    refused({ DATABASE_POOL_SIZE: 'many' }, 'DATABASE_POOL_SIZE');
+    assert.equal(loadConfig({}).databasePoolSize, 20);
+    assert.equal(loadConfig({ DATABASE_POOL_SIZE: '5' }).databasePoolSize, 5);
+    refused({ JOB_QUEUE_POOL_SIZE: '1' }, 'JOB_QUEUE_POOL_SIZE');
+    assert.equal(loadConfig({}).jobQueuePoolSize, 10);
+    assert.equal(loadConfig({ JOB_QUEUE_POOL_SIZE: '4' }).jobQueuePoolSize, 4);
   });
 
   it('WEBHOOK_RETRY_SCHEDULE: an empty or non-numeric part is refused, not read as 0 s', () => {

@@ -125,8 +125,17 @@ export class PreparingClient extends pg.Client {
       const parsed = config !== undefined && callback === undefined && this.wire().parsedStatements[config.name] !== undefined;
       if (!parsed) {
         // a statement not prepared here yet, or not one to prepare: BEGIN goes on its own first. (Its
-        // Parse would be answered before the statement's, and pg would take that answer as the statement's.)
-        return (super.query as (t: string) => Promise<unknown>)(BEGIN).then(() => this.query(...args)) as never;
+        // Parse would be answered before the statement's, and pg would take that answer as the
+        // statement's.) Both are queued now, so statements issued together keep their order (Kysely
+        // sends a transaction's one at a time anyway).
+        const begin = (super.query as (t: string) => Promise<unknown>)(BEGIN);
+        const rest = this.query(...args) as unknown;
+        if (typeof callback === 'function') {
+          // a BEGIN fails only with its connection, and the statement queued behind it with it
+          begin.catch(() => {});
+          return rest as never;
+        }
+        return Promise.all([begin, rest]).then(([, res]) => res) as never;
       }
       const q = new QueryAfterBegin(config);
       const done = new Promise((resolve, reject) => {

@@ -62,20 +62,15 @@ export interface LockedProduct {
  */
 export async function lockProducts(trx: Transaction<Database>, ids: number[]): Promise<LockedProduct[]> {
   if (ids.length === 0) return [];
-  const { rows } = await sql<LockedProduct>`
-    SELECT id, name, stock, is_active, price::text AS price
-    FROM products WHERE id = ANY(${ids}::integer[])
-    ORDER BY id
-    FOR NO KEY UPDATE
-  `.execute(trx);
+  const { rows } = await lockProductsQuery(sql`SELECT unnest(${ids}::integer[])`, sql<boolean>`true`).execute(trx);
   return rows;
 }
 
 /**
- * `lockProducts` as a query not yet run, for another module's statement to embed: the products whose
- * ids `ids` selects (a subquery), locked in id order as `lockProducts` locks them, and only when
- * `when` holds (no row is read, nor locked, otherwise). The statement that embeds it makes sure
- * `when` is evaluated after the locks that must come first.
+ * `lockProducts` as a query not yet run, which `lockProducts` runs and another module's statement can
+ * embed: the products whose ids `ids` selects (a subquery), locked in id order, and only when `when`
+ * holds (no row is read, nor locked, otherwise). The statement that embeds it makes sure `when` is
+ * evaluated after the locks that must come first.
  */
 export function lockProductsQuery(ids: RawBuilder<unknown>, when: RawBuilder<boolean>): RawBuilder<LockedProduct> {
   return sql<LockedProduct>`

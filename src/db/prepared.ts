@@ -25,6 +25,11 @@ function nameFor(text: string): string | undefined {
 const BEGIN = 'begin';
 const ENDS = new Set(['commit', 'rollback']);
 
+/** pg's result of a transaction-control statement, for one this client answers without sending it. */
+function answeredHere(command: string) {
+  return Promise.resolve({ command: command.toUpperCase(), rowCount: null, rows: [], fields: [] });
+}
+
 /** The parts of pg's connection and query objects that the deferred BEGIN uses; @types/pg leaves them out. */
 interface WireConnection {
   parsedStatements: Record<string, string>;
@@ -108,12 +113,12 @@ export class PreparingClient extends pg.Client {
     const control = typeof text === 'string' && callback === undefined && (values === undefined || (Array.isArray(values) && values.length === 0));
     if (control && text === BEGIN && !this.beginHeld) {
       this.beginHeld = true;
-      return Promise.resolve({ command: 'BEGIN', rowCount: null, rows: [], fields: [] }) as never;
+      return answeredHere(text) as never;
     }
     if (control && this.beginHeld && ENDS.has(text)) {
       // nothing was sent since the BEGIN: there is no transaction to end
       this.beginHeld = false;
-      return Promise.resolve({ command: text.toUpperCase(), rowCount: null, rows: [], fields: [] }) as never;
+      return answeredHere(text) as never;
     }
     const name = typeof text === 'string' && Array.isArray(values) && this.prepares(text, values) ? nameFor(text) : undefined;
     const config = name === undefined ? undefined : { text, values, name: this.generation === 0 ? name : `${name}_${this.generation}` };

@@ -1,4 +1,4 @@
-import { sql, type Transaction } from 'kysely';
+import { sql, type Expression, type RawBuilder, type Transaction } from 'kysely';
 import type { Db } from '../db/database.ts';
 import type { Database } from '../db/schema.ts';
 import type { JobSubject } from './registry.ts';
@@ -20,6 +20,18 @@ export async function insertJobLink(db: Db | Transaction<Database>, jobId: strin
       message_row_id: subject.messageRowId,
     })
     .execute();
+}
+
+/** The `job_links` column that names each kind of subject. */
+const SUBJECT_COLUMN: Record<keyof JobSubject, string> = { orderId: 'order_id', inboundWebhookId: 'inbound_webhook_id', messageRowId: 'message_row_id' };
+
+/**
+ * The link of job `jobId` of `queue` as SQL that another module's statement runs as one of its CTEs,
+ * for a job whose subject that statement creates: `subjects` yields the new subject's id as `id`
+ * (no row: no link). The link then costs no statement of its own.
+ */
+export function jobLinkStatement(jobId: string, queue: string, kind: keyof JobSubject, subjects: Expression<{ id: number }>): RawBuilder<Record<string, never>> {
+  return sql`INSERT INTO job_links (job_id, queue, ${sql.ref(SUBJECT_COLUMN[kind])}) SELECT ${jobId}::uuid, ${queue}, s.id FROM ${subjects} AS s`;
 }
 
 export type JobState = 'created' | 'retry' | 'active' | 'completed' | 'cancelled' | 'failed';

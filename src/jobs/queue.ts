@@ -1,14 +1,23 @@
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, context, propagation, trace } from '@opentelemetry/api';
+import { randomUUID } from 'node:crypto';
 import { PgBoss, fromKysely, fromPglite, type JobWithMetadata, type SendOptions } from 'pg-boss';
 import type { FastifyBaseLogger } from 'fastify';
-import type { Transaction } from 'kysely';
+import type { Expression, RawBuilder, Transaction } from 'kysely';
 import type { Config } from '../config.ts';
 import type { DatabaseHandle } from '../db/database.ts';
 import { JobFetchPreparingClient } from '../db/prepared.ts';
 import type { Database } from '../db/schema.ts';
 import { ensureJobIndexes } from './job-indexes.ts';
-import { insertJobLink } from './jobs.repository.ts';
-import { deadLetterQueueOf, jobSubjectOf, type DeadLettered, type Job, type JobName, type JobPayloads } from './registry.ts';
+import { insertJobLink, jobLinkStatement } from './jobs.repository.ts';
+import { deadLetterQueueOf, jobSubjectOf, type DeadLettered, type Job, type JobName, type JobPayloads, type JobSubject } from './registry.ts';
+
+/** A job whose id is known before it is sent (`JobQueue.linkedJob`). */
+export interface LinkedJob<N extends JobName> {
+  readonly name: N;
+  readonly id: string;
+  /** the insert of the job's link, for the statement that creates its subject; `subjects` yields the subject's id as `id` */
+  readonly link: (subjects: Expression<{ id: number }>) => RawBuilder<Record<string, never>>;
+}
 
 /** Internal jobs: the spec's "at most 3 attempts", with exponential backoff between them. */
 export const INTERNAL_RETRY = { retryLimit: 2, retryDelay: 1, retryBackoff: true } as const;
@@ -347,6 +356,24 @@ export class JobQueue {
     const id = await this.boss.send(name, withTraceContext(data), { ...options, db: fromKysely(trx) });
     const subject = jobSubjectOf(data);
     if (id !== null && subject) await insertJobLink(trx, id, name, subject);
+    return id;
+  }
+
+  /**
+   * A job of `name` about a subject that does not exist yet: its id is chosen now, so the statement
+   * that creates the subject writes the job's link as well (`link`, one of its CTEs). `sendLinked`
+   * then sends it, in the same transaction. One statement fewer than `send`.
+   */
+  linkedJob<N extends JobName>(name: N, kind: keyof JobSubject): LinkedJob<N> {
+    const id = randomUUID();
+    return { name, id, link: (subjects) => jobLinkStatement(id, name, kind, subjects) };
+  }
+
+  /** Enqueues `job` inside `trx`, whose statement that created its subject wrote its link already. */
+  async sendLinked<N extends JobName>(trx: Transaction<Database>, job: LinkedJob<N>, data: JobPayloads[N], options: SendOptions = {}): Promise<string> {
+    const id = await this.boss.send(job.name, withTraceContext(data), { ...options, id: job.id, db: fromKysely(trx) });
+    // the link names this id: a job that was not created would leave it pointing at nothing
+    if (id !== job.id) throw new Error(`job ${job.id} of ${job.name} was not created`);
     return id;
   }
 

@@ -1,7 +1,7 @@
 import type { Transaction } from 'kysely';
 import type { Database, OrderRow, OrderStatus } from '../../db/schema.ts';
 import type { OrderEventBus } from '../../events/order-events.ts';
-import type { JobQueue } from '../../jobs/queue.ts';
+import type { JobQueue, LinkedJob } from '../../jobs/queue.ts';
 import { lockProducts, productStatesQuery, stockChangeStatement, type ProductState, type StockChange } from '../products/products.repository.ts';
 import {
   insertCheckedOrderWithEvent,
@@ -90,10 +90,15 @@ function createdLookups(trx: Transaction<Database>, deps: PlaceDeps, userId: num
   return deps.orderEvents.lookups(trx, { type: 'order.created', status: 'pending', userId });
 }
 
+/** A new order's processing job, whose link the order's insert writes. */
+function processingJob(deps: PlaceDeps): LinkedJob<'order-process'> {
+  return deps.queue.linkedJob('order-process', 'orderId');
+}
+
 /** Publishes an inserted order's `order.created` and enqueues its processing job, in `trx`. */
-async function announce(trx: Transaction<Database>, deps: PlaceDeps, inserted: InsertedOrder): Promise<OrderRow> {
+async function announce(trx: Transaction<Database>, deps: PlaceDeps, inserted: InsertedOrder, job: LinkedJob<'order-process'>): Promise<OrderRow> {
   await deps.orderEvents.publish(trx, inserted.event, inserted.order, inserted.looked);
-  await deps.queue.send(trx, 'order-process', { orderId: inserted.order.id });
+  await deps.queue.sendLinked(trx, job, { orderId: inserted.order.id });
   return inserted.order;
 }
 
@@ -103,7 +108,8 @@ async function announce(trx: Transaction<Database>, deps: PlaceDeps, inserted: I
  * are not validated here: callers check them first.
  */
 export async function placeOrder(trx: Transaction<Database>, deps: PlaceDeps, input: NewOrder): Promise<OrderRow> {
-  return announce(trx, deps, await insertOrderWithEvent(trx, input, createdLookups(trx, deps, input.userId)));
+  const job = processingJob(deps);
+  return announce(trx, deps, await insertOrderWithEvent(trx, input, createdLookups(trx, deps, input.userId), job.link), job);
 }
 
 /**
@@ -118,9 +124,10 @@ export async function placeCheckedOrder(
 ): Promise<{ order: OrderRow | undefined; products: ProductState[] }> {
   const ids = [...new Set(input.lines.map((l) => l.productId))];
   const check = { states: productStatesQuery(trx, ids), count: ids.length };
-  const { inserted, products } = await insertCheckedOrderWithEvent(trx, input, createdLookups(trx, deps, input.userId), check);
+  const job = processingJob(deps);
+  const { inserted, products } = await insertCheckedOrderWithEvent(trx, input, createdLookups(trx, deps, input.userId), check, job.link);
   if (!inserted) return { order: undefined, products };
-  return { order: await announce(trx, deps, inserted), products };
+  return { order: await announce(trx, deps, inserted, job), products };
 }
 
 /** The statuses an order can be cancelled from: not yet final, or completed (its stock goes back). */

@@ -213,6 +213,16 @@ export interface InsertedOrder {
   looked: LookedRows;
 }
 
+/**
+ * A data-modifying statement of another module that runs inside the order's insert (the processing
+ * job's link, see `JobQueue.linkedJob`): `orders` yields the new order's id as `id`, or no row when
+ * nothing was inserted.
+ */
+export type AlongsideInsert = (orders: Expression<{ id: number }>) => Expression<Record<string, unknown>>;
+
+/** An `alongside` when there is nothing to run: a query PostgreSQL never executes, as nothing reads it. */
+const NOTHING_ALONGSIDE = sql<Record<string, never>>`SELECT WHERE false`;
+
 /** No products: the unchecked insert's stand-in for `ProductCheck.states`. */
 const NO_PRODUCTS = sql<ProductState>`SELECT NULL::integer AS id, NULL::text AS name, NULL::boolean AS is_active WHERE false`;
 
@@ -220,14 +230,15 @@ const NO_PRODUCTS = sql<ProductState>`SELECT NULL::integer AS id, NULL::text AS 
  * Inserts a pending order (total 0), its lines (unit price 0) and its `order.created` event (sequence
  * 1: the order is new) in one statement: one round trip where the order, its lines and its event
  * took three. The lines get their ids in the order given. The event listeners' `lookups` are read
- * in the same statement. With `check`, nothing is inserted unless every product is active, the
- * lines take the products' names, and the products read are returned either way.
+ * in the same statement, and `alongside` runs in it. With `check`, nothing is inserted unless every
+ * product is active, the lines take the products' names, and the products read are returned either way.
  */
 async function insertOrderStatement(
   trx: Transaction<Database>,
   input: Omit<NewOrder, 'lines'> & { lines: readonly { productId: number; productName: string | null; quantity: number }[] },
   lookups: EventLookups,
   check: ProductCheck | undefined,
+  alongside: AlongsideInsert | undefined,
 ): Promise<{ inserted: InsertedOrder | undefined; products: ProductState[] }> {
   const { rows } = await sql<(OrderRow | { [K in keyof OrderRow]: null }) & { event_id: number; event_created_at: Date; looked: LookedRows; products: ProductState[] }>`
     WITH p AS MATERIALIZED (${check?.states ?? NO_PRODUCTS}),
@@ -247,7 +258,7 @@ async function insertOrderStatement(
       INSERT INTO order_events (order_id, user_id, type, previous_status, status, total_amount, sequence)
       SELECT o.id, o.user_id, 'order.created', NULL, o.status, o.total_amount, 1 FROM o
       RETURNING id AS event_id, created_at AS event_created_at
-    )
+    ), alongside AS (${alongside ? alongside(sql<{ id: number }>`(SELECT id FROM o)`) : NOTHING_ALONGSIDE})
     SELECT o.*, event.event_id, event.event_created_at, ${lookedColumn(lookups)} AS looked,
            (SELECT coalesce(json_agg(p), '[]'::json) FROM p) AS products
     FROM (SELECT 1) AS one LEFT JOIN (o CROSS JOIN event) ON true
@@ -277,8 +288,13 @@ async function insertOrderStatement(
 }
 
 /** `insertOrderStatement` without a product check: the caller checked the lines' products. */
-export async function insertOrderWithEvent(trx: Transaction<Database>, input: NewOrder, lookups: EventLookups = []): Promise<InsertedOrder> {
-  const { inserted } = await insertOrderStatement(trx, input, lookups, undefined);
+export async function insertOrderWithEvent(
+  trx: Transaction<Database>,
+  input: NewOrder,
+  lookups: EventLookups = [],
+  alongside?: AlongsideInsert,
+): Promise<InsertedOrder> {
+  const { inserted } = await insertOrderStatement(trx, input, lookups, undefined, alongside);
   if (!inserted) throw new Error('the order was not inserted');
   return inserted;
 }
@@ -292,8 +308,9 @@ export async function insertCheckedOrderWithEvent(
   input: Omit<NewOrder, 'lines'> & { lines: readonly { productId: number; quantity: number }[] },
   lookups: EventLookups,
   check: ProductCheck,
+  alongside?: AlongsideInsert,
 ): Promise<{ inserted: InsertedOrder | undefined; products: ProductState[] }> {
-  return insertOrderStatement(trx, { ...input, lines: input.lines.map((l) => ({ ...l, productName: null })) }, lookups, check);
+  return insertOrderStatement(trx, { ...input, lines: input.lines.map((l) => ({ ...l, productName: null })) }, lookups, check, alongside);
 }
 
 /** The change of one order's status (and of the fields that go with it) and the event it writes. */
@@ -327,9 +344,6 @@ export interface LinePrice {
 function linePriceRows(products: readonly LinePrice[]): RawBuilder<LinePrice> {
   return sql<LinePrice>`(SELECT * FROM unnest(${products.map((p) => p.id)}::integer[], ${products.map((p) => p.price)}::numeric[], ${products.map((p) => p.name)}::text[]) AS u (id, price, name))`;
 }
-
-/** `OrderChange.alongside` when there is nothing to run: a query PostgreSQL never executes, as nothing reads it. */
-const NOTHING_ALONGSIDE = sql<Record<string, never>>`SELECT WHERE false`;
 
 /**
  * Updates the order and writes its next numbered event (`sequence` 1, 2, 3 …), from the row as

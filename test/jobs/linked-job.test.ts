@@ -23,7 +23,7 @@ describe('the processing job linked by the order insert', () => {
     alice = await createUser(app);
   });
 
-  it("links the order to the job pg-boss created for it, and to no other", async () => {
+  it('links the order to the job pg-boss created for it, and to no other', async () => {
     const product = await createProduct(app, { stock: 5 });
     const res = await api(app, alice, { method: 'POST', url: '/api/v1/orders', payload: { items: [{ product_id: product.id, quantity: 1 }], shipping_address: '1 Link Street' } });
     assert.equal(res.statusCode, 201, res.body);
@@ -57,12 +57,11 @@ describe('the processing job linked by the order insert', () => {
     await app.ctx.db.transaction().execute((trx) => app.ctx.queue.sendLinked(trx, taken, { orderId: 0 }, { startAfter: 3600 }));
     const linksBefore = await count('SELECT count(*) AS n FROM job_links');
     const productsBefore = await count(`SELECT count(*) AS n FROM products WHERE id = ${product.id} AND name = 'renamed'`);
-    // the second send of the same id is the one pg-boss skips (ON CONFLICT DO NOTHING)
-    const again = { ...taken };
+    // a second send of the same id is one pg-boss skips (ON CONFLICT DO NOTHING)
     await assert.rejects(
       app.ctx.db.transaction().execute(async (trx) => {
         await sql`UPDATE products SET name = 'renamed' WHERE id = ${product.id}`.execute(trx);
-        await app.ctx.queue.sendLinked(trx, again, { orderId: 0 });
+        await app.ctx.queue.sendLinked(trx, taken, { orderId: 0 });
       }),
       /was not created/,
     );

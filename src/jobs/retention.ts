@@ -4,6 +4,7 @@ import type { JobName } from './registry.ts';
 
 /** Rows one purge statement deletes at most: each batch is its own short transaction. */
 export const PURGE_BATCH = 1000;
+
 /** How long one scheduled run may keep purging; what is left goes with the next run. */
 export const PURGE_BUDGET_MS = 60_000;
 

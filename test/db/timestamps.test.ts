@@ -3,7 +3,8 @@ import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import pg from 'pg';
 import '../../src/db/database.ts'; // registers the timestamptz parser
-import { parseIsoTimestamptz, toIsoString } from '../../src/db/timestamps.ts';
+import { Kysely, PostgresAdapter, PostgresIntrospector, PostgresQueryCompiler, DummyDriver, sql } from 'kysely';
+import { isoTimestampSql, parseIsoTimestamptz, toIsoString } from '../../src/db/timestamps.ts';
 
 const MIN = Date.UTC(1000, 0, 1);
 const MAX = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
@@ -66,6 +67,25 @@ describe('timestamptz text', () => {
           if (r.text === 'infinity') assert.equal(r.at, Infinity);
           else assert.equal(r.at.getTime(), Number(r.ms), `${zone}: ${r.text}`);
         }
+      }
+    } finally {
+      await client.end();
+    }
+  });
+
+  it('writes in SQL the text toIsoString gives, in every session time zone', { skip: !process.env.TEST_DATABASE_URL && 'needs TEST_DATABASE_URL' }, async () => {
+    // compiled only: the statement runs on a plain client whose session zone the test sets
+    const compiler = new Kysely<{ v: { at: Date } }>({
+      dialect: { createAdapter: () => new PostgresAdapter(), createDriver: () => new DummyDriver(), createIntrospector: (db) => new PostgresIntrospector(db), createQueryCompiler: () => new PostgresQueryCompiler() },
+    });
+    const query = sql<{ at: Date; iso: string }>`SELECT at, ${isoTimestampSql('at')} AS iso FROM (VALUES ('2026-11-22 05:12:33.285917+00'::timestamptz), ('1999-12-31 23:59:59.9995+00'), ('1000-01-01 00:00:00+00'), ('2026-03-29 01:30:00+00'), ('9999-12-31 23:59:59.999999+00')) AS v(at)`.compile(compiler);
+    const client = new pg.Client({ connectionString: process.env.TEST_DATABASE_URL });
+    await client.connect();
+    try {
+      for (const zone of ['UTC', 'Asia/Kolkata', 'America/St_Johns', 'Pacific/Kiritimati', 'Europe/Amsterdam']) {
+        await client.query(`SET TIME ZONE '${zone}'`);
+        const { rows } = await client.query<{ at: Date; iso: string }>(query.sql, [...query.parameters]);
+        for (const r of rows) assert.equal(r.iso, toIsoString(r.at), zone);
       }
     } finally {
       await client.end();

@@ -1,7 +1,8 @@
-import type { Insertable, Updateable } from 'kysely';
+import { sql, type Insertable, type Updateable } from 'kysely';
 import { compileOnce } from '../../db/compiled.ts';
 import type { ItemRow, ItemsTable } from '../../db/schema.ts';
 import type { Db } from '../../db/database.ts';
+import { isoTimestampSql } from '../../db/timestamps.ts';
 
 /** A live (not soft-deleted) item, whoever owns it. */
 export async function findLiveItem(db: Db, id: number): Promise<ItemRow | undefined> {
@@ -31,21 +32,35 @@ interface ItemPageArgs extends Record<string, unknown> {
   offset: number;
 }
 
-function itemPageQuery(withActive: boolean) {
+/**
+ * One page of a user's live items as the JSON text of the API's item list, rendered by PostgreSQL:
+ * the fields of `toItem`, in its order and with its timestamp text. The page then needs no row
+ * parsing, no Date and no serializer in the API process, which took about a quarter of its CPU
+ * on `GET /items` (bench/README.md, finding 48).
+ */
+function itemPageJsonQuery(withActive: boolean) {
   return compileOnce((db, a: ItemPageArgs) => {
-    let q = db.selectFrom('items').selectAll().where('user_id', '=', a.userId).where('deleted_at', 'is', null);
-    if (withActive) q = q.where('is_active', '=', a.isActive);
-    return q.orderBy('id', 'asc').limit(a.limit).offset(a.offset);
+    let page = db
+      .selectFrom('items')
+      .select(['id', 'name', 'description', 'price', 'is_active', 'user_id', isoTimestampSql('created_at').as('created_at')])
+      .where('user_id', '=', a.userId)
+      .where('deleted_at', 'is', null);
+    if (withActive) page = page.where('is_active', '=', a.isActive);
+    const item = page.orderBy('id', 'asc').limit(a.limit).offset(a.offset).as('item');
+    return db.selectFrom(item).select(sql<string>`'[' || coalesce(string_agg(row_to_json(item)::text, ',' ORDER BY item.id), '') || ']'`.as('json'));
   });
 }
 
 // by whether is_active is filtered on: one compiled statement per shape
-const itemPage = { all: itemPageQuery(false), ofActive: itemPageQuery(true) };
+const itemPage = { all: itemPageJsonQuery(false), ofActive: itemPageJsonQuery(true) };
 
-export async function listOwnItems(
+/** The page of `userId`'s live items, ordered by id, as the JSON array the API answers with. */
+export async function listOwnItemsJson(
   db: Db,
   opts: { userId: number; limit: number; offset: number; isActive: boolean | undefined },
-): Promise<ItemRow[]> {
+): Promise<string> {
   // the shape without the filter has no parameter for it: any value will do
-  return opts.isActive === undefined ? itemPage.all(db, { ...opts, isActive: false }) : itemPage.ofActive(db, { ...opts, isActive: opts.isActive });
+  const rows =
+    opts.isActive === undefined ? await itemPage.all(db, { ...opts, isActive: false }) : await itemPage.ofActive(db, { ...opts, isActive: opts.isActive });
+  return rows[0].json;
 }

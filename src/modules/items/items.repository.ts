@@ -40,14 +40,25 @@ interface ItemPageArgs extends Record<string, unknown> {
  */
 function itemPageJsonQuery(withActive: boolean) {
   return compileOnce((db, a: ItemPageArgs) => {
-    let page = db
-      .selectFrom('items')
-      .select(['id', 'name', 'description', 'price', 'is_active', 'user_id', isoTimestampSql('created_at').as('created_at')])
-      .where('user_id', '=', a.userId)
-      .where('deleted_at', 'is', null);
+    let page = db.selectFrom('items').selectAll().where('user_id', '=', a.userId).where('deleted_at', 'is', null);
     if (withActive) page = page.where('is_active', '=', a.isActive);
-    const item = page.orderBy('id', 'asc').limit(a.limit).offset(a.offset).as('item');
-    return db.selectFrom(item).select(sql<string>`'[' || coalesce(string_agg(row_to_json(item)::text, ',' ORDER BY item.id), '') || ']'`.as('json'));
+    // the page first, then its rendering: rows that the offset skips are never rendered
+    const items = page.orderBy('id', 'asc').limit(a.limit).offset(a.offset).as('items');
+    const item = db
+      .selectNoFrom([
+        sql`items.id`.as('id'),
+        sql`items.name`.as('name'),
+        sql`items.description`.as('description'),
+        sql`items.price`.as('price'),
+        sql`items.is_active`.as('is_active'),
+        sql`items.user_id`.as('user_id'),
+        isoTimestampSql('items.created_at').as('created_at'),
+      ])
+      .as('item');
+    return db
+      .selectFrom(items)
+      .innerJoinLateral(item, (join) => join.onTrue())
+      .select(sql<string>`'[' || coalesce(string_agg(row_to_json(item)::text, ',' ORDER BY items.id), '') || ']'`.as('json'));
   });
 }
 

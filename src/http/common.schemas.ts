@@ -37,6 +37,11 @@ export function pageOf<T>(items: T[], total: number, page: number, pageSize: num
   return { items, total, page, page_size: pageSize, has_next: page * pageSize < total };
 }
 
+/** The JSON text of `pageOf`, around items that are JSON text already (rendered by PostgreSQL). */
+export function pageJsonText(itemsJson: string, total: number, page: number, pageSize: number): string {
+  return `{"items":${itemsJson},"total":${total},"page":${page},"page_size":${pageSize},"has_next":${page * pageSize < total}}`;
+}
+
 export function iso(d: Date | string): string {
   return toIsoString(d instanceof Date ? d : new Date(d));
 }

@@ -1,4 +1,6 @@
+import { sql, type AliasedRawBuilder } from 'kysely';
 import type { OrderEventRow, OrderRow, OrderStatus } from '../../db/schema.ts';
+import { isoTimestampSql } from '../../db/timestamps.ts';
 import { statusIn, V1_CANCELLED_REASON } from '../../events/order-events.ts';
 import type { ApiVersion } from '../../http/api-version.ts';
 import { iso, isoOrNull } from '../../http/common.schemas.ts';
@@ -46,6 +48,28 @@ export function toOrderSummary(version: ApiVersion, o: OrderRow) {
     created_at: iso(o.created_at),
     updated_at: iso(o.updated_at),
   };
+}
+
+/**
+ * `toOrderSummary`'s fields, in its order, as PostgreSQL renders them from a row of `orders` (for a
+ * page rendered to JSON in the database). A test holds the two to the same text.
+ */
+export function orderSummarySql(version: ApiVersion): AliasedRawBuilder<unknown, string>[] {
+  const status = version === 'v1' ? sql`CASE WHEN orders.status = 'cancelled' THEN 'failed' ELSE orders.status END` : sql`orders.status`;
+  const v2 =
+    version === 'v1'
+      ? []
+      : [sql`CASE WHEN orders.status = 'failed' THEN orders.failure_reason END`.as('failure_reason'), isoTimestampSql('orders.cancelled_at').as('cancelled_at')];
+  return [
+    sql`orders.id`.as('id'),
+    sql`orders.user_id`.as('user_id'),
+    status.as('status'),
+    // numeric to float8 rounds as Number() does (moneyToNumber), and float8 is written as JSON writes it
+    sql`orders.total_amount::float8`.as('total_amount'),
+    ...v2,
+    isoTimestampSql('orders.created_at').as('created_at'),
+    isoTimestampSql('orders.updated_at').as('updated_at'),
+  ];
 }
 
 export function toOrderDetail(version: ApiVersion, o: OrderRow, lines: OrderLineView[]) {

@@ -3,7 +3,8 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { apiVersionOf } from '../../http/api-version.ts';
 import { authUser } from '../../http/auth.ts';
 import { errorResponses } from '../../http/errors.ts';
-import { statusesFor, toOrderDetail, toOrderEvent, toOrderSummary } from './orders.mapper.ts';
+import { sendJsonText } from '../../http/json-text.ts';
+import { statusesFor, toOrderDetail, toOrderEvent } from './orders.mapper.ts';
 import { OrderAction, OrderCancelBody, OrderCreateBody, OrderCreated, OrderCreateHeaders, OrderIdParams, orderSchemas } from './orders.schemas.ts';
 import type { OrdersService } from './orders.service.ts';
 
@@ -38,10 +39,10 @@ export function registerOrderRoutes(root: FastifyInstance, orders: OrdersService
       querystring: OrderListQuery,
       response: { 200: OrderPage, ...errorResponses(401, 403, 422, 429) },
     },
-    handler: async (request) => {
+    // PostgreSQL renders the page's orders (the repository's listUserOrdersJson)
+    handler: async (request, reply) => {
       const { status, ...q } = request.query;
-      const page = await orders.list(authUser(request), { ...q, statuses: statusesFor(version, status) });
-      return { ...page, items: page.items.map((o) => toOrderSummary(version, o)) };
+      return sendJsonText(reply, await orders.listJson(authUser(request), version, { ...q, statuses: statusesFor(version, status) }));
     },
   });
 

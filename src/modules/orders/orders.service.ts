@@ -5,7 +5,8 @@ import { isUniqueViolation } from '../../db/errors.ts';
 import type { Database, OrderEventRow, OrderRow, OrderStatus, UserRow } from '../../db/schema.ts';
 import type { OrderEventBus } from '../../events/order-events.ts';
 import { AppError } from '../../http/errors.ts';
-import { pageOf, type PageResult } from '../../http/common.schemas.ts';
+import { pageJsonText } from '../../http/common.schemas.ts';
+import type { ApiVersion } from '../../http/api-version.ts';
 import { MAX_ID } from '../../http/path-ids.ts';
 import type { JobQueue } from '../../jobs/queue.ts';
 import { findProductStates } from '../products/products.repository.ts';
@@ -16,7 +17,7 @@ import {
   findOrderIdByExternalId,
   findOrderWithLines,
   listOrderEvents,
-  listUserOrders,
+  listUserOrdersJson,
   lockOrder,
   saveIdempotencyKey,
   type IdempotentResponse,
@@ -153,15 +154,18 @@ export class OrdersService {
     return findOrderWithLines(this.db, id);
   }
 
-  /** The caller's own orders, newest first; `statuses` (when given) are those the caller's status filter stands for. */
-  async list(actor: UserRow, q: Omit<OrderListQuery, 'status'> & { statuses?: readonly OrderStatus[] }): Promise<PageResult<OrderRow>> {
-    const { rows, total } = await listUserOrders(this.db, {
+  /**
+   * The caller's own orders, newest first, as the JSON text of the `version` API's page; `statuses`
+   * (when given) are those the caller's status filter stands for.
+   */
+  async listJson(actor: UserRow, version: ApiVersion, q: Omit<OrderListQuery, 'status'> & { statuses?: readonly OrderStatus[] }): Promise<string> {
+    const { json, total } = await listUserOrdersJson(this.db, version, {
       userId: actor.id,
       statuses: q.statuses,
       limit: q.page_size,
       offset: (q.page - 1) * q.page_size,
     });
-    return pageOf(rows, total, q.page, q.page_size);
+    return pageJsonText(json, total, q.page, q.page_size);
   }
 
   /**

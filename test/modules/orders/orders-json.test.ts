@@ -1,0 +1,81 @@
+import assert from 'node:assert/strict';
+import { describe, it, before, after } from 'node:test';
+import fc from 'fast-check';
+import type { FastifyInstance } from 'fastify';
+import type { OrderStatus } from '../../../src/db/schema.ts';
+import { pageJsonText, pageOf } from '../../../src/http/common.schemas.ts';
+import { API_VERSIONS } from '../../../src/http/api-version.ts';
+import { statusesFor, toOrderSummary } from '../../../src/modules/orders/orders.mapper.ts';
+import { listUserOrdersJson } from '../../../src/modules/orders/orders.repository.ts';
+import { buildTestApp, createUser } from '../../helpers/app.ts';
+
+const STATUSES: OrderStatus[] = ['pending', 'processing', 'completed', 'failed', 'cancelled'];
+// PostgreSQL text holds no NUL; everything else, control characters and astral ones included
+const text = fc.string({ unit: 'binary', maxLength: 20 }).map((s) => s.replaceAll('\0', ''));
+// an instant with microseconds, which the rendering drops as the parser does
+const instant = fc
+  .tuple(fc.integer({ min: Date.UTC(1000, 0, 1), max: Date.UTC(9999, 11, 31) }), fc.integer({ min: 0, max: 999 }))
+  .map(([ms, us]) => new Date(ms).toISOString().replace('Z', `${String(us).padStart(3, '0')}Z`));
+const order = fc.record({
+  status: fc.constantFrom(...STATUSES),
+  // numeric(12, 2): whole cents up to 9,999,999,999.99
+  cents: fc.oneof(fc.integer({ min: 0, max: 999_999_999_999 }), fc.constantFrom(0, 1, 10, 1999, 10_000)),
+  failure_reason: fc.option(text, { nil: null }),
+  cancelled_at: instant,
+  // few distinct instants, so that several orders share one and the id orders them
+  created_at: fc.oneof(instant, fc.constant('2026-11-25T10:00:00.123456Z')),
+  updated_at: instant,
+});
+
+describe('order pages rendered to JSON by PostgreSQL', () => {
+  let app: FastifyInstance;
+  before(async () => {
+    app = await buildTestApp(undefined);
+  });
+  after(() => app.close());
+
+  it("is byte for byte the text of the mapper's page, in every version, status filter and page", async () => {
+    const db = app.ctx.db;
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(order, { maxLength: 8 }),
+        fc.option(fc.constantFrom(...STATUSES), { nil: undefined }),
+        fc.integer({ min: 1, max: 4 }),
+        fc.integer({ min: 1, max: 5 }),
+        async (orders, status, page, pageSize) => {
+          const owner = await createUser(app, { login: false });
+          for (const o of orders) {
+            await db
+              .insertInto('orders')
+              .values({
+                user_id: owner.user.id,
+                status: o.status,
+                total_amount: (o.cents / 100).toFixed(2),
+                shipping_address: 'Somewhere 1',
+                failure_reason: o.failure_reason,
+                cancelled_at: (o.status === 'cancelled' ? o.cancelled_at : null) as never,
+                created_at: o.created_at as never,
+                updated_at: o.updated_at as never,
+              })
+              .execute();
+          }
+          for (const version of API_VERSIONS) {
+            const statuses = statusesFor(version, status);
+            let all = db.selectFrom('orders').selectAll().where('user_id', '=', owner.user.id);
+            if (statuses) all = all.where('status', 'in', statuses);
+            const rows = await all.orderBy('created_at', 'desc').orderBy('id', 'desc').execute();
+            const shown = rows.slice((page - 1) * pageSize, page * pageSize).map((o) => toOrderSummary(version, o));
+            const { json, total } = await listUserOrdersJson(db, version, {
+              userId: owner.user.id,
+              statuses,
+              limit: pageSize,
+              offset: (page - 1) * pageSize,
+            });
+            assert.equal(pageJsonText(json, total, page, pageSize), JSON.stringify(pageOf(shown, rows.length, page, pageSize)), version);
+          }
+        },
+      ),
+      { numRuns: 40 },
+    );
+  });
+});

@@ -50,11 +50,8 @@ export function toOrderSummary(version: ApiVersion, o: OrderRow) {
   };
 }
 
-/**
- * `toOrderSummary`'s fields, in its order, as PostgreSQL renders them from a row of `orders` (for a
- * page rendered to JSON in the database). A test holds the two to the same text.
- */
-export function orderSummarySql(version: ApiVersion): AliasedRawBuilder<unknown, string>[] {
+/** An order's fields as PostgreSQL renders them from a row of `orders`, with `middle` after its total (see orderSummarySql). */
+function orderColumnsSql(version: ApiVersion, middle: AliasedRawBuilder<unknown, string>[]): AliasedRawBuilder<unknown, string>[] {
   const status = version === 'v1' ? sql`CASE WHEN orders.status = 'cancelled' THEN 'failed' ELSE orders.status END` : sql`orders.status`;
   const v2 =
     version === 'v1'
@@ -66,10 +63,32 @@ export function orderSummarySql(version: ApiVersion): AliasedRawBuilder<unknown,
     status.as('status'),
     // numeric to float8 rounds as Number() does (moneyToNumber), and float8 is written as JSON writes it
     sql`orders.total_amount::float8`.as('total_amount'),
+    ...middle,
     ...v2,
     isoTimestampSql('orders.created_at').as('created_at'),
     isoTimestampSql('orders.updated_at').as('updated_at'),
   ];
+}
+
+/**
+ * `toOrderSummary`'s fields, in its order, as PostgreSQL renders them from a row of `orders` (for a
+ * page rendered to JSON in the database). A test holds the two to the same text.
+ */
+export function orderSummarySql(version: ApiVersion): AliasedRawBuilder<unknown, string>[] {
+  return orderColumnsSql(version, []);
+}
+
+/** `toOrderDetail`'s fields, in its order, as PostgreSQL renders them from a row of `orders` and its lines. */
+export function orderDetailSql(version: ApiVersion): AliasedRawBuilder<unknown, string>[] {
+  // string_agg, not json_agg: json_agg puts a line break between the elements
+  const lines = sql`(
+    SELECT ('[' || coalesce(string_agg(row_to_json(line)::text, ',' ORDER BY line.id), '') || ']')::json
+    FROM (
+      SELECT oi.id, oi.product_id, oi.product_name, oi.quantity, oi.unit_price::float8 AS unit_price
+      FROM order_items oi WHERE oi.order_id = orders.id
+    ) AS line
+  )`;
+  return orderColumnsSql(version, [sql`orders.shipping_address`.as('shipping_address'), lines.as('items')]);
 }
 
 export function toOrderDetail(version: ApiVersion, o: OrderRow, lines: OrderLineView[]) {

@@ -54,10 +54,8 @@ export function registerOrderRoutes(root: FastifyInstance, orders: OrdersService
       params: OrderIdParams,
       response: { 200: OrderDetail, ...errorResponses(401, 403, 404, 422, 429) },
     },
-    handler: async (request) => {
-      const { order, lines } = await orders.get(authUser(request), request.params.order_id);
-      return toOrderDetail(version, order, lines);
-    },
+    // PostgreSQL renders the order (the repository's findOrderDetailJson)
+    handler: async (request, reply) => sendJsonText(reply, await orders.getJson(authUser(request), version, request.params.order_id)),
   });
 
   app.get('/orders/:order_id/events', {

@@ -15,6 +15,7 @@ import { toOrderCreated } from './orders.mapper.ts';
 import {
   findIdempotencyKey,
   findOrderIdByExternalId,
+  findOrderDetailJson,
   findOrderWithLines,
   listOrderEvents,
   listUserOrdersJson,
@@ -177,6 +178,14 @@ export class OrdersService {
     if (!found) throw orderNotFound();
     if (found.order.user_id !== actor.id) throw notYourOrder();
     return found;
+  }
+
+  /** `get`, as the JSON text of the `version` API's order detail. */
+  async getJson(actor: UserRow, version: ApiVersion, id: number): Promise<string> {
+    const found = await findOrderDetailJson(this.db, version, id);
+    if (!found) throw orderNotFound();
+    if (found.userId !== actor.id) throw notYourOrder();
+    return found.json;
   }
 
   /** The events of one of the caller's orders, oldest first (the owner only, as for reading it). */

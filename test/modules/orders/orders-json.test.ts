@@ -5,8 +5,8 @@ import type { FastifyInstance } from 'fastify';
 import type { OrderStatus } from '../../../src/db/schema.ts';
 import { pageJsonText, pageOf } from '../../../src/http/common.schemas.ts';
 import { API_VERSIONS } from '../../../src/http/api-version.ts';
-import { statusesFor, toOrderSummary } from '../../../src/modules/orders/orders.mapper.ts';
-import { listUserOrdersJson } from '../../../src/modules/orders/orders.repository.ts';
+import { statusesFor, toOrderDetail, toOrderSummary } from '../../../src/modules/orders/orders.mapper.ts';
+import { findOrderDetailJson, findOrderWithLines, listUserOrdersJson } from '../../../src/modules/orders/orders.repository.ts';
 import { buildTestApp, createUser } from '../../helpers/app.ts';
 
 const STATUSES: OrderStatus[] = ['pending', 'processing', 'completed', 'failed', 'cancelled'];
@@ -77,5 +77,54 @@ describe('order pages rendered to JSON by PostgreSQL', () => {
       ),
       { numRuns: 40 },
     );
+  });
+
+  it("is byte for byte the text of the mapper's order detail, with its lines, in every version", async () => {
+    const db = app.ctx.db;
+    const owner = await createUser(app, { login: false });
+    const products = await db
+      .insertInto('products')
+      .values([1, 2, 3].map((n) => ({ sku: `JSON-${n}-${Date.now()}`, name: `p${n}`, price: '1.00', stock: 10 })))
+      .returning('id')
+      .execute();
+    const line = fc.record({
+      product: fc.constantFrom(...products.map((p) => p.id)),
+      name: text,
+      quantity: fc.integer({ min: 1, max: 1000 }),
+      cents: fc.integer({ min: 0, max: 999_999_999_999 }),
+    });
+    await fc.assert(
+      fc.asyncProperty(order, text, fc.array(line, { maxLength: 4 }), async (o, address, lines) => {
+        const { id } = await db
+          .insertInto('orders')
+          .values({
+            user_id: owner.user.id,
+            status: o.status,
+            total_amount: (o.cents / 100).toFixed(2),
+            shipping_address: address,
+            failure_reason: o.failure_reason,
+            cancelled_at: (o.status === 'cancelled' ? o.cancelled_at : null) as never,
+            created_at: o.created_at as never,
+            updated_at: o.updated_at as never,
+          })
+          .returning('id')
+          .executeTakeFirstOrThrow();
+        for (const l of lines) {
+          await db
+            .insertInto('order_items')
+            .values({ order_id: id, product_id: l.product, product_name: l.name, quantity: l.quantity, unit_price: (l.cents / 100).toFixed(2) })
+            .execute();
+        }
+        const found = await findOrderWithLines(db, id);
+        assert.ok(found);
+        for (const version of API_VERSIONS) {
+          const rendered = await findOrderDetailJson(db, version, id);
+          assert.equal(rendered?.userId, owner.user.id);
+          assert.equal(rendered.json, JSON.stringify(toOrderDetail(version, found.order, found.lines)), version);
+        }
+      }),
+      { numRuns: 40 },
+    );
+    assert.equal(await findOrderDetailJson(db, 'v2', 2_000_000_000), undefined);
   });
 });

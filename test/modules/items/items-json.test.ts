@@ -44,6 +44,22 @@ describe('items rendered to JSON by PostgreSQL', () => {
     );
   });
 
+  it('writes a price below 0.0001 as the same number, in exponent form', async () => {
+    // PostgreSQL writes a float8 under 1e-4 as 1e-05 where JSON.stringify writes 0.00001
+    const db = app.ctx.db;
+    const owner = await createUser(app, { login: false });
+    await fc.assert(
+      fc.asyncProperty(fc.double({ min: Number.MIN_VALUE, max: 1e-4, noNaN: true }), async (price) => {
+        const { id } = await db.insertInto('items').values({ user_id: owner.user.id, name: 'tiny', price }).returning('id').executeTakeFirstOrThrow();
+        const json = await listOwnItemsJson(db, { userId: owner.user.id, limit: 1, offset: 0, isActive: undefined });
+        const [row] = await db.selectFrom('items').selectAll().where('id', '=', id).execute();
+        assert.deepEqual(JSON.parse(json), [toItem(row)]);
+        await db.deleteFrom('items').where('id', '=', id).execute();
+      }),
+      { numRuns: 30 },
+    );
+  });
+
   it('filters, pages and leaves out deleted items as the query asks', async () => {
     const owner = await createUser(app);
     const other = await createUser(app);

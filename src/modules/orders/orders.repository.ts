@@ -115,8 +115,8 @@ const orderDetailJson = { v1: orderDetailJsonQuery('v1'), v2: orderDetailJsonQue
 
 /**
  * An order with its lines, rendered by PostgreSQL as the JSON text of the `version` API's order
- * detail (`orderDetailSql`), and its owner, in one round trip. The API process parses no row and
- * runs no serializer for it (bench/README.md, finding 48).
+ * detail (`orderDetailSql`), and its owner, in one round trip. The API process reads back those two
+ * columns only and runs no serializer for it (bench/README.md, finding 48).
  */
 export async function findOrderDetailJson(db: Db, version: ApiVersion, id: number): Promise<{ userId: number; json: string } | undefined> {
   const [row] = await orderDetailJson[version](db, { id });

@@ -39,7 +39,9 @@ export function pageOf<T>(items: T[], total: number, page: number, pageSize: num
 
 /** The JSON text of `pageOf`, around items that are JSON text already (rendered by PostgreSQL). */
 export function pageJsonText(itemsJson: string, total: number, page: number, pageSize: number): string {
-  return `{"items":${itemsJson},"total":${total},"page":${page},"page_size":${pageSize},"has_next":${page * pageSize < total}}`;
+  const { items: _, ...rest } = pageOf([], total, page, pageSize);
+  // `items` comes first, as in pageOf's text; the rest is pageOf's own, after its opening brace
+  return `{"items":${itemsJson},${JSON.stringify(rest).slice(1)}`;
 }
 
 export function iso(d: Date | string): string {

@@ -34,6 +34,16 @@ const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
 const orderNotFound = () => new AppError('NOT_FOUND', 'Order not found');
 const notYourOrder = () => new AppError('FORBIDDEN', 'Not enough permissions to access this order');
 
+/**
+ * `found` when `actor` may read it: the specification's permission matrix gives "Read order" to the
+ * owner only, so another user's order is 403, administrators included; no order is 404.
+ */
+function readableBy<T>(actor: UserRow, found: T | undefined, ownerOf: (found: T) => number): T {
+  if (found === undefined) throw orderNotFound();
+  if (ownerOf(found) !== actor.id) throw notYourOrder();
+  return found;
+}
+
 /** 400 for a quantity outside 1–1000, naming the first bad line. */
 function assertQuantities(body: OrderCreateBody): void {
   for (const line of body.items) {
@@ -169,23 +179,14 @@ export class OrdersService {
     return pageJsonText(json, total, q.page, q.page_size);
   }
 
-  /**
-   * One order with its lines, for its owner only: the specification's permission matrix gives
-   * "Read order" to the owner, and another user's order is 403, administrators included.
-   */
+  /** One order with its lines, for its owner only (`readableBy`). */
   async get(actor: UserRow, id: number): Promise<{ order: OrderRow; lines: OrderLineView[] }> {
-    const found = await findOrderWithLines(this.db, id);
-    if (!found) throw orderNotFound();
-    if (found.order.user_id !== actor.id) throw notYourOrder();
-    return found;
+    return readableBy(actor, await findOrderWithLines(this.db, id), (found) => found.order.user_id);
   }
 
   /** `get`, as the JSON text of the `version` API's order detail. */
   async getJson(actor: UserRow, version: ApiVersion, id: number): Promise<string> {
-    const found = await findOrderDetailJson(this.db, version, id);
-    if (!found) throw orderNotFound();
-    if (found.userId !== actor.id) throw notYourOrder();
-    return found.json;
+    return readableBy(actor, await findOrderDetailJson(this.db, version, id), (found) => found.userId).json;
   }
 
   /** The events of one of the caller's orders, oldest first (the owner only, as for reading it). */

@@ -8,23 +8,19 @@ import { API_VERSIONS } from '../../../src/http/api-version.ts';
 import { statusesFor, toOrderDetail, toOrderSummary } from '../../../src/modules/orders/orders.mapper.ts';
 import { findOrderDetailJson, findOrderWithLines, listUserOrdersJson } from '../../../src/modules/orders/orders.repository.ts';
 import { buildTestApp, createUser } from '../../helpers/app.ts';
+import { instantWithMicros, pgText } from '../../helpers/rendering.ts';
 
 const STATUSES: OrderStatus[] = ['pending', 'processing', 'completed', 'failed', 'cancelled'];
-// PostgreSQL text holds no NUL; everything else, control characters and astral ones included
-const text = fc.string({ unit: 'binary', maxLength: 20 }).map((s) => s.replaceAll('\0', ''));
-// an instant with microseconds, which the rendering drops as the parser does
-const instant = fc
-  .tuple(fc.integer({ min: Date.UTC(1000, 0, 1), max: Date.UTC(9999, 11, 31) }), fc.integer({ min: 0, max: 999 }))
-  .map(([ms, us]) => new Date(ms).toISOString().replace('Z', `${String(us).padStart(3, '0')}Z`));
+const text = pgText(20);
 const order = fc.record({
   status: fc.constantFrom(...STATUSES),
   // numeric(12, 2): whole cents up to 9,999,999,999.99
   cents: fc.oneof(fc.integer({ min: 0, max: 999_999_999_999 }), fc.constantFrom(0, 1, 10, 1999, 10_000)),
   failure_reason: fc.option(text, { nil: null }),
-  cancelled_at: instant,
+  cancelled_at: instantWithMicros,
   // few distinct instants, so that several orders share one and the id orders them
-  created_at: fc.oneof(instant, fc.constant('2026-11-25T10:00:00.123456Z')),
-  updated_at: instant,
+  created_at: fc.oneof(instantWithMicros, fc.constant('2026-11-25T10:00:00.123456Z')),
+  updated_at: instantWithMicros,
 });
 
 describe('order pages rendered to JSON by PostgreSQL', () => {

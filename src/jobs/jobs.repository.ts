@@ -1,6 +1,7 @@
 import { sql, type Expression, type RawBuilder, type Transaction } from 'kysely';
 import type { Db } from '../db/database.ts';
 import type { Database } from '../db/schema.ts';
+import { insertJobs, notifyChannelSql } from 'pg-boss/dist/plans.js';
 import type { JobSubject } from './registry.ts';
 
 /**
@@ -26,12 +27,51 @@ export async function insertJobLink(db: Db | Transaction<Database>, jobId: strin
 const SUBJECT_COLUMN: Record<keyof JobSubject, string> = { orderId: 'order_id', inboundWebhookId: 'inbound_webhook_id', messageRowId: 'message_row_id' };
 
 /**
- * The link of job `jobId` of `queue` as SQL that another module's statement runs as one of its CTEs,
- * for a job whose subject that statement creates: `subjects` yields the new subject's id as `id`
- * (no row: no link). The link then costs no statement of its own.
+ * pg-boss's own insert of one job into a queue's table (`insertJobs` of pg-boss's plans, as its
+ * `send` runs it), cut where its one parameter, the jobs as JSON text, goes: `linkedJobCtes` puts
+ * SQL there that builds the payload from the row another statement creates. It is the insert
+ * without pg-boss's NOTIFY wrapper, which is a WITH of its own and so cannot sit below the top level
+ * of another statement; `linkedJobCtes` sends that NOTIFY itself.
  */
-export function jobLinkStatement(jobId: string, queue: string, kind: keyof JobSubject, subjects: Expression<{ id: number }>): RawBuilder<Record<string, never>> {
-  return sql`INSERT INTO job_links (job_id, queue, ${sql.ref(SUBJECT_COLUMN[kind])}) SELECT ${jobId}::uuid, ${queue}, s.id FROM ${subjects} AS s`;
+export interface JobInsert {
+  queue: string;
+  before: string;
+  after: string;
+  /** the channel of pg-boss's NOTIFY for a new job, when the queue notifies */
+  notifyChannel: string | undefined;
+}
+
+const JOBS_PARAMETER = '$1::text::json';
+
+/** The insert of a job into `queue`'s table `table` in pg-boss's schema `schema`. */
+export function jobInsertOf(schema: string, queue: { name: string; table: string; notify: boolean }): JobInsert {
+  const text = insertJobs(schema, { table: queue.table, name: queue.name, returnId: true, notify: false });
+  const parts = text.split(JOBS_PARAMETER);
+  // a pg-boss whose insert takes its jobs another way would be misused here: refuse at start-up
+  if (parts.length !== 2 || /\$\d/.test(parts.join(''))) throw new Error(`pg-boss's job insert for ${queue.name} has an unexpected shape`);
+  return { queue: queue.name, before: parts[0], after: parts[1], notifyChannel: queue.notify ? notifyChannelSql(schema) : undefined };
+}
+
+/**
+ * Job `jobId` (of `insert`'s queue) and its link, as CTEs of another module's statement that
+ * creates the job's subject: `subjects` yields the new subject's id as `id`, and no row means no
+ * job and no link. The job's data is `{ [kind]: id }` with `extra`'s fields (the trace context).
+ * The job is pg-boss's own insert (`JobInsert`), with its queue's defaults as `send` gives them, and
+ * wakes the workers by the same NOTIFY in the same transaction. The CTEs end with `alongside`, one
+ * row per job created: the statement must read it (its NOTIFY runs only then), and a subject
+ * created without its job (the id taken: pg-boss's insert skips it) must fail its transaction.
+ */
+export function linkedJobCtes(
+  insert: JobInsert,
+  job: { jobId: string; kind: keyof JobSubject; subjects: Expression<{ id: number }>; extra: Record<string, unknown> },
+): RawBuilder<unknown> {
+  const jobs = sql`(SELECT json_build_array(json_build_object('id', ${job.jobId}::uuid, 'data', jsonb_build_object(${job.kind}::text, s.id) || ${JSON.stringify(job.extra)}::jsonb))::text FROM ${job.subjects} AS s)`;
+  const woken = insert.notifyChannel === undefined ? sql`NULL` : sql`pg_notify(${sql.raw(insert.notifyChannel)}, ${insert.queue})`;
+  return sql`linked_job AS (${sql.raw(insert.before)}${jobs}::text::json${sql.raw(insert.after)}),
+    linked_job_link AS (
+      INSERT INTO job_links (job_id, queue, ${sql.ref(SUBJECT_COLUMN[job.kind])}) SELECT j.id, ${insert.queue}, s.id FROM linked_job AS j CROSS JOIN ${job.subjects} AS s
+    ),
+    alongside AS (SELECT ${woken} FROM linked_job)`;
 }
 
 export type JobState = 'created' | 'retry' | 'active' | 'completed' | 'cancelled' | 'failed';

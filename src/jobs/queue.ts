@@ -8,15 +8,18 @@ import type { DatabaseHandle } from '../db/database.ts';
 import { JobFetchPreparingClient } from '../db/prepared.ts';
 import type { Database } from '../db/schema.ts';
 import { ensureJobIndexes } from './job-indexes.ts';
-import { insertJobLink, jobLinkStatement } from './jobs.repository.ts';
+import { insertJobLink, jobInsertOf, linkedJobCtes, type JobInsert } from './jobs.repository.ts';
 import { deadLetterQueueOf, jobSubjectOf, type DeadLettered, type Job, type JobName, type JobPayloads, type JobSubject } from './registry.ts';
 
-/** A job whose id is known before it is sent (`JobQueue.linkedJob`). */
+/** A job sent by the statement that creates its subject (`JobQueue.linkedJob`). */
 export interface LinkedJob<N extends JobName> {
   readonly name: N;
   readonly id: string;
-  /** the insert of the job's link, for the statement that creates its subject; `subjects` yields the subject's id as `id` */
-  readonly link: (subjects: Expression<{ id: number }>) => RawBuilder<Record<string, never>>;
+  /**
+   * The job, its link and its NOTIFY as CTEs for that statement (`linkedJobCtes`); `subjects` yields
+   * the subject's id as `id`. They end with `alongside`, whose row count goes to `confirmLinked`.
+   */
+  readonly ctes: (subjects: Expression<{ id: number }>) => RawBuilder<unknown>;
 }
 
 /** Internal jobs: the spec's "at most 3 attempts", with exponential backoff between them. */
@@ -170,6 +173,8 @@ export class JobQueue {
   private readonly definitions = new Map<JobName, QueueDefinition>();
   private readonly workers: Worker[] = [];
   private readonly schedules: { name: JobName; cron: string }[] = [];
+  /** pg-boss's insert of a job, per queue (known once the queues are synced at start) */
+  private readonly inserts = new Map<JobName, JobInsert>();
   private started = false;
   private readonly config: Config;
   private readonly log: FastifyBaseLogger;
@@ -336,6 +341,11 @@ export class JobQueue {
     // call by queue name refills it; this one reads one row by primary key. (pg-boss's start filled
     // the cache with every queue that already existed.)
     for (const name of touched) await this.boss.getJobById(name, '00000000-0000-0000-0000-000000000000');
+    const queues = touched.length === 0 ? existing.values() : await this.boss.getQueues(defs.map((d) => d.name));
+    for (const q of queues as Iterable<Record<string, unknown>>) {
+      const queue = { name: String(q.name), table: String(q.table), notify: q.notify === true };
+      this.inserts.set(queue.name as JobName, jobInsertOf(BOSS_SCHEMA, queue));
+    }
   }
 
   /**
@@ -360,21 +370,25 @@ export class JobQueue {
   }
 
   /**
-   * A job of `name` about a subject that does not exist yet: its id is chosen now, so the statement
-   * that creates the subject writes the job's link as well (`link`, one of its CTEs). `sendLinked`
-   * then sends it, in the same transaction. One statement fewer than `send`.
+   * A job of `name` about a subject that does not exist yet, sent by the statement that creates the
+   * subject (`ctes`, in the caller's transaction): pg-boss's own insert of the job, its link and
+   * the NOTIFY that wakes the workers cost no statement of their own. Its data is `{ [kind]: the
+   * subject's id }`, with the trace context when tracing is on.
    */
   linkedJob<N extends JobName>(name: N, kind: keyof JobSubject): LinkedJob<N> {
+    const insert = this.inserts.get(name);
+    if (!insert) throw new Error(`queue ${name} is not started`);
     const id = randomUUID();
-    return { name, id, link: (subjects) => jobLinkStatement(id, name, kind, subjects) };
+    const extra = withTraceContext({});
+    return { name, id, ctes: (subjects) => linkedJobCtes(insert, { jobId: id, kind, subjects, extra }) };
   }
 
-  /** Enqueues `job` inside `trx`, whose statement that created its subject wrote its link already. */
-  async sendLinked<N extends JobName>(trx: Transaction<Database>, job: LinkedJob<N>, data: JobPayloads[N], options: SendOptions = {}): Promise<string> {
-    const id = await this.boss.send(job.name, withTraceContext(data), { ...options, id: job.id, db: fromKysely(trx) });
-    // the link names this id: a job that was not created would leave it pointing at nothing
-    if (id !== job.id) throw new Error(`job ${job.id} of ${job.name} was not created`);
-    return id;
+  /**
+   * Fails the caller's transaction unless the statement that created `job`'s subject created the job
+   * too (`created`: the rows of its `alongside`), so a link never names a job that does not exist.
+   */
+  confirmLinked(job: LinkedJob<JobName>, created: number): void {
+    if (created !== 1) throw new Error(`job ${job.id} of ${job.name} was not created`);
   }
 
   /** Enqueues outside any transaction (for jobs that follow a committed change). */

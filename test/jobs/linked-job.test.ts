@@ -1,15 +1,18 @@
 import { describe, it, before } from 'node:test';
 import assert from 'node:assert/strict';
 import type { FastifyInstance } from 'fastify';
+import { setTimeout } from 'node:timers/promises';
 import { sql } from 'kysely';
+import pg from 'pg';
+import { notifyChannelSql } from 'pg-boss/dist/plans.js';
 import { api, buildTestApp, createUser, errorBody, type TestUser } from '../helpers/app.ts';
 import { createProduct } from '../helpers/products.ts';
 import { waitForFinal } from '../helpers/orders.ts';
 
 /**
- * A new order's processing job is linked by the statement that inserts the order (its id chosen
- * before pg-boss's insert): the link must name the job pg-boss created, exist exactly when the
- * order does, and never outlive a job that was not created.
+ * A new order's processing job is sent, and linked, by the statement that inserts the order: the
+ * job must be the one pg-boss's own send would create, wake the workers as that send does, and the
+ * link must name it, exist exactly when the order does, and never outlive a job that was not created.
  */
 describe('the processing job linked by the order insert', () => {
   let app: FastifyInstance;
@@ -51,17 +54,52 @@ describe('the processing job linked by the order insert', () => {
     assert.equal(await count(`SELECT count(*) AS n FROM pgboss.job WHERE name = 'order-process'`), before.jobs);
   });
 
-  it('refuses, and rolls back, a send whose job pg-boss did not create', async () => {
+  it('creates the job as pg-boss\'s own send does, and wakes the workers by its NOTIFY', async () => {
+    const product = await createProduct(app, { stock: 5 });
+    const channel = (await rows<{ channel: string }>(`SELECT ${notifyChannelSql('pgboss')} AS channel`))[0].channel;
+    const notified = await listen(app, channel);
+    let orderId: number;
+    try {
+      const res = await api(app, alice, { method: 'POST', url: '/api/v1/orders', payload: { items: [{ product_id: product.id, quantity: 1 }], shipping_address: '1 Link Street' } });
+      assert.equal(res.statusCode, 201, res.body);
+      orderId = res.json<{ id: number }>().id;
+      for (let i = 0; i < 200 && !notified.payloads.includes('order-process'); i++) await setTimeout(25);
+      assert.ok(notified.payloads.includes('order-process'), `NOTIFY on ${channel}: ${JSON.stringify(notified.payloads)}`);
+    } finally {
+      await notified.stop();
+    }
+    // a job sent by pg-boss itself for the same order, held back an hour so no worker takes it
+    const reference = await app.ctx.queue.boss.send('order-process', { orderId }, { startAfter: 3600 });
+    assert.ok(reference);
+    try {
+      // every column pg-boss sets from the queue's settings and the send's options, not those that
+      // name the job, date it or follow its run
+      const settings = async (where: string) =>
+        (await rows<{ s: Record<string, unknown> }>(`SELECT to_jsonb(j) - ARRAY['id', 'data', 'created_on', 'start_after', 'keep_until', 'state',
+           'started_on', 'completed_on', 'retry_count', 'output', 'heartbeat_on'] AS s FROM pgboss.job j WHERE ${where}`))[0].s;
+      const linked = await settings(`id = (SELECT job_id FROM job_links WHERE order_id = ${orderId})`);
+      assert.deepEqual(linked, await settings(`id = '${reference}'`));
+      assert.ok('dead_letter' in linked && 'retry_limit' in linked && 'policy' in linked, JSON.stringify(linked));
+      const data = await rows<{ data: unknown }>(`SELECT data FROM pgboss.job WHERE id = (SELECT job_id FROM job_links WHERE order_id = ${orderId})`);
+      assert.deepEqual(data[0].data, { orderId });
+    } finally {
+      await sql`DELETE FROM pgboss.job WHERE id = ${reference}::uuid`.execute(app.ctx.db);
+    }
+  });
+
+  it('refuses, and rolls back, a statement whose job pg-boss did not create', async () => {
     const product = await createProduct(app);
     const taken = app.ctx.queue.linkedJob('order-process', 'orderId');
-    await app.ctx.db.transaction().execute((trx) => app.ctx.queue.sendLinked(trx, taken, { orderId: 0 }, { startAfter: 3600 }));
+    // the id is taken first, by a job of pg-boss's own send, held back so no worker runs it
+    await app.ctx.queue.boss.send('order-process', { orderId: 0 }, { id: taken.id, startAfter: 3600 });
     const linksBefore = await count('SELECT count(*) AS n FROM job_links');
     const productsBefore = await count(`SELECT count(*) AS n FROM products WHERE id = ${product.id} AND name = 'renamed'`);
-    // a second send of the same id is one pg-boss skips (ON CONFLICT DO NOTHING)
+    // pg-boss's insert skips an id already taken (ON CONFLICT DO NOTHING)
     await assert.rejects(
       app.ctx.db.transaction().execute(async (trx) => {
         await sql`UPDATE products SET name = 'renamed' WHERE id = ${product.id}`.execute(trx);
-        await app.ctx.queue.sendLinked(trx, taken, { orderId: 0 });
+        const created = await sql<{ n: number }>`WITH ${taken.ctes(sql`(SELECT 0 AS id)`)} SELECT (SELECT count(*)::int FROM alongside) AS n`.execute(trx);
+        app.ctx.queue.confirmLinked(taken, created.rows[0].n);
       }),
       /was not created/,
     );
@@ -70,3 +108,18 @@ describe('the processing job linked by the order insert', () => {
     await sql`DELETE FROM pgboss.job WHERE id = ${taken.id}::uuid`.execute(app.ctx.db);
   });
 });
+
+/** Collects the NOTIFY payloads on `channel` of the app's database, on PGlite or PostgreSQL. */
+async function listen(app: FastifyInstance, channel: string): Promise<{ payloads: string[]; stop: () => Promise<void> }> {
+  const payloads: string[] = [];
+  const { pglite, connectionString } = app.ctx.database;
+  if (pglite) {
+    const unlisten = await pglite.listen(channel, (payload) => payloads.push(payload));
+    return { payloads, stop: unlisten };
+  }
+  const client = new pg.Client({ connectionString });
+  await client.connect();
+  client.on('notification', (n) => payloads.push(n.payload ?? ''));
+  await client.query(`LISTEN "${channel}"`);
+  return { payloads, stop: () => client.end() };
+}

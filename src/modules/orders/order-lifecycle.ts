@@ -90,15 +90,15 @@ function createdLookups(trx: Transaction<Database>, deps: PlaceDeps, userId: num
   return deps.orderEvents.lookups(trx, { type: 'order.created', status: 'pending', userId });
 }
 
-/** A new order's processing job, whose link the order's insert writes. */
+/** A new order's processing job, which the order's insert sends, with its link. */
 function processingJob(deps: PlaceDeps): LinkedJob<'order-process'> {
   return deps.queue.linkedJob('order-process', 'orderId');
 }
 
-/** Publishes an inserted order's `order.created` and enqueues its processing job, in `trx`. */
+/** Checks that an inserted order's processing job was created with it, and publishes its `order.created`, in `trx`. */
 async function announce(trx: Transaction<Database>, deps: PlaceDeps, inserted: InsertedOrder, job: LinkedJob<'order-process'>): Promise<OrderRow> {
+  deps.queue.confirmLinked(job, inserted.alongsideRows);
   await deps.orderEvents.publish(trx, inserted.event, inserted.order, inserted.looked);
-  await deps.queue.sendLinked(trx, job, { orderId: inserted.order.id });
   return inserted.order;
 }
 
@@ -109,7 +109,7 @@ async function announce(trx: Transaction<Database>, deps: PlaceDeps, inserted: I
  */
 export async function placeOrder(trx: Transaction<Database>, deps: PlaceDeps, input: NewOrder): Promise<OrderRow> {
   const job = processingJob(deps);
-  return announce(trx, deps, await insertOrderWithEvent(trx, input, createdLookups(trx, deps, input.userId), job.link), job);
+  return announce(trx, deps, await insertOrderWithEvent(trx, input, createdLookups(trx, deps, input.userId), job.ctes), job);
 }
 
 /**
@@ -125,7 +125,7 @@ export async function placeCheckedOrder(
   const ids = [...new Set(input.lines.map((l) => l.productId))];
   const check = { states: productStatesQuery(trx, ids), count: ids.length };
   const job = processingJob(deps);
-  const { inserted, products } = await insertCheckedOrderWithEvent(trx, input, createdLookups(trx, deps, input.userId), check, job.link);
+  const { inserted, products } = await insertCheckedOrderWithEvent(trx, input, createdLookups(trx, deps, input.userId), check, job.ctes);
   if (!inserted) return { order: undefined, products };
   return { order: await announce(trx, deps, inserted, job), products };
 }

@@ -246,16 +246,19 @@ export interface InsertedOrder {
   order: OrderRow;
   event: OrderEventRow;
   looked: LookedRows;
+  /** the rows of the insert's `alongside` (see `AlongsideInsert`) */
+  alongsideRows: number;
 }
 
 /**
- * A data-modifying statement of another module that runs inside the order's insert (the processing
- * job's link, see `JobQueue.linkedJob`): `orders` yields the new order's id as `id`, or no row when
- * nothing was inserted.
+ * Data-modifying statements of another module that run inside the order's insert (the processing
+ * job, its link and its NOTIFY, see `JobQueue.linkedJob`), as CTEs: `orders` yields the new order's
+ * id as `id`, or no row when nothing was inserted. The last CTE is `alongside`; the insert returns
+ * how many rows it has, and reading it is what runs it.
  */
-export type AlongsideInsert = (orders: Expression<{ id: number }>) => Expression<Record<string, unknown>>;
+export type AlongsideInsert = (orders: Expression<{ id: number }>) => RawBuilder<unknown>;
 
-/** An `alongside` when there is nothing to run: a query PostgreSQL never executes, as nothing reads it. */
+/** An `alongside` when there is nothing to run: no row. */
 const NOTHING_ALONGSIDE = sql<Record<string, never>>`SELECT WHERE false`;
 
 /** No products: the unchecked insert's stand-in for `ProductCheck.states`. */
@@ -275,7 +278,7 @@ async function insertOrderStatement(
   check: ProductCheck | undefined,
   alongside: AlongsideInsert | undefined,
 ): Promise<{ inserted: InsertedOrder | undefined; products: ProductState[] }> {
-  const { rows } = await sql<(OrderRow | { [K in keyof OrderRow]: null }) & { event_id: number; event_created_at: Date; looked: LookedRows; products: ProductState[] }>`
+  const { rows } = await sql<(OrderRow | { [K in keyof OrderRow]: null }) & { event_id: number; event_created_at: Date; looked: LookedRows; alongside_rows: number; products: ProductState[] }>`
     WITH p AS MATERIALIZED (${check?.states ?? NO_PRODUCTS}),
     o AS (
       INSERT INTO orders (user_id, status, total_amount, shipping_address, failure_reason, source, external_id)
@@ -293,17 +296,18 @@ async function insertOrderStatement(
       INSERT INTO order_events (order_id, user_id, type, previous_status, status, total_amount, sequence)
       SELECT o.id, o.user_id, 'order.created', NULL, o.status, o.total_amount, 1 FROM o
       RETURNING id AS event_id, created_at AS event_created_at
-    ), alongside AS (${alongside ? alongside(sql<{ id: number }>`(SELECT id FROM o)`) : NOTHING_ALONGSIDE})
-    SELECT o.*, event.event_id, event.event_created_at, ${lookedColumn(lookups)} AS looked,
+    ), ${alongside ? alongside(sql<{ id: number }>`(SELECT id FROM o)`) : sql`alongside AS (${NOTHING_ALONGSIDE})`}
+    SELECT o.*, event.event_id, event.event_created_at, ${lookedColumn(lookups)} AS looked, (SELECT count(*)::int FROM alongside) AS alongside_rows,
            (SELECT coalesce(json_agg(p), '[]'::json) FROM p) AS products
     FROM (SELECT 1) AS one LEFT JOIN (o CROSS JOIN event) ON true
   `.execute(trx);
-  const { event_id, event_created_at, looked, products, ...order } = rows[0];
+  const { event_id, event_created_at, looked, alongside_rows, products, ...order } = rows[0];
   if (order.id === null) return { inserted: undefined, products };
   return {
     products,
     inserted: {
       looked,
+      alongsideRows: alongside_rows,
       order,
       event: {
         id: event_id,

@@ -1,13 +1,16 @@
 import { sql, type Transaction } from 'kysely';
 import type { Database, InboundBodyEncoding, InboundWebhookRow, InboundWebhookStatus } from '../../db/schema.ts';
 import type { Db } from '../../db/database.ts';
+import type { LinkedJob } from '../../jobs/queue.ts';
 
 /**
- * Stores a received payload once per delivery; undefined when it was already stored: the same
- * webhook id or event id (unique indexes), or the same body digest received within the last
- * `replayWindowSeconds` (0: not looked up). The digest lookup and the insert run under a
- * transaction-scoped advisory lock on the digest, so two copies of one body arriving together
- * cannot both miss each other.
+ * Stores a received payload once per delivery, and runs `job` (the CTEs of its processing job,
+ * `JobQueue.linkedJob`) in the same statement; `id` is undefined when the payload was already
+ * stored: the same webhook id or event id (unique indexes), or the same body digest received within
+ * the last `replayWindowSeconds` (0: not looked up). The digest lookup and the insert run under a
+ * transaction-scoped advisory lock on the digest, taken by a statement of its own before them
+ * (the insert's snapshot then holds every copy stored before the lock was granted), so two copies
+ * of one body arriving together cannot both miss each other. `jobs`: the rows of the job's `alongside`.
  */
 export async function insertInboundWebhook(
   trx: Transaction<Database>,
@@ -22,35 +25,29 @@ export async function insertInboundWebhook(
     rawBodyEncoding: InboundBodyEncoding;
   },
   replayWindowSeconds: number,
-): Promise<number | undefined> {
+  job: LinkedJob<'webhook-inbound-process'>['ctes'],
+): Promise<{ id: number | undefined; jobs: number }> {
   if (replayWindowSeconds > 0) {
     await sql`SELECT pg_advisory_xact_lock(hashtextextended(${`inbound-body:${values.bodySha256}`}, 0))`.execute(trx);
-    const seen = await trx
-      .selectFrom('inbound_webhooks')
-      .select('id')
-      .where('body_sha256', '=', values.bodySha256)
-      .where('received_at', '>=', sql<Date>`now() - ${replayWindowSeconds}::integer * interval '1 second'`)
-      .limit(1)
-      .executeTakeFirst();
-    if (seen) return undefined;
   }
-  const row = await trx
-    .insertInto('inbound_webhooks')
-    .values({
-      webhook_id: values.webhookId,
-      event_id: values.eventId,
-      body_sha256: values.bodySha256,
-      topic: values.topic,
-      shop_domain: values.shopDomain,
-      headers: JSON.stringify(values.headers),
-      raw_body: values.rawBody,
-      raw_body_encoding: values.rawBodyEncoding,
-    })
-    // either unique index: the webhook id, or the event id when given
-    .onConflict((oc) => oc.doNothing())
-    .returning('id')
-    .executeTakeFirst();
-  return row?.id;
+  const unseen =
+    replayWindowSeconds > 0
+      ? sql`NOT EXISTS (SELECT 1 FROM inbound_webhooks WHERE body_sha256 = ${values.bodySha256}
+          AND received_at >= now() - ${replayWindowSeconds}::integer * interval '1 second')`
+      : sql`true`;
+  // ON CONFLICT: either unique index, the webhook id or the event id when given
+  const { rows } = await sql<{ id: number | null; jobs: number }>`
+    WITH stored AS (
+      INSERT INTO inbound_webhooks (webhook_id, event_id, body_sha256, topic, shop_domain, headers, raw_body, raw_body_encoding)
+      SELECT ${values.webhookId}, ${values.eventId}, ${values.bodySha256}, ${values.topic}, ${values.shopDomain},
+             ${JSON.stringify(values.headers)}::jsonb, ${values.rawBody}, ${values.rawBodyEncoding}
+      WHERE ${unseen}
+      ON CONFLICT DO NOTHING
+      RETURNING id
+    ), ${job(sql<{ id: number }>`(SELECT id FROM stored)`)}
+    SELECT (SELECT id FROM stored) AS id, (SELECT count(*)::int FROM alongside) AS jobs
+  `.execute(trx);
+  return { id: rows[0].id ?? undefined, jobs: rows[0].jobs };
 }
 
 export async function findInboundWebhook(db: Db, id: number): Promise<InboundWebhookRow | undefined> {

@@ -130,7 +130,7 @@ export class InboundWebhookService {
   /**
    * The acknowledgement path, kept to one transaction: verify the HMAC over the raw bytes (before
    * anything is parsed), store the body once per delivery, whatever it contains, and enqueue its
-   * processing with it. A delivery seen before is acknowledged and not processed again: the same
+   * processing with it (the statement that stores it sends the job). A delivery seen before is acknowledged and not processed again: the same
    * webhook id, the same event id, or (the webhook id is not covered by the HMAC, so a captured
    * body could be replayed under new ids) the same body within the replay window. Whether the
    * body is a usable order is for processing to decide and record (`failed`, with the reason).
@@ -151,8 +151,9 @@ export class InboundWebhookService {
     const eventId = platformId(headers, 'x-shopify-event-id') ?? null;
     const bodySha256 = crypto.createHash('sha256').update(rawBody).digest('hex');
     const webhookId = givenId ?? `sha256:${bodySha256}`;
+    const job = this.queue.linkedJob('webhook-inbound-process', 'inboundWebhookId');
     const stored = await this.db.transaction().execute(async (trx) => {
-      const id = await insertInboundWebhook(
+      const { id, jobs } = await insertInboundWebhook(
         trx,
         {
           webhookId,
@@ -165,8 +166,9 @@ export class InboundWebhookService {
           rawBodyEncoding: asText ? 'utf8' : 'base64',
         },
         this.config.inboundReplayWindowSeconds,
+        job.ctes,
       );
-      if (id !== undefined) await this.queue.send(trx, 'webhook-inbound-process', { inboundWebhookId: id });
+      if (id !== undefined) this.queue.confirmLinked(job, jobs);
       return id !== undefined;
     });
     return { webhookId, duplicate: !stored };

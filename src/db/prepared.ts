@@ -104,7 +104,7 @@ function isStalePlan(err: unknown): boolean {
  *
  * A transaction's BEGIN is held back and sent in the same write as the transaction's first statement
  * (`QueryAfterBegin`) when that statement is prepared on the connection already: every transaction
- * the service runs saves a round trip, three per order. A transaction that sends no statement sends
+ * the service runs saves a round trip. A transaction that sends no statement sends
  * nothing at all.
  *
  * Not for a transaction-pooling proxy (PgBouncer `pool_mode=transaction` before 1.21): a named

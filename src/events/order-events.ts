@@ -1,4 +1,4 @@
-import type { Expression, Kysely, Transaction } from 'kysely';
+import { sql, type Expression, type Kysely, type Transaction } from 'kysely';
 import type { Database, OrderEventRow, OrderRow, OrderStatus } from '../db/schema.ts';
 
 export type OrderEventType = 'order.created' | 'order.status_changed';
@@ -49,21 +49,48 @@ export interface OrderEventPreview {
 export type OrderEventLookup = (db: Kysely<Database>, preview: OrderEventPreview) => Expression<unknown>;
 
 /**
+ * When a listener acts, as far as the statement that writes an event can tell before the listener
+ * runs. A listener that gives neither may act on any event.
+ */
+export interface ListenerScope {
+  /** false: the listener never acts on an event like `preview`, whatever the statement reads */
+  actsOn?: (preview: OrderEventPreview) => boolean;
+  /** the listener acts only when its lookup finds a row (with no row, it writes and sends nothing) */
+  onlyWithRows?: boolean;
+}
+
+/**
  * The seam between orders and the modules that react to them. The orders module writes one numbered
  * `order_events` row per creation and status change, in the changing transaction, and publishes it
  * here; outgoing webhooks fan it out to subscriptions and inbound webhooks report a platform order's
  * outcome, in that same transaction. Neither side imports the other.
  */
 export class OrderEventBus {
-  private readonly listeners: { listener: OrderEventListener; lookup: OrderEventLookup | undefined }[] = [];
+  private readonly listeners: { listener: OrderEventListener; lookup: OrderEventLookup | undefined; scope: ListenerScope }[] = [];
 
-  subscribe(listener: OrderEventListener, lookup?: OrderEventLookup): void {
-    this.listeners.push({ listener, lookup });
+  subscribe(listener: OrderEventListener, lookup?: OrderEventLookup, scope: ListenerScope = {}): void {
+    this.listeners.push({ listener, lookup, scope });
   }
 
   /** Each listener's lookup for an event like `preview`, in subscription order (undefined: it has none). */
   lookups(db: Kysely<Database>, preview: OrderEventPreview): (Expression<unknown> | undefined)[] {
     return this.listeners.map((l) => l.lookup?.(db, preview));
+  }
+
+  /**
+   * SQL that is true when no listener will act on an event like `preview` (each one's scope says it
+   * does not, or its lookup finds no row), for the statement that writes the event to read in its
+   * own snapshot: a change it holds for can commit on its own, with nothing to publish, and needs no
+   * transaction around it for the listeners' writes. Undefined when a listener's scope cannot tell.
+   */
+  quietWhen(db: Kysely<Database>, preview: OrderEventPreview): Expression<boolean> | undefined {
+    const conditions: Expression<boolean>[] = [];
+    for (const { lookup, scope } of this.listeners) {
+      if (scope.actsOn && !scope.actsOn(preview)) continue;
+      if (!scope.onlyWithRows || !lookup) return undefined;
+      conditions.push(sql<boolean>`NOT EXISTS (${lookup(db, preview)})`);
+    }
+    return conditions.length === 0 ? sql<boolean>`true` : sql<boolean>`(${sql.join(conditions, sql` AND `)})`;
   }
 
   /**

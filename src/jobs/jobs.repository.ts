@@ -57,9 +57,11 @@ export function jobInsertOf(schema: string, queue: { name: string; table: string
  * creates the job's subject: `subjects` yields the new subject's id as `id`, and no row means no
  * job and no link. The job's data is `{ [kind]: id }` with `extra`'s fields (the trace context).
  * The job is pg-boss's own insert (`JobInsert`), with its queue's defaults as `send` gives them, and
- * wakes the workers by the same NOTIFY in the same transaction. The CTEs end with `alongside`, one
- * row per job created: the statement must read it (its NOTIFY runs only then), and a subject
- * created without its job (the id taken: pg-boss's insert skips it) must fail its transaction.
+ * wakes the workers by the same NOTIFY in the same statement. The CTEs end with `alongside`, one row
+ * per job created, which the statement must read: that is what runs its NOTIFY (PostgreSQL runs a
+ * SELECT in WITH only when it is read). A subject created without its job (the id taken: pg-boss's
+ * insert skips it) fails the whole statement, in the link's insert, which runs in any case: a link
+ * never names a job that does not exist, whether the statement runs in a transaction or alone.
  */
 export function linkedJobCtes(
   insert: JobInsert,
@@ -67,9 +69,14 @@ export function linkedJobCtes(
 ): RawBuilder<unknown> {
   const jobs = sql`(SELECT json_build_array(json_build_object('id', ${job.jobId}::uuid, 'data', jsonb_build_object(${job.kind}::text, s.id) || ${JSON.stringify(job.extra)}::jsonb))::text FROM ${job.subjects} AS s)`;
   const woken = insert.notifyChannel === undefined ? sql`NULL` : sql`pg_notify(${sql.raw(insert.notifyChannel)}, ${insert.queue})`;
+  // the error names the subject (a column: the message cannot be folded into a constant and raised
+  // while the statement is planned, whatever the CASE decides)
+  const notCreated = sql`('job ' || ${job.jobId} || ' of ' || ${insert.queue} || ' for ' || s.id || ' was not created')::uuid`;
   return sql`linked_job AS (${sql.raw(insert.before)}${jobs}::text::json${sql.raw(insert.after)}),
     linked_job_link AS (
-      INSERT INTO job_links (job_id, queue, ${sql.ref(SUBJECT_COLUMN[job.kind])}) SELECT j.id, ${insert.queue}, s.id FROM linked_job AS j CROSS JOIN ${job.subjects} AS s
+      INSERT INTO job_links (job_id, queue, ${sql.ref(SUBJECT_COLUMN[job.kind])})
+      SELECT CASE WHEN j.id IS NULL THEN ${notCreated} ELSE j.id END, ${insert.queue}, s.id
+      FROM ${job.subjects} AS s LEFT JOIN linked_job AS j ON true
     ),
     alongside AS (SELECT ${woken} FROM linked_job)`;
 }

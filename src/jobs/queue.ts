@@ -17,7 +17,7 @@ export interface LinkedJob<N extends JobName> {
   readonly id: string;
   /**
    * The job, its link and its NOTIFY as CTEs for that statement (`linkedJobCtes`); `subjects` yields
-   * the subject's id as `id`. They end with `alongside`, whose row count goes to `confirmLinked`.
+   * the subject's id as `id`. They end with `alongside`, which the statement must read.
    */
   readonly ctes: (subjects: Expression<{ id: number }>) => RawBuilder<unknown>;
 }
@@ -381,14 +381,6 @@ export class JobQueue {
     const id = randomUUID();
     const extra = withTraceContext({});
     return { name, id, ctes: (subjects) => linkedJobCtes(insert, { jobId: id, kind, subjects, extra }) };
-  }
-
-  /**
-   * Fails the caller's transaction unless the statement that created `job`'s subject created the job
-   * too (`created`: the rows of its `alongside`), so a link never names a job that does not exist.
-   */
-  confirmLinked(job: LinkedJob<JobName>, created: number): void {
-    if (created !== 1) throw new Error(`job ${job.id} of ${job.name} was not created`);
   }
 
   /** Enqueues outside any transaction (for jobs that follow a committed change). */

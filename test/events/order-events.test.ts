@@ -4,6 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import { api, buildTestApp, createUser, type TestUser } from '../helpers/app.ts';
 import { createProduct } from '../helpers/products.ts';
 import { waitForFinal } from '../helpers/orders.ts';
+import { OrderEventBus } from '../../src/events/order-events.ts';
 
 /**
  * The order event bus's lookups: a listener's read runs inside the statement that writes the event,
@@ -76,3 +77,87 @@ describe('order event bus lookups', () => {
     assert.deepEqual(empty, [[], [], []]);
   });
 });
+
+/**
+ * Changes no listener acts on: a new order and its move to `processing` commit alone when every
+ * listener's scope says it will not act (`quietWhen`); otherwise they run in a transaction and
+ * every listener receives the event, with its lookup's rows.
+ */
+describe('order event bus: changes no listener acts on', () => {
+  let app: FastifyInstance;
+  let alice: TestUser;
+  let bob: TestUser;
+  const seen: { listener: string; orderId: number; status: string; looked: readonly unknown[] | undefined }[] = [];
+  before(async () => {
+    app = await buildTestApp(undefined);
+    alice = await createUser(app);
+    bob = await createUser(app);
+    // acts only when its lookup finds a row: only for bob
+    app.ctx.orderEvents.subscribe(
+      async (_trx, event, _order, looked) => {
+        seen.push({ listener: 'rows', orderId: event.order_id, status: event.status, looked });
+      },
+      (db, preview) => db.selectFrom('users').select('email').where('id', '=', preview.userId).where('email', '=', bob.email),
+      { onlyWithRows: true },
+    );
+    // acts only on final statuses (and records every event it is handed)
+    app.ctx.orderEvents.subscribe(
+      async (_trx, event) => {
+        seen.push({ listener: 'final', orderId: event.order_id, status: event.status, looked: undefined });
+      },
+      undefined,
+      { actsOn: (preview) => preview.status === 'completed' || preview.status === 'failed' },
+    );
+  });
+  after(() => app.close());
+
+  const place = async (user: TestUser) => {
+    const product = await createProduct(app, { stock: 5, price: '1.50' });
+    const res = await api(app, user, { method: 'POST', url: '/api/v1/orders', payload: { items: [{ product_id: product.id, quantity: 1 }], shipping_address: '3 Bus Lane' } });
+    assert.equal(res.statusCode, 201, res.body);
+    const orderId = res.json<{ id: number }>().id;
+    assert.equal((await waitForFinal(app, orderId)).status, 'completed');
+    return seen.filter((s) => s.orderId === orderId).map((s) => [s.listener, s.status, s.looked]);
+  };
+
+  it('publishes nothing for the creation and the move to processing when no listener acts on them', async () => {
+    // the completion publishes in its transaction, as every other change does
+    assert.deepEqual(await place(alice), [
+      ['rows', 'completed', []],
+      ['final', 'completed', undefined],
+    ]);
+    const events = await api(app, alice, { method: 'GET', url: `/api/v1/orders/${(await lastOrder(app, alice)).id}/events` });
+    assert.deepEqual(
+      events.json<{ status: string }[]>().map((e) => e.status),
+      ['pending', 'processing', 'completed'],
+      'the events are written all the same',
+    );
+  });
+
+  it('publishes every change, in its transaction, when a listener acts on it', async () => {
+    // a change published in a transaction reaches every listener, which decides for itself
+    assert.deepEqual(await place(bob), [
+      ['rows', 'pending', [{ email: bob.email }]],
+      ['final', 'pending', undefined],
+      ['rows', 'processing', [{ email: bob.email }]],
+      ['final', 'processing', undefined],
+      ['rows', 'completed', [{ email: bob.email }]],
+      ['final', 'completed', undefined],
+    ]);
+  });
+
+  it('quietWhen: true without listeners that act, undefined when a listener\'s scope cannot tell', () => {
+    const preview = { type: 'order.created', status: 'pending', userId: alice.user.id } as const;
+    const bus = new OrderEventBus();
+    assert.ok(bus.quietWhen(app.ctx.db, preview));
+    bus.subscribe(async () => {}, undefined, { actsOn: () => false });
+    assert.ok(bus.quietWhen(app.ctx.db, preview));
+    bus.subscribe(async () => {});
+    assert.equal(bus.quietWhen(app.ctx.db, preview), undefined);
+  });
+});
+
+async function lastOrder(app: FastifyInstance, user: TestUser): Promise<{ id: number }> {
+  const res = await api(app, user, { method: 'GET', url: '/api/v1/orders?page_size=1' });
+  return res.json<{ items: { id: number }[] }>().items[0];
+}

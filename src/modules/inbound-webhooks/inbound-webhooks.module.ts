@@ -30,11 +30,14 @@ export function createInboundWebhooksModule(
   const admin = new InboundWebhooksAdminService({ db, queue });
 
   // The report of a platform order's outcome is queued in the transaction of the final status change.
-  ctx.orderEvents.subscribe(async (trx, event, order) => {
-    if (!config.platformApiUrl || event.type !== 'order.status_changed') return;
-    if (event.status !== 'completed' && event.status !== 'failed') return;
-    if (order.source === SHOPIFY_SOURCE && order.external_id) await queue.send(trx, 'webhook-platform-report', { orderId: order.id });
-  });
+  const reports = (e: { type: string; status: string }) => Boolean(config.platformApiUrl) && e.type === 'order.status_changed' && (e.status === 'completed' || e.status === 'failed');
+  ctx.orderEvents.subscribe(
+    async (trx, event, order) => {
+      if (reports(event) && order.source === SHOPIFY_SOURCE && order.external_id) await queue.send(trx, 'webhook-platform-report', { orderId: order.id });
+    },
+    undefined,
+    { actsOn: reports },
+  );
 
   return {
     admin,

@@ -10,7 +10,7 @@ import type { LinkedJob } from '../../jobs/queue.ts';
  * the last `replayWindowSeconds` (0: not looked up). The digest lookup and the insert run under a
  * transaction-scoped advisory lock on the digest, taken by a statement of its own before them
  * (the insert's snapshot then holds every copy stored before the lock was granted), so two copies
- * of one body arriving together cannot both miss each other. `jobs`: the rows of the job's `alongside`.
+ * of one body arriving together cannot both miss each other.
  */
 export async function insertInboundWebhook(
   trx: Transaction<Database>,
@@ -26,7 +26,7 @@ export async function insertInboundWebhook(
   },
   replayWindowSeconds: number,
   job: LinkedJob<'webhook-inbound-process'>['ctes'],
-): Promise<{ id: number | undefined; jobs: number }> {
+): Promise<number | undefined> {
   if (replayWindowSeconds > 0) {
     await sql`SELECT pg_advisory_xact_lock(hashtextextended(${`inbound-body:${values.bodySha256}`}, 0))`.execute(trx);
   }
@@ -47,7 +47,7 @@ export async function insertInboundWebhook(
     ), ${job(sql<{ id: number }>`(SELECT id FROM stored)`)}
     SELECT (SELECT id FROM stored) AS id, (SELECT count(*)::int FROM alongside) AS jobs
   `.execute(trx);
-  return { id: rows[0].id ?? undefined, jobs: rows[0].jobs };
+  return rows[0].id ?? undefined;
 }
 
 export async function findInboundWebhook(db: Db, id: number): Promise<InboundWebhookRow | undefined> {

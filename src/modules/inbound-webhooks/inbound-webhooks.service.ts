@@ -153,7 +153,7 @@ export class InboundWebhookService {
     const webhookId = givenId ?? `sha256:${bodySha256}`;
     const job = this.queue.linkedJob('webhook-inbound-process', 'inboundWebhookId');
     const stored = await this.db.transaction().execute(async (trx) => {
-      const { id, jobs } = await insertInboundWebhook(
+      const id = await insertInboundWebhook(
         trx,
         {
           webhookId,
@@ -168,7 +168,6 @@ export class InboundWebhookService {
         this.config.inboundReplayWindowSeconds,
         job.ctes,
       );
-      if (id !== undefined) this.queue.confirmLinked(job, jobs);
       return id !== undefined;
     });
     return { webhookId, duplicate: !stored };

@@ -6,7 +6,7 @@ import { givenUpJob, isLastAttempt } from '../../jobs/queue.ts';
 import type { Job } from '../../jobs/registry.ts';
 import { exactTotal, MAX_MONEY } from '../products/money.ts';
 import { lockProductsQuery } from '../products/products.repository.ts';
-import { changeOrderStatus, startProcessing, type FailureDetails } from './order-lifecycle.ts';
+import { changeOrderStatus, startProcessing, startProcessingQuietly, type FailureDetails } from './order-lifecycle.ts';
 import { findOrderStatus, lockOrder, lockOrderWithProducts, requeuedSince } from './orders.repository.ts';
 
 export type FailureReason = 'INSUFFICIENT_STOCK' | 'PRODUCT_UNAVAILABLE' | 'TOTAL_TOO_LARGE' | 'PROCESSING_ERROR';
@@ -29,7 +29,8 @@ export interface OrderProcessorHooks {
 const REQUEUE_MARGIN_MS = 1;
 
 /**
- * The background job of an order: pending → processing (committed, with its event), then in one
+ * The background job of an order: pending → processing (committed, with its event: alone when no
+ * event listener acts on it, else in a transaction with what they write), then in one
  * transaction the lines are priced, the total computed and stock reserved for all lines — or the
  * order fails. Safe to run any number of times: the order row's lock and status decide whether
  * there is anything left to do, so stock is never reserved twice, nor for an order cancelled
@@ -65,10 +66,13 @@ export class OrderProcessor {
 
   /** Runs the processing of one order; returns its status afterwards (undefined: no such order). */
   async process(orderId: number, attempt = 1): Promise<OrderStatus | undefined> {
-    const started = await this.db.transaction().execute(
-      // not pending: processing already (an earlier attempt's move committed), or nothing left to do
-      async (trx) => (await startProcessing(trx, this.orderEvents, orderId))?.status ?? (await findOrderStatus(trx, orderId)),
-    );
+    const started =
+      // no listener acts on the move: it commits alone
+      (await startProcessingQuietly(this.db, this.orderEvents, orderId))?.status ??
+      (await this.db.transaction().execute(
+        // not pending: processing already (an earlier attempt's move committed), or nothing left to do
+        async (trx) => (await startProcessing(trx, this.orderEvents, orderId))?.status ?? (await findOrderStatus(trx, orderId)),
+      ));
     // completed, failed or cancelled already (a duplicate job, or cancelled while queued): nothing to do
     if (started !== 'processing') return started;
 

@@ -246,15 +246,13 @@ export interface InsertedOrder {
   order: OrderRow;
   event: OrderEventRow;
   looked: LookedRows;
-  /** the rows of the insert's `alongside` (see `AlongsideInsert`) */
-  alongsideRows: number;
 }
 
 /**
  * Data-modifying statements of another module that run inside the order's insert (the processing
  * job, its link and its NOTIFY, see `JobQueue.linkedJob`), as CTEs: `orders` yields the new order's
- * id as `id`, or no row when nothing was inserted. The last CTE is `alongside`; the insert returns
- * how many rows it has, and reading it is what runs it.
+ * id as `id`, or no row when nothing was inserted. The last CTE is `alongside`, which the insert
+ * reads: PostgreSQL runs a SELECT in WITH only then.
  */
 export type AlongsideInsert = (orders: Expression<{ id: number }>) => RawBuilder<unknown>;
 
@@ -270,20 +268,26 @@ const NO_PRODUCTS = sql<ProductState>`SELECT NULL::integer AS id, NULL::text AS 
  * took three. The lines get their ids in the order given. The event listeners' `lookups` are read
  * in the same statement, and `alongside` runs in it. With `check`, nothing is inserted unless every
  * product is active, the lines take the products' names, and the products read are returned either way.
+ * With `condition`, nothing is inserted unless it holds too, in the statement's snapshot; `held` says
+ * whether it did (true without one).
  */
 async function insertOrderStatement(
-  trx: Transaction<Database>,
+  db: Db,
   input: Omit<NewOrder, 'lines'> & { lines: readonly { productId: number; productName: string | null; quantity: number }[] },
   lookups: EventLookups,
   check: ProductCheck | undefined,
   alongside: AlongsideInsert | undefined,
-): Promise<{ inserted: InsertedOrder | undefined; products: ProductState[] }> {
-  const { rows } = await sql<(OrderRow | { [K in keyof OrderRow]: null }) & { event_id: number; event_created_at: Date; looked: LookedRows; alongside_rows: number; products: ProductState[] }>`
-    WITH p AS MATERIALIZED (${check?.states ?? NO_PRODUCTS}),
+  condition: Expression<boolean> = sql<boolean>`true`,
+): Promise<{ inserted: InsertedOrder | undefined; products: ProductState[]; held: boolean }> {
+  const { rows } = await sql<
+    (OrderRow | { [K in keyof OrderRow]: null }) & { event_id: number; event_created_at: Date; looked: LookedRows; held: boolean; alongside_rows: number; products: ProductState[] }
+  >`
+    WITH held AS MATERIALIZED (SELECT ${condition} AS held),
+    p AS MATERIALIZED (${check?.states ?? NO_PRODUCTS}),
     o AS (
       INSERT INTO orders (user_id, status, total_amount, shipping_address, failure_reason, source, external_id)
       SELECT ${input.userId}, 'pending', 0, ${input.shippingAddress}, NULL, ${input.source ?? 'api'}, ${input.externalId ?? null}
-      WHERE ${check ? sql`(SELECT count(*) FROM p WHERE p.is_active) = ${check.count}` : sql`true`}
+      WHERE ${check ? sql`(SELECT count(*) FROM p WHERE p.is_active) = ${check.count}` : sql`true`} AND (SELECT held FROM held)
       RETURNING *
     ), lines AS (
       INSERT INTO order_items (order_id, product_id, product_name, quantity, unit_price)
@@ -297,17 +301,18 @@ async function insertOrderStatement(
       SELECT o.id, o.user_id, 'order.created', NULL, o.status, o.total_amount, 1 FROM o
       RETURNING id AS event_id, created_at AS event_created_at
     ), ${alongside ? alongside(sql<{ id: number }>`(SELECT id FROM o)`) : sql`alongside AS (${NOTHING_ALONGSIDE})`}
-    SELECT o.*, event.event_id, event.event_created_at, ${lookedColumn(lookups)} AS looked, (SELECT count(*)::int FROM alongside) AS alongside_rows,
+    SELECT o.*, event.event_id, event.event_created_at, ${lookedColumn(lookups)} AS looked, (SELECT held FROM held) AS held,
+           (SELECT count(*)::int FROM alongside) AS alongside_rows,
            (SELECT coalesce(json_agg(p), '[]'::json) FROM p) AS products
     FROM (SELECT 1) AS one LEFT JOIN (o CROSS JOIN event) ON true
-  `.execute(trx);
-  const { event_id, event_created_at, looked, alongside_rows, products, ...order } = rows[0];
-  if (order.id === null) return { inserted: undefined, products };
+  `.execute(db);
+  const { event_id, event_created_at, looked, held, alongside_rows: _read, products, ...order } = rows[0];
+  if (order.id === null) return { inserted: undefined, products, held };
   return {
     products,
+    held,
     inserted: {
       looked,
-      alongsideRows: alongside_rows,
       order,
       event: {
         id: event_id,
@@ -340,16 +345,18 @@ export async function insertOrderWithEvent(
 
 /**
  * `insertOrderStatement` with its product check (one round trip where the check and the insert took
- * two): `inserted` is undefined when a product is unknown or inactive; `products` are those found.
+ * two): `inserted` is undefined when a product is unknown or inactive, or `condition` did not hold
+ * (`held`); `products` are those found.
  */
 export async function insertCheckedOrderWithEvent(
-  trx: Transaction<Database>,
+  db: Db,
   input: Omit<NewOrder, 'lines'> & { lines: readonly { productId: number; quantity: number }[] },
   lookups: EventLookups,
   check: ProductCheck,
   alongside?: AlongsideInsert,
-): Promise<{ inserted: InsertedOrder | undefined; products: ProductState[] }> {
-  return insertOrderStatement(trx, { ...input, lines: input.lines.map((l) => ({ ...l, productName: null })) }, lookups, check, alongside);
+  condition?: Expression<boolean>,
+): Promise<{ inserted: InsertedOrder | undefined; products: ProductState[]; held: boolean }> {
+  return insertOrderStatement(db, { ...input, lines: input.lines.map((l) => ({ ...l, productName: null })) }, lookups, check, alongside, condition);
 }
 
 /** The change of one order's status (and of the fields that go with it) and the event it writes. */
@@ -370,6 +377,8 @@ export interface OrderChange {
    * `updateOrderWithEvent`.
    */
   onlyFrom?: OrderStatus;
+  /** Changes the order only when this holds as well (with `onlyFrom`; read in the statement's snapshot). */
+  condition?: Expression<boolean>;
 }
 
 /** A product's price (exact decimal text) and name, as the processing copies them into an order's lines. */
@@ -399,23 +408,23 @@ function linePriceRows(products: readonly LinePrice[]): RawBuilder<LinePrice> {
  * refuses the statement rather than number two events alike.
  */
 export async function updateOrderWithEvent(
-  trx: Transaction<Database>,
+  db: Db,
   id: number,
   change: OrderChange & { onlyFrom?: undefined },
 ): Promise<{ order: OrderRow; event: OrderEventRow; looked: LookedRows }>;
 export async function updateOrderWithEvent(
-  trx: Transaction<Database>,
+  db: Db,
   id: number,
   change: OrderChange,
 ): Promise<{ order: OrderRow; event: OrderEventRow; looked: LookedRows } | undefined>;
 export async function updateOrderWithEvent(
-  trx: Transaction<Database>,
+  db: Db,
   id: number,
   change: OrderChange,
 ): Promise<{ order: OrderRow; event: OrderEventRow; looked: LookedRows } | undefined> {
   const { event } = change;
   const details = event.details === undefined || event.details === null ? null : JSON.stringify(event.details);
-  const row = await trx
+  const row = await db
     // PostgreSQL runs a data-modifying WITH to completion whether or not the query reads it
     .with('alongside', () => sql<Record<string, unknown>>`(${change.alongside ?? NOTHING_ALONGSIDE})`)
     // without prices, an UPDATE of no lines: one statement shape for every change
@@ -430,7 +439,8 @@ export async function updateOrderWithEvent(
     })
     .with('updated', (db) => {
       const update = db.updateTable('orders').set(change.patch).where('id', '=', id);
-      return (change.onlyFrom === undefined ? update : update.where('status', '=', change.onlyFrom)).returningAll();
+      const from = change.onlyFrom === undefined ? update : update.where('status', '=', change.onlyFrom);
+      return (change.condition === undefined ? from : from.where(change.condition)).returningAll();
     })
     .with('event', (db) =>
       db

@@ -10,7 +10,7 @@ import type { ApiVersion } from '../../http/api-version.ts';
 import { MAX_ID } from '../../http/path-ids.ts';
 import type { JobQueue } from '../../jobs/queue.ts';
 import { findProductStates } from '../products/products.repository.ts';
-import { CANCELLABLE, cancelOrder, changeOrderStatus, placeCheckedOrder, placeOrder } from './order-lifecycle.ts';
+import { CANCELLABLE, cancelOrder, changeOrderStatus, placeCheckedOrder, placeOrder, placeQuietOrder } from './order-lifecycle.ts';
 import { toOrderCreated } from './orders.mapper.ts';
 import {
   findIdempotencyKey,
@@ -96,7 +96,8 @@ export class OrdersService {
   /**
    * Validates the lines, then creates the pending order with its processing job in one transaction.
    * With an Idempotency-Key the response is stored in that transaction too, so a repeated (or
-   * concurrent) request gets the first answer instead of a second order.
+   * concurrent) request gets the first answer instead of a second order. Without one, an order no
+   * event listener acts on is one statement of its own (`placeQuietOrder`).
    */
   async create(actor: UserRow, body: OrderCreateBody, idempotencyKey?: string): Promise<CreateOrderResult> {
     const hash = idempotencyKey === undefined ? '' : requestHash(body);
@@ -110,10 +111,19 @@ export class OrdersService {
     if (lines.some((l) => !(l.productId >= 1 && l.productId <= MAX_ID))) {
       throw invalidProduct(body, await findProductStates(this.db, lines.map((l) => l.productId).filter((id) => id >= 1 && id <= MAX_ID)));
     }
+    const deps = { orderEvents: this.orderEvents, queue: this.queue };
+    const input = { userId: actor.id, shippingAddress: body.shipping_address, lines };
+    if (idempotencyKey === undefined) {
+      // the insert checks the products itself: nothing is written unless all are active
+      const alone = await placeQuietOrder(this.db, deps, input);
+      if (alone) {
+        if (!alone.order) throw invalidProduct(body, alone.products);
+        return { statusCode: 201, body: toOrderCreated(alone.order, lines), replayed: false };
+      }
+    }
     try {
       const created = await this.db.transaction().execute(async (trx) => {
-        // the insert checks the products itself: nothing is written unless all are active
-        const placed = await placeCheckedOrder(trx, { orderEvents: this.orderEvents, queue: this.queue }, { userId: actor.id, shippingAddress: body.shipping_address, lines });
+        const placed = await placeCheckedOrder(trx, deps, input);
         if (!placed.order) throw invalidProduct(body, placed.products);
         const response = toOrderCreated(placed.order, lines);
         if (idempotencyKey !== undefined) {

@@ -31,7 +31,8 @@ export function createOutboundWebhooksModule(ctx: AppContext, deps: { resolve?: 
   registerMessageRetentionJob(queue, { db, config, log });
   // one message per matching subscription, written in the transaction of each order event; the
   // subscriptions are read by the statement that writes the event
-  ctx.orderEvents.subscribe((trx, event, _order, looked) => delivery.fanOut(trx, event, looked as MatchingSubscription[]), subscriptionLookup);
+  // fanOut writes and sends nothing for an event no subscription matches
+  ctx.orderEvents.subscribe((trx, event, _order, looked) => delivery.fanOut(trx, event, looked as MatchingSubscription[]), subscriptionLookup, { onlyWithRows: true });
   return {
     routes: (api) => registerSubscriptionRoutes(api, { subscriptions, messages }),
     close: async () => {

@@ -371,7 +371,7 @@ export class JobQueue {
 
   /**
    * A job of `name` about a subject that does not exist yet, sent by the statement that creates the
-   * subject (`ctes`, in the caller's transaction): pg-boss's own insert of the job, its link and
+   * subject (`ctes`, in the caller's transaction, or alone): pg-boss's own insert of the job, its link and
    * the NOTIFY that wakes the workers cost no statement of their own. Its data is `{ [kind]: the
    * subject's id }`, with the trace context when tracing is on.
    */

@@ -154,8 +154,8 @@ export async function placeCheckedOrder(
 /**
  * `placeCheckedOrder` as one statement outside any transaction, for an order no listener acts on
  * (`OrderEventBus.quietWhen`, read in the statement's snapshot): the order, its lines, its event
- * and its job then commit alone, with nothing to publish, in one round trip instead of three
- * (BEGIN riding with the insert, the insert, COMMIT). Undefined, with nothing written, when a
+ * and its job then commit alone, with nothing to publish, in one round trip instead of two (the
+ * insert, with BEGIN written in front of it, then COMMIT). Undefined, with nothing written, when a
  * listener may act (a subscription matches, say): the caller places the order in a transaction.
  */
 export async function placeQuietOrder(

@@ -75,7 +75,8 @@ const QUERIES: Record<string, { text: string; params: (userId: number, orderId: 
     params: (_u, o) => [o],
   },
   'orders page': { text: 'SELECT * FROM orders WHERE user_id = $1 ORDER BY created_at DESC, id DESC LIMIT 20 OFFSET 0', params: (u) => [u] },
-  'orders count': { text: 'SELECT count(*) FROM orders WHERE user_id = $1', params: (u) => [u] },
+  // what GET /orders sends since the user_order_counts migration: the trigger-maintained total
+  'orders count': { text: 'SELECT coalesce(sum(total), 0) FROM user_order_counts WHERE user_id = $1', params: (u) => [u] },
   'items page': { text: 'SELECT * FROM items WHERE user_id = $1 AND deleted_at IS NULL ORDER BY id LIMIT 20 OFFSET 0', params: (u) => [u] },
   'users page': { text: 'SELECT * FROM users WHERE deleted_at IS NULL ORDER BY id LIMIT 20 OFFSET 0', params: () => [] },
   // what listUsers sends since the user_counts migration: the trigger-maintained total

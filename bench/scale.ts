@@ -132,7 +132,7 @@ async function measure(b: Bench, client: pg.Client, users: Session[], size: numb
   }
   const who = users[0];
   const plans = {
-    ordersCount: await explain(client, 'SELECT count(*) FROM orders WHERE user_id = $1', [who.userId]),
+    ordersCount: await explain(client, 'SELECT coalesce(sum(total), 0) FROM user_order_counts WHERE user_id = $1', [who.userId]),
     ordersPage: await explain(client, 'SELECT * FROM orders WHERE user_id = $1 ORDER BY created_at DESC, id DESC LIMIT 20', [who.userId]),
     usersCount: await explain(client, 'SELECT coalesce(sum(total), 0) FROM user_counts', []),
     usersPage: await explain(client, 'SELECT * FROM users WHERE deleted_at IS NULL ORDER BY id LIMIT 20 OFFSET 80', []),

@@ -21,6 +21,7 @@ const OWNERS: Record<string, string> = {
   users: 'users',
   user_counts: 'users',
   order_counts: 'orders',
+  user_order_counts: 'orders',
   order_transition_counts: 'orders',
   inbound_webhook_counts: 'inbound-webhooks',
   webhook_delivery_counts: 'outbound-webhooks',

@@ -241,6 +241,13 @@ export interface OrderCountsTable {
   total: CounterTotal;
 }
 
+/** each user's orders by current status (the user_order_counts migration); not spread over slots */
+export interface UserOrderCountsTable {
+  user_id: number;
+  status: OrderStatus;
+  total: CounterTotal;
+}
+
 /** order events by the status they moved to, since the start */
 export interface OrderTransitionCountsTable {
   status: OrderStatus;
@@ -283,6 +290,7 @@ export interface Database {
   users: UsersTable;
   user_counts: UserCountsTable;
   order_counts: OrderCountsTable;
+  user_order_counts: UserOrderCountsTable;
   order_transition_counts: OrderTransitionCountsTable;
   inbound_webhook_counts: InboundWebhookCountsTable;
   webhook_delivery_counts: WebhookDeliveryCountsTable;

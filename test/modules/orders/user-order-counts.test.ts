@@ -1,0 +1,89 @@
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import type { FastifyInstance } from 'fastify';
+import { sql } from 'kysely';
+import * as migration from '../../../src/db/migrations/20261201000000_user_order_counts.ts';
+import { api, buildTestApp, createUser, type TestUser } from '../../helpers/app.ts';
+import { createProduct } from '../../helpers/products.ts';
+import { waitForFinal } from '../../helpers/orders.ts';
+
+/**
+ * `GET /orders`'s total comes from the counter rows the orders' trigger keeps per user and status:
+ * they must equal a count of the user's orders after every kind of change, and after the migration
+ * that counts the orders already there.
+ */
+describe('user_order_counts', () => {
+  let app: FastifyInstance;
+  let alice: TestUser;
+  before(async () => {
+    app = await buildTestApp(undefined);
+    alice = await createUser(app);
+  });
+  after(() => app.close());
+
+  const counted = async (userId: number) =>
+    Object.fromEntries(
+      (await sql<{ status: string; n: string }>`SELECT status, total AS n FROM user_order_counts WHERE user_id = ${userId} AND total <> 0 ORDER BY status`.execute(app.ctx.db)).rows.map(
+        (r) => [r.status, Number(r.n)],
+      ),
+    );
+  const actual = async (userId: number) =>
+    Object.fromEntries(
+      (await sql<{ status: string; n: string }>`SELECT status, count(*) AS n FROM orders WHERE user_id = ${userId} GROUP BY status ORDER BY status`.execute(app.ctx.db)).rows.map((r) => [
+        r.status,
+        Number(r.n),
+      ]),
+    );
+  const total = async (user: TestUser, query = '') => {
+    const res = await api(app, user, { method: 'GET', url: `/api/v2/orders?page_size=1${query}` });
+    assert.equal(res.statusCode, 200, res.body);
+    return res.json<{ total: number }>().total;
+  };
+
+  it('follows placements, processing, failures, cancellations and retries', async () => {
+    const plenty = await createProduct(app, { stock: 100, price: '2.00' });
+    const scarce = await createProduct(app, { stock: 1, price: '3.00' });
+    const place = async (productId: number, quantity: number) => {
+      const res = await api(app, alice, { method: 'POST', url: '/api/v1/orders', payload: { items: [{ product_id: productId, quantity }], shipping_address: '4 Count Road' } });
+      assert.equal(res.statusCode, 201, res.body);
+      return (await waitForFinal(app, res.json<{ id: number }>().id)).id;
+    };
+    const done = [await place(plenty.id, 1), await place(plenty.id, 2), await place(plenty.id, 3)];
+    const failed = await place(scarce.id, 5);
+    assert.equal((await api(app, alice, { method: 'POST', url: `/api/v2/orders/${done[0]}/cancel`, payload: {} })).statusCode, 200);
+    // a retried order goes back to pending, then fails again (still too little stock)
+    assert.equal((await api(app, alice, { method: 'POST', url: `/api/v1/orders/${failed}/retry` })).statusCode, 202);
+    await waitForFinal(app, failed);
+
+    assert.deepEqual(await counted(alice.user.id), { cancelled: 1, completed: 2, failed: 1 });
+    assert.deepEqual(await counted(alice.user.id), await actual(alice.user.id));
+    assert.equal(await total(alice), 4);
+    assert.equal(await total(alice, '&status=completed'), 2);
+    // v1 reads a cancelled order as failed
+    const v1 = await api(app, alice, { method: 'GET', url: '/api/v1/orders?page_size=1&status=failed' });
+    assert.equal(v1.json<{ total: number }>().total, 2);
+  });
+
+  it('follows deletions, and the migration counts the orders already there', async () => {
+    const bob = await createUser(app);
+    const product = await createProduct(app, { stock: 10 });
+    for (let i = 0; i < 3; i++) {
+      const res = await api(app, bob, { method: 'POST', url: '/api/v1/orders', payload: { items: [{ product_id: product.id, quantity: 1 }], shipping_address: '5 Count Road' } });
+      await waitForFinal(app, res.json<{ id: number }>().id);
+    }
+    const [first] = (await sql<{ id: number }>`SELECT id FROM orders WHERE user_id = ${bob.user.id} ORDER BY id LIMIT 1`.execute(app.ctx.db)).rows;
+    await sql`DELETE FROM order_events WHERE order_id = ${first.id}`.execute(app.ctx.db);
+    await sql`DELETE FROM job_links WHERE order_id = ${first.id}`.execute(app.ctx.db);
+    await sql`DELETE FROM order_items WHERE order_id = ${first.id}`.execute(app.ctx.db);
+    await sql`DELETE FROM orders WHERE id = ${first.id}`.execute(app.ctx.db);
+    assert.deepEqual(await counted(bob.user.id), { completed: 2 });
+
+    const before = { alice: await counted(alice.user.id), bob: await counted(bob.user.id) };
+    await app.ctx.db.transaction().execute(async (trx) => {
+      await migration.down(trx as never);
+      await migration.up(trx as never);
+    });
+    assert.deepEqual({ alice: await counted(alice.user.id), bob: await counted(bob.user.id) }, before);
+    assert.equal(await total(bob), 2);
+  });
+});

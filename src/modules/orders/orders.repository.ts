@@ -135,11 +135,12 @@ interface OrderPageArgs extends Record<string, unknown> {
 type StatusShape = 'all' | 'ofStatus' | 'ofStatuses';
 
 /**
- * One user's orders (of one status, any of several, or all of them), as rows of `table` with
- * `user_id` and `status` columns: the orders themselves for the page, their counter rows for the count.
+ * One user's orders (of one status, any of several, or all of them), by their `user_id` and
+ * `status` columns: in `orders` for the page, in their counter rows for the count.
  */
 function ownOrders(shape: StatusShape) {
   return <T extends 'orders' | 'user_order_counts'>(eb: ExpressionBuilder<Database, T>, a: OrderPageArgs) => {
+    // both tables have the two columns; Kysely's types cannot see a column common to a table union
     const ref = eb.ref as (column: string) => Expression<unknown>;
     return eb.and([
       eb(ref('user_id'), '=', a.userId),

@@ -130,7 +130,8 @@ export class InboundWebhookService {
   /**
    * The acknowledgement path, kept to one transaction: verify the HMAC over the raw bytes (before
    * anything is parsed), store the body once per delivery, whatever it contains, and enqueue its
-   * processing with it (the statement that stores it sends the job). A delivery seen before is acknowledged and not processed again: the same
+   * processing with it (the statement that stores it sends the job). A delivery seen before is
+   * acknowledged and not processed again: the same
    * webhook id, the same event id, or (the webhook id is not covered by the HMAC, so a captured
    * body could be replayed under new ids) the same body within the replay window. Whether the
    * body is a usable order is for processing to decide and record (`failed`, with the reason).

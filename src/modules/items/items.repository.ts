@@ -2,6 +2,7 @@ import { sql, type Insertable, type Updateable } from 'kysely';
 import { compileOnce } from '../../db/compiled.ts';
 import type { ItemRow, ItemsTable } from '../../db/schema.ts';
 import type { Db } from '../../db/database.ts';
+import { jsonArrayText } from '../../db/json-text.ts';
 import { isoTimestampSql } from '../../db/timestamps.ts';
 
 /** A live (not soft-deleted) item, whoever owns it. */
@@ -58,7 +59,7 @@ function itemPageJsonQuery(withActive: boolean) {
     return db
       .selectFrom(items)
       .innerJoinLateral(item, (join) => join.onTrue())
-      .select(sql<string>`'[' || coalesce(string_agg(row_to_json(item)::text, ',' ORDER BY items.id), '') || ']'`.as('json'));
+      .select(jsonArrayText('item', sql`items.id`).as('json'));
   });
 }
 

@@ -1,6 +1,7 @@
 import { sql, type AliasedRawBuilder } from 'kysely';
 import type { OrderEventRow, OrderRow, OrderStatus } from '../../db/schema.ts';
 import { isoTimestampSql } from '../../db/timestamps.ts';
+import { jsonArrayText } from '../../db/json-text.ts';
 import { statusIn, V1_CANCELLED_REASON } from '../../events/order-events.ts';
 import type { ApiVersion } from '../../http/api-version.ts';
 import { iso, isoOrNull } from '../../http/common.schemas.ts';
@@ -80,9 +81,8 @@ export function orderSummarySql(version: ApiVersion): AliasedRawBuilder<unknown,
 
 /** `toOrderDetail`'s fields, in its order, as PostgreSQL renders them from a row of `orders` and its lines. */
 export function orderDetailSql(version: ApiVersion): AliasedRawBuilder<unknown, string>[] {
-  // string_agg, not json_agg: json_agg puts a line break between the elements
   const lines = sql`(
-    SELECT ('[' || coalesce(string_agg(row_to_json(line)::text, ',' ORDER BY line.id), '') || ']')::json
+    SELECT (${jsonArrayText('line', sql`line.id`)})::json
     FROM (
       SELECT oi.id, oi.product_id, oi.product_name, oi.quantity, oi.unit_price::float8 AS unit_price
       FROM order_items oi WHERE oi.order_id = orders.id

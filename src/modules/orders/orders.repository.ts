@@ -1,5 +1,6 @@
 import { sql, type Expression, type ExpressionBuilder, type RawBuilder, type Transaction, type Updateable } from 'kysely';
 import { compileOnce } from '../../db/compiled.ts';
+import { jsonArrayText } from '../../db/json-text.ts';
 import type { Database, OrderEventRow, OrderRow, OrderStatus, OrdersTable } from '../../db/schema.ts';
 import type { OrderEventType } from '../../events/order-events.ts';
 import type { ApiVersion } from '../../http/api-version.ts';
@@ -192,7 +193,7 @@ function orderPageJsonQuery(shape: StatusShape, version: ApiVersion) {
       .innerJoinLateral(db.selectNoFrom(columns).as('summary'), (join) => join.onTrue())
       .select([
         count(db, a).as('total'),
-        sql<string>`'[' || coalesce(string_agg(row_to_json(summary)::text, ',' ORDER BY orders.created_at DESC, orders.id DESC), '') || ']'`.as('json'),
+        jsonArrayText('summary', sql`orders.created_at DESC, orders.id DESC`).as('json'),
       ]);
   });
 }

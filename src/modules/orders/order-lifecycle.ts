@@ -111,7 +111,12 @@ type PlaceDeps = { orderEvents: OrderEventBus; queue: JobQueue };
 
 /** The lookups of a new order's `order.created`, for the statement that inserts it. */
 function createdLookups(trx: Transaction<Database>, deps: PlaceDeps, userId: number) {
-  return deps.orderEvents.lookups(trx, { type: 'order.created', status: 'pending', userId });
+  return deps.orderEvents.lookups(trx, createdPreview(userId));
+}
+
+/** The event of a new order, as known before its statement runs. */
+function createdPreview(userId: number) {
+  return { type: 'order.created', status: 'pending', userId } as const;
 }
 
 /** A new order's processing job, which the order's insert sends, with its link. */
@@ -163,7 +168,7 @@ export async function placeQuietOrder(
   deps: PlaceDeps,
   input: Omit<NewOrder, 'lines'> & { lines: readonly { productId: number; quantity: number }[] },
 ): Promise<{ order: OrderRow | undefined; products: ProductState[] } | undefined> {
-  const quiet = deps.orderEvents.quietWhen(db, { type: 'order.created', status: 'pending', userId: input.userId });
+  const quiet = deps.orderEvents.quietWhen(db, createdPreview(input.userId));
   if (!quiet) return undefined;
   const job = processingJob(deps);
   const { inserted, products, held } = await insertCheckedOrderWithEvent(db, input, [], productCheck(db, input.lines), job.ctes, quiet);

@@ -21,6 +21,16 @@ function nameFor(text: string): string | undefined {
   return name;
 }
 
+/**
+ * The end of a statement's text that makes it its transaction's last: `PreparingClient` sends the
+ * transaction's COMMIT in the same write, and answers Kysely's COMMIT itself. Kysely hands a driver
+ * nothing but a statement's text and values, so the text says it; it is a comment, which every other
+ * client (PGlite, a plain pg.Client) runs as it is, committing with Kysely's COMMIT as before. The
+ * caller must run nothing after it in the transaction that could fail: once the statement returns,
+ * the transaction has committed, and a later throw can no longer roll it back.
+ */
+export const THEN_COMMIT = ' /* then commit */';
+
 /** What Kysely sends to open and close a transaction with default settings. */
 const BEGIN = 'begin';
 const ENDS = new Set(['commit', 'rollback']);
@@ -35,13 +45,17 @@ interface WireConnection {
   parsedStatements: Record<string, string>;
   parse(msg: { text: string; name: string; types: unknown[] }): void;
   bind(msg: { portal: string; statement: string; values: unknown[] }): void;
-  execute(msg: { portal: string; rows: number }): void;
+  execute(msg: { portal: string; rows: number | undefined }): void;
+  sync(): void;
 }
 interface WireQuery {
   name?: string;
+  portal: string;
   callback?: (err: Error | null, res?: unknown) => void;
   prepare(connection: WireConnection): void;
   handleCommandComplete(msg: unknown, connection: WireConnection): void;
+  /** pg's Execute and Sync of the statement (Sync alone ends it when `rows` is unset) */
+  _getRows(connection: WireConnection, rows: number | undefined): void;
 }
 type WireQueryKind = new (text: string, values: readonly unknown[]) => WireQuery;
 const WireQueryBase = pg.Query as unknown as WireQueryKind;
@@ -52,8 +66,8 @@ const WireQueryBase = pg.Query as unknown as WireQueryKind;
  * took about 2 % of the API's and the worker's CPU. The name is set afterwards; pg's constructor
  * only copies it.
  */
-function namedQuery(Kind: WireQueryKind, config: { text: string; values: readonly unknown[]; name: string }): { query: WireQuery; result: Promise<unknown> } {
-  const query = new Kind(config.text, config.values);
+function namedQuery(config: { text: string; values: readonly unknown[]; name: string }, ends?: { begin: boolean; commit: boolean }): { query: WireQuery; result: Promise<unknown> } {
+  const query = ends === undefined ? new WireQueryBase(config.text, config.values) : new EnclosedQuery(config.text, config.values, ends);
   query.name = config.name;
   const result = new Promise((resolve, reject) => {
     query.callback = (err, res) => (err ? reject(err) : resolve(res));
@@ -61,27 +75,52 @@ function namedQuery(Kind: WireQueryKind, config: { text: string; values: readonl
   return { query, result };
 }
 
+/** Parse, Bind and Execute of a transaction-control statement, on the unnamed statement and portal. */
+function control(connection: WireConnection, text: string): void {
+  connection.parse({ text, name: '', types: [] });
+  connection.bind({ portal: '', statement: '', values: [] });
+  connection.execute({ portal: '', rows: 0 });
+}
+
 /**
- * A named, already-parsed statement sent with a BEGIN in front of it: Parse, Bind and Execute of
- * BEGIN, then the statement's Bind, Describe and Execute, and one Sync, in one write. PostgreSQL
- * runs them in order and answers once, so opening the transaction costs no round trip of its own.
- * An error in either skips the rest up to the Sync, as for any statement.
+ * A named statement sent with its transaction's BEGIN in front of it and/or its COMMIT behind it, in
+ * one write: BEGIN's Parse, Bind and Execute, the statement's (Parse,) Bind, Describe and Execute,
+ * COMMIT's Parse, Bind and Execute, and one Sync. PostgreSQL runs them in order and answers once,
+ * so opening or closing the transaction costs no round trip of its own. An error skips the rest up
+ * to the Sync, as for any statement: a failed statement leaves its transaction open (and aborted)
+ * for the ROLLBACK that follows, and never commits it.
  */
-class QueryAfterBegin extends WireQueryBase {
-  private begun = false;
+class EnclosedQuery extends WireQueryBase {
+  /** BEGIN's CommandComplete comes first and COMMIT's last; the result is the statement's alone */
+  private completes = 0;
+  private readonly begin: boolean;
+  private readonly commit: boolean;
+
+  constructor(text: string, values: readonly unknown[], ends: { begin: boolean; commit: boolean }) {
+    super(text, values);
+    this.begin = ends.begin;
+    this.commit = ends.commit;
+  }
 
   override prepare(connection: WireConnection): void {
     // the unnamed statement and portal: the statement that follows binds its own
-    connection.parse({ text: 'BEGIN', name: '', types: [] });
-    connection.bind({ portal: '', statement: '', values: [] });
-    connection.execute({ portal: '', rows: 0 });
+    if (this.begin) control(connection, 'BEGIN');
     super.prepare(connection);
   }
 
-  /** BEGIN's CommandComplete comes first; the result is the statement's alone. */
+  override _getRows(connection: WireConnection, rows: number | undefined): void {
+    if (!this.commit || rows) {
+      super._getRows(connection, rows);
+      return;
+    }
+    connection.execute({ portal: this.portal, rows: undefined });
+    control(connection, 'COMMIT');
+    connection.sync();
+  }
+
   override handleCommandComplete(msg: unknown, connection: WireConnection): void {
-    if (this.begun) super.handleCommandComplete(msg, connection);
-    this.begun = true;
+    if (this.completes === (this.begin ? 1 : 0)) super.handleCommandComplete(msg, connection);
+    this.completes++;
   }
 }
 
@@ -103,9 +142,10 @@ function isStalePlan(err: unknown): boolean {
  * every statement afresh under new names.
  *
  * A transaction's BEGIN is held back and sent in the same write as the transaction's first statement
- * (`QueryAfterBegin`) when that statement is prepared on the connection already: every transaction
+ * (`EnclosedQuery`) when that statement is prepared on the connection already: every transaction
  * the service runs saves a round trip. A transaction that sends no statement sends
- * nothing at all.
+ * nothing at all. Its COMMIT goes in the same write as its last statement when that statement's
+ * text ends with `THEN_COMMIT`: another round trip saved.
  *
  * Not for a transaction-pooling proxy (PgBouncer `pool_mode=transaction` before 1.21): a named
  * statement lives on one server connection. `DATABASE_PREPARED_STATEMENTS=false` turns it off.
@@ -114,6 +154,11 @@ export class PreparingClient extends pg.Client {
   private generation = 0;
   /** Kysely asked for BEGIN and no statement has been sent since. */
   private beginHeld = false;
+  /**
+   * Where the connection stands in a transaction Kysely opened: none, open, or committed already by
+   * its last statement (`THEN_COMMIT`), so that Kysely's COMMIT is answered here.
+   */
+  private transaction: 'none' | 'open' | 'committed' = 'none';
 
   /** Whether `text` runs as a named prepared statement. */
   protected prepares(text: string, values: readonly unknown[]): boolean {
@@ -128,38 +173,43 @@ export class PreparingClient extends pg.Client {
   override query(...args: unknown[]): never {
     const [text, values, callback] = args;
     const control = typeof text === 'string' && callback === undefined && (values === undefined || (Array.isArray(values) && values.length === 0));
-    if (control && text === BEGIN && !this.beginHeld) {
+    if (control && text === BEGIN && !this.beginHeld && this.transaction === 'none') {
       this.beginHeld = true;
+      this.transaction = 'open';
       return answeredHere(text) as never;
     }
-    if (control && this.beginHeld && ENDS.has(text)) {
-      // nothing was sent since the BEGIN: there is no transaction to end
+    if (control && ENDS.has(text)) {
+      const unsent = this.beginHeld || this.transaction === 'committed';
       this.beginHeld = false;
-      return answeredHere(text) as never;
+      this.transaction = 'none';
+      // nothing was sent since the BEGIN, or the last statement committed: no transaction to end
+      if (unsent) return answeredHere(text) as never;
+      return (super.query as (...a: unknown[]) => never)(...args);
+    }
+    if (this.transaction === 'committed') {
+      // a statement after the one that committed would run outside the transaction its caller means
+      return Promise.reject(new Error('the transaction was committed by its last statement (THEN_COMMIT): no statement may follow it')) as never;
     }
     const name = typeof text === 'string' && Array.isArray(values) && this.prepares(text, values) ? nameFor(text) : undefined;
     const config = name === undefined ? undefined : { text: text as string, values: values as unknown[], name: this.generation === 0 ? name : `${name}_${this.generation}` };
     const stale = (err: unknown) => {
       if (isStalePlan(err)) this.generation++;
     };
-    if (this.beginHeld) {
+    const parsed = config !== undefined && callback === undefined && this.wire().parsedStatements[config.name] !== undefined;
+    if (this.beginHeld && !parsed) {
+      // a statement not prepared here yet, or not one to prepare: BEGIN goes on its own first. (Its
+      // Parse would be answered before the statement's, and pg would take that answer as the
+      // statement's.) Both are queued now, so statements issued together keep their order (Kysely
+      // sends a transaction's one at a time anyway).
       this.beginHeld = false;
-      const parsed = config !== undefined && callback === undefined && this.wire().parsedStatements[config.name] !== undefined;
-      if (!parsed) {
-        // a statement not prepared here yet, or not one to prepare: BEGIN goes on its own first. (Its
-        // Parse would be answered before the statement's, and pg would take that answer as the
-        // statement's.) Both are queued now, so statements issued together keep their order (Kysely
-        // sends a transaction's one at a time anyway).
-        const begin = (super.query as (t: string) => Promise<unknown>)(BEGIN);
-        const rest = this.query(...args) as unknown;
-        if (typeof callback === 'function') {
-          // a BEGIN fails only with its connection, and the statement queued behind it with it
-          begin.catch(() => {});
-          return rest as never;
-        }
-        return Promise.all([begin, rest]).then(([, res]) => res) as never;
+      const begin = (super.query as (t: string) => Promise<unknown>)(BEGIN);
+      const rest = this.query(...args) as unknown;
+      if (typeof callback === 'function') {
+        // a BEGIN fails only with its connection, and the statement queued behind it with it
+        begin.catch(() => {});
+        return rest as never;
       }
-      return this.submit(namedQuery(QueryAfterBegin, config), stale);
+      return Promise.all([begin, rest]).then(([, res]) => res) as never;
     }
     if (config === undefined) return (super.query as (...a: unknown[]) => never)(...args);
     if (typeof callback === 'function') {
@@ -168,7 +218,16 @@ export class PreparingClient extends pg.Client {
         (callback as (e: unknown, r: unknown) => void)(err, res);
       });
     }
-    return this.submit(namedQuery(WireQueryBase, config), stale);
+    const begin = this.beginHeld;
+    const commit = this.transaction === 'open' && config.text.endsWith(THEN_COMMIT);
+    this.beginHeld = false;
+    if (!begin && !commit) return this.submit(namedQuery(config), stale);
+    const result = this.submit(namedQuery(config, { begin, commit }), stale) as Promise<unknown>;
+    if (!commit) return result as never;
+    return result.then((res) => {
+      this.transaction = 'committed';
+      return res;
+    }) as never;
   }
 
   private submit({ query, result }: { query: WireQuery; result: Promise<unknown> }, stale: (err: unknown) => void): never {

@@ -5,6 +5,7 @@ import pg from 'pg';
 import { buildTestApp, defer } from '../helpers/app.ts';
 import { createDatabase } from '../../src/db/database.ts';
 import type { Database } from '../../src/db/schema.ts';
+import { THEN_COMMIT } from '../../src/db/prepared.ts';
 
 const onServer = Boolean(process.env.TEST_DATABASE_URL);
 
@@ -12,7 +13,7 @@ const onServer = Boolean(process.env.TEST_DATABASE_URL);
  * A database handle of one pooled connection on a fresh test database, and the statement texts that
  * connection's client hands to pg (each one a round trip), in order.
  */
-async function oneConnection(t: TestContext): Promise<{ db: Kysely<Database>; sent: string[] }> {
+async function oneConnection(t: TestContext): Promise<{ db: Kysely<Database>; sent: string[]; url: string | undefined }> {
   const app = await buildTestApp(t);
   const handle = await createDatabase({ databaseUrl: app.ctx.config.databaseUrl, dataDir: '', poolSize: 1 });
   defer(t, () => handle.close());
@@ -33,7 +34,7 @@ async function oneConnection(t: TestContext): Promise<{ db: Kysely<Database>; se
   } as typeof original;
   await sql`CREATE TABLE begin_probe (id integer PRIMARY KEY, note text)`.execute(handle.db);
   sent.length = 0;
-  return { db: handle.db, sent };
+  return { db: handle.db, sent, url: app.ctx.config.databaseUrl };
 }
 
 const insert = (db: Kysely<Database>, id: number) => sql`INSERT INTO begin_probe (id, note) VALUES (${id}, ${'n'})`.execute(db);
@@ -119,5 +120,88 @@ describe("a transaction's BEGIN travels with its first statement (PostgreSQL)", 
     const d = await sql<{ x: string }>`SELECT txid_current()::text AS x WHERE ${1} = 1`.execute(db);
     assert.notEqual(c.rows[0].x, d.rows[0].x);
     assert.deepEqual(await ids(db), [1, 2]);
+  });
+});
+
+const insertLast = (db: Kysely<Database>, id: number) => sql`INSERT INTO begin_probe (id, note) VALUES (${id}, ${'n'})${sql.raw(THEN_COMMIT)}`.execute(db);
+const INSERT_LAST_TEXT = INSERT_TEXT + THEN_COMMIT;
+
+describe("a transaction's COMMIT travels with its last statement (PostgreSQL, THEN_COMMIT)", { skip: !onServer && 'needs TEST_DATABASE_URL' }, () => {
+  it('commits with the statement: visible to another connection before the transaction returns, and no COMMIT round trip', async (t) => {
+    const { db, sent, url } = await oneConnection(t);
+    const other = await createDatabase({ databaseUrl: url, dataDir: '', poolSize: 1 });
+    defer(t, () => other.close());
+    await insert(db, 1);
+    await db.transaction().execute(async (trx) => {
+      await insert(trx, 2);
+      await insertLast(trx, 3);
+      // committed already: another connection sees both rows while this callback still runs
+      const seen = await sql<{ id: number }>`SELECT id FROM begin_probe WHERE id > ${1} ORDER BY id`.execute(other.db);
+      assert.deepEqual(seen.rows.map((r) => r.id), [2, 3]);
+    });
+    // BEGIN rode with the first insert, the marked insert's Parse and COMMIT with it; Kysely's COMMIT is answered here
+    assert.deepEqual(sent, [INSERT_TEXT, INSERT_TEXT, INSERT_LAST_TEXT]);
+    assert.deepEqual(await ids(db), [1, 2, 3]);
+
+    // prepared now, and the transaction's only statement: BEGIN, the statement and COMMIT in one round trip
+    sent.length = 0;
+    await db.transaction().execute((trx) => insertLast(trx, 4));
+    assert.deepEqual(sent, [INSERT_LAST_TEXT]);
+    assert.deepEqual(await ids(db), [1, 2, 3, 4]);
+  });
+
+  it('a failing last statement commits nothing: the transaction rolls back, and the connection is as good as before', async (t) => {
+    const { db, sent } = await oneConnection(t);
+    await insertLast(db, 1); // outside a transaction: a plain statement, which prepares it
+    await assert.rejects(
+      db.transaction().execute(async (trx) => {
+        await insert(trx, 2);
+        await insertLast(trx, 1); // duplicate key: the COMMIT behind it is skipped
+      }),
+      (err: { code?: string }) => err.code === '23505',
+    );
+    assert.equal(sent.at(-1), 'rollback');
+    assert.deepEqual(await ids(db), [1]);
+    await db.transaction().execute(async (trx) => {
+      await insert(trx, 5);
+      await insertLast(trx, 6);
+    });
+    assert.deepEqual(await ids(db), [1, 5, 6]);
+  });
+
+  it('no statement runs after the one that committed, and a later throw cannot undo it', async (t) => {
+    const { db } = await oneConnection(t);
+    await insertLast(db, 1);
+    await assert.rejects(
+      db.transaction().execute(async (trx) => {
+        await insertLast(trx, 2);
+        await insert(trx, 3);
+      }),
+      /committed by its last statement/,
+    );
+    assert.deepEqual(await ids(db), [1, 2]);
+    // the connection runs transactions as before
+    await db.transaction().execute((trx) => insert(trx, 4));
+    assert.deepEqual(await ids(db), [1, 2, 4]);
+  });
+});
+
+describe('THEN_COMMIT on any database: the statement runs, and Kysely commits', () => {
+  it('commits once, with the statement inside the transaction', async (t) => {
+    const app = await buildTestApp(t);
+    const { db } = app.ctx;
+    await sql`CREATE TABLE commit_probe (id integer PRIMARY KEY)`.execute(db);
+    await db.transaction().execute(async (trx) => {
+      await sql`INSERT INTO commit_probe (id) VALUES (${1})`.execute(trx);
+      await sql`INSERT INTO commit_probe (id) VALUES (${2})${sql.raw(THEN_COMMIT)}`.execute(trx);
+    });
+    await assert.rejects(
+      db.transaction().execute(async (trx) => {
+        await sql`INSERT INTO commit_probe (id) VALUES (${3})`.execute(trx);
+        await sql`INSERT INTO commit_probe (id) VALUES (${1})${sql.raw(THEN_COMMIT)}`.execute(trx);
+      }),
+    );
+    const { rows } = await sql<{ id: number }>`SELECT id FROM commit_probe ORDER BY id`.execute(db);
+    assert.deepEqual(rows.map((r) => r.id), [1, 2]);
   });
 });

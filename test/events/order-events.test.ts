@@ -5,6 +5,9 @@ import { api, buildTestApp, createUser, type TestUser } from '../helpers/app.ts'
 import { createProduct } from '../helpers/products.ts';
 import { waitForFinal } from '../helpers/orders.ts';
 import { OrderEventBus } from '../../src/events/order-events.ts';
+import pg from 'pg';
+
+const onServer = Boolean(process.env.TEST_DATABASE_URL);
 
 /**
  * The order event bus's lookups: a listener's read runs inside the statement that writes the event,
@@ -154,6 +157,75 @@ describe('order event bus: changes no listener acts on', () => {
     assert.ok(bus.quietWhen(app.ctx.db, preview));
     bus.subscribe(async () => {});
     assert.equal(bus.quietWhen(app.ctx.db, preview), undefined);
+  });
+});
+
+describe("order processing: the outcome's statement commits its transaction when no listener acts on it", () => {
+  let app: FastifyInstance;
+  let alice: TestUser;
+  let carol: TestUser;
+  const seen: { orderId: number; status: string; looked: readonly unknown[] | undefined }[] = [];
+  before(async () => {
+    app = await buildTestApp(undefined);
+    alice = await createUser(app);
+    carol = await createUser(app);
+    // acts on carol's completions only: her move to processing is quiet, her completion is not
+    app.ctx.orderEvents.subscribe(
+      async (_trx, event, _order, looked) => {
+        seen.push({ orderId: event.order_id, status: event.status, looked });
+      },
+      (db, preview) =>
+        db
+          .selectFrom('users')
+          .select('email')
+          .where('id', '=', preview.userId)
+          .where('email', '=', preview.status === 'completed' ? carol.email : ''),
+      { onlyWithRows: true },
+    );
+  });
+  after(() => app.close());
+
+  /** Places an order of 2 units of a product with stock 5 and waits for it; the statements sent meanwhile. */
+  const place = async (user: TestUser) => {
+    const product = await createProduct(app, { stock: 5, price: '1.50' });
+    const sent: string[] = [];
+    const original = pg.Client.prototype.query;
+    pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+      const first = args[0] as string | { text?: string } | null;
+      sent.push(typeof first === 'string' ? first : String(first?.text ?? ''));
+      return (original as (...a: unknown[]) => unknown).apply(this, args);
+    } as typeof original;
+    try {
+      const res = await api(app, user, { method: 'POST', url: '/api/v1/orders', payload: { items: [{ product_id: product.id, quantity: 2 }], shipping_address: '3 Bus Lane' } });
+      assert.equal(res.statusCode, 201, res.body);
+      const orderId = res.json<{ id: number }>().id;
+      const order = await waitForFinal(app, orderId);
+      assert.equal(order.status, 'completed');
+      assert.equal(Number(order.total_amount), 3);
+      const stock = await app.ctx.db.selectFrom('products').select('stock').where('id', '=', product.id).executeTakeFirstOrThrow();
+      const events = await app.ctx.db.selectFrom('order_events').select(['status', 'sequence']).where('order_id', '=', orderId).orderBy('sequence').execute();
+      return { orderId, stock: stock.stock, events: events.map((e) => `${e.sequence}:${e.status}`), sent };
+    } finally {
+      pg.Client.prototype.query = original;
+    }
+  };
+
+  it('no listener acts: the order completes, and on PostgreSQL its transaction sends no COMMIT of its own', async () => {
+    const placed = await place(alice);
+    assert.equal(placed.stock, 3);
+    assert.deepEqual(placed.events, ['1:pending', '2:processing', '3:completed']);
+    assert.deepEqual(seen.filter((s) => s.orderId === placed.orderId), []);
+    if (onServer) assert.deepEqual(placed.sent.filter((text) => /^\s*commit\s*$/i.test(text)), []);
+  });
+
+  it('a listener acts on the outcome: the committing statement writes nothing, and the outcome is written and published once, in a transaction', async () => {
+    const placed = await place(carol);
+    // reserved once: the statement that found the listener took no stock and priced no line
+    assert.equal(placed.stock, 3);
+    assert.deepEqual(placed.events, ['1:pending', '2:processing', '3:completed']);
+    assert.deepEqual(seen.filter((s) => s.orderId === placed.orderId), [{ orderId: placed.orderId, status: 'completed', looked: [{ email: carol.email }] }]);
+    const lines = await app.ctx.db.selectFrom('order_items').select(['unit_price', 'quantity']).where('order_id', '=', placed.orderId).execute();
+    assert.deepEqual(lines.map((l) => [Number(l.unit_price), l.quantity]), [[1.5, 2]]);
   });
 });
 

@@ -1,6 +1,7 @@
 import { sql, type Transaction } from 'kysely';
 import type { Database, InboundBodyEncoding, InboundWebhookRow, InboundWebhookStatus } from '../../db/schema.ts';
 import type { Db } from '../../db/database.ts';
+import { THEN_COMMIT } from '../../db/prepared.ts';
 import type { LinkedJob } from '../../jobs/queue.ts';
 
 /**
@@ -10,7 +11,8 @@ import type { LinkedJob } from '../../jobs/queue.ts';
  * the last `replayWindowSeconds` (0: not looked up). The digest lookup and the insert run under a
  * transaction-scoped advisory lock on the digest, taken by a statement of its own before them
  * (the insert's snapshot then holds every copy stored before the lock was granted), so two copies
- * of one body arriving together cannot both miss each other.
+ * of one body arriving together cannot both miss each other. The insert is the last statement of
+ * `trx`, and the transaction's COMMIT rides with it (`THEN_COMMIT`).
  */
 export async function insertInboundWebhook(
   trx: Transaction<Database>,
@@ -45,8 +47,7 @@ export async function insertInboundWebhook(
       ON CONFLICT DO NOTHING
       RETURNING id
     ), ${job(sql<{ id: number }>`(SELECT id FROM stored)`)}
-    SELECT (SELECT id FROM stored) AS id, (SELECT count(*)::int FROM alongside) AS jobs
-  `.execute(trx);
+    SELECT (SELECT id FROM stored) AS id, (SELECT count(*)::int FROM alongside) AS jobs${sql.raw(THEN_COMMIT)}`.execute(trx);
   return rows[0].id ?? undefined;
 }
 

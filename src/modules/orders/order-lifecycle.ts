@@ -1,4 +1,4 @@
-import type { Transaction } from 'kysely';
+import type { Expression, Transaction } from 'kysely';
 import type { Db } from '../../db/database.ts';
 import type { Database, OrderRow, OrderStatus } from '../../db/schema.ts';
 import type { OrderEventBus } from '../../events/order-events.ts';
@@ -13,11 +13,24 @@ import {
   type InsertedOrder,
   type LinePrice,
   type NewOrder,
+  type OrderChange,
 } from './orders.repository.ts';
 
 /** What a failure concerned: for a stock failure, each short line. */
 export interface FailureDetails {
   lines: { product_id: number; requested: number; available: number }[];
+}
+
+/** What a status change writes besides the status: see `changeOrderStatus`. */
+export interface StatusFields {
+  failureReason?: string | null;
+  totalAmount?: string | number;
+  details?: FailureDetails;
+  cancelReason?: string | null;
+  /** the prices and names the order's lines get, written in the same statement */
+  linePrices?: readonly LinePrice[];
+  /** units taken from (negative) or put back into (positive) stock, in the same statement */
+  stock?: readonly StockChange[];
 }
 
 /**
@@ -32,19 +45,45 @@ export async function changeOrderStatus(
   orderEvents: OrderEventBus,
   order: OrderRow,
   next: OrderStatus,
-  fields: {
-    failureReason?: string | null;
-    totalAmount?: string | number;
-    details?: FailureDetails;
-    cancelReason?: string | null;
-    /** the prices and names the order's lines get, written in the same statement */
-    linePrices?: readonly LinePrice[];
-    /** units taken from (negative) or put back into (positive) stock, in the same statement */
-    stock?: readonly StockChange[];
-  } = {},
+  fields: StatusFields = {},
 ): Promise<OrderRow> {
+  const lookups = orderEvents.lookups(trx, { type: 'order.status_changed', status: next, userId: order.user_id });
+  const { order: updated, event, looked } = await updateOrderWithEvent(trx, order.id, { ...statusChange(order, next, fields), lookups });
+  await orderEvents.publish(trx, event, updated, looked);
+  return updated;
+}
+
+/**
+ * `changeOrderStatus` as the last statement of `trx`, for a change no event listener acts on
+ * (`OrderEventBus.quietWhen`, read in the statement's snapshot): there is nothing to publish after
+ * it, so the transaction's COMMIT rides with it (`THEN_COMMIT`) and ending the transaction costs no
+ * round trip of its own. Returns:
+ * - the order as changed, committed;
+ * - `'listened'` when a listener's scope cannot tell: nothing was sent, and the caller goes on in
+ *   `trx` with `changeOrderStatus`;
+ * - `'again'` when a listener acts after all (a matching subscription was created since): nothing
+ *   was written and the transaction is over (on PostgreSQL it committed with the statement,
+ *   releasing the locks), so the caller starts over in a new one and runs `changeOrderStatus`.
+ */
+export async function changeOrderStatusLast(
+  trx: Transaction<Database>,
+  orderEvents: OrderEventBus,
+  order: OrderRow,
+  next: OrderStatus,
+  fields: StatusFields = {},
+): Promise<OrderRow | 'listened' | 'again'> {
+  const quiet = orderEvents.quietWhen(trx, { type: 'order.status_changed', status: next, userId: order.user_id });
+  if (!quiet) return 'listened';
+  // `onlyFrom` the status the caller locked it in: a no-op check, which the condition needs
+  const changed = await updateOrderWithEvent(trx, order.id, { ...statusChange(order, next, fields), onlyFrom: order.status, condition: quiet, commits: true });
+  return changed?.order ?? 'again';
+}
+
+/** The change of a locked order to `next`, with its event, for `updateOrderWithEvent`. */
+function statusChange(order: OrderRow, next: OrderStatus, fields: StatusFields) {
   const now = new Date();
-  const { order: updated, event, looked } = await updateOrderWithEvent(trx, order.id, {
+  const stock = fields.stock && fields.stock.length > 0 ? fields.stock : undefined;
+  return {
     patch: {
       status: next,
       updated_at: now,
@@ -59,11 +98,8 @@ export async function changeOrderStatus(
       details: next === 'failed' ? (fields.details ?? null) : null,
     },
     linePrices: fields.linePrices,
-    alongside: fields.stock && fields.stock.length > 0 ? stockChangeStatement(fields.stock) : undefined,
-    lookups: orderEvents.lookups(trx, { type: 'order.status_changed', status: next, userId: order.user_id }),
-  });
-  await orderEvents.publish(trx, event, updated, looked);
-  return updated;
+    alongside: stock && ((changed: Expression<boolean>) => stockChangeStatement(stock, changed)),
+  } satisfies OrderChange;
 }
 
 /**

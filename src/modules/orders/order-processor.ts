@@ -6,7 +6,7 @@ import { givenUpJob, isLastAttempt } from '../../jobs/queue.ts';
 import type { Job } from '../../jobs/registry.ts';
 import { exactTotal, MAX_MONEY } from '../products/money.ts';
 import { lockProductsQuery } from '../products/products.repository.ts';
-import { changeOrderStatus, startProcessing, startProcessingQuietly, type FailureDetails } from './order-lifecycle.ts';
+import { changeOrderStatus, changeOrderStatusLast, startProcessing, startProcessingQuietly, type FailureDetails, type StatusFields } from './order-lifecycle.ts';
 import { findOrderStatus, lockOrder, lockOrderWithProducts, requeuedSince } from './orders.repository.ts';
 
 export type FailureReason = 'INSUFFICIENT_STOCK' | 'PRODUCT_UNAVAILABLE' | 'TOTAL_TOO_LARGE' | 'PROCESSING_ERROR';
@@ -66,9 +66,10 @@ export class OrderProcessor {
 
   /** Runs the processing of one order; returns its status afterwards (undefined: no such order). */
   async process(orderId: number, attempt = 1): Promise<OrderStatus | undefined> {
+    const quietly = await startProcessingQuietly(this.db, this.orderEvents, orderId);
     const started =
       // no listener acts on the move: it commits alone
-      (await startProcessingQuietly(this.db, this.orderEvents, orderId))?.status ??
+      quietly?.status ??
       (await this.db.transaction().execute(
         // not pending: processing already (an earlier attempt's move committed), or nothing left to do
         async (trx) => (await startProcessing(trx, this.orderEvents, orderId))?.status ?? (await findOrderStatus(trx, orderId)),
@@ -78,6 +79,21 @@ export class OrderProcessor {
 
     await this.hooks.beforeReserve?.(orderId, attempt);
 
+    // a move no listener acted on makes it likely that none acts on the outcome either: then the
+    // outcome's statement carries the transaction's COMMIT (and starts over when one does after all)
+    const outcome = await this.reserve(orderId, quietly !== undefined);
+    return outcome === 'again' ? this.reserve(orderId, false) : outcome;
+  }
+
+  /**
+   * In one transaction: the order's lines are priced, the total computed and stock reserved for all
+   * lines, or the order fails. With `commitWithOutcome`, the outcome is written by the transaction's
+   * last statement, with its COMMIT (`changeOrderStatusLast`); `'again'` when a listener acts on it
+   * after all, and nothing was written.
+   */
+  private async reserve(orderId: number, commitWithOutcome: false): Promise<OrderStatus | undefined>;
+  private async reserve(orderId: number, commitWithOutcome: boolean): Promise<OrderStatus | undefined | 'again'>;
+  private async reserve(orderId: number, commitWithOutcome: boolean): Promise<OrderStatus | undefined | 'again'> {
     return this.db.transaction().execute(async (trx) => {
       // the products are locked with the order, and their units taken by the next statement (the
       // completion), never by the same one: see stockChangeStatement
@@ -101,13 +117,15 @@ export class OrderProcessor {
       // the products are locked: these are the prices the lines get
       const total = failure === undefined ? exactTotal(demand.map((d) => ({ price: products.get(d.productId)!.price, quantity: d.quantity }))) : undefined;
       if (total !== undefined && Number(total) > MAX_MONEY) failure = 'TOTAL_TOO_LARGE';
-      if (failure === undefined) {
-        const linePrices = [...products.values()];
-        const stock = demand.map((d) => ({ productId: d.productId, delta: -d.quantity }));
-        return (await changeOrderStatus(trx, this.orderEvents, order, 'completed', { totalAmount: total, failureReason: null, linePrices, stock })).status;
+      const [next, fields]: [OrderStatus, StatusFields] =
+        failure === undefined
+          ? ['completed', { totalAmount: total, failureReason: null, linePrices: [...products.values()], stock: demand.map((d) => ({ productId: d.productId, delta: -d.quantity })) }]
+          : ['failed', { failureReason: failure, details: failure === 'INSUFFICIENT_STOCK' ? { lines: short } : undefined }];
+      if (commitWithOutcome) {
+        const last = await changeOrderStatusLast(trx, this.orderEvents, order, next, fields);
+        if (last !== 'listened') return last === 'again' ? last : last.status;
       }
-      const details = failure === 'INSUFFICIENT_STOCK' ? { lines: short } : undefined;
-      return (await changeOrderStatus(trx, this.orderEvents, order, 'failed', { failureReason: failure, details })).status;
+      return (await changeOrderStatus(trx, this.orderEvents, order, next, fields)).status;
     });
   }
 

@@ -1,6 +1,7 @@
 import { sql, type Expression, type ExpressionBuilder, type RawBuilder, type Transaction, type Updateable } from 'kysely';
 import { compileOnce } from '../../db/compiled.ts';
 import { jsonArrayText } from '../../db/json-text.ts';
+import { THEN_COMMIT } from '../../db/prepared.ts';
 import type { Database, OrderEventRow, OrderRow, OrderStatus, OrdersTable } from '../../db/schema.ts';
 import type { OrderEventType } from '../../events/order-events.ts';
 import type { ApiVersion } from '../../http/api-version.ts';
@@ -380,16 +381,22 @@ export interface OrderChange {
   lookups?: EventLookups;
   /**
    * a data-modifying statement of another module run as part of this one (the products module's
-   * change of the order's stock), so it commits with the change and costs no round trip of its own
+   * change of the order's stock), so it commits with the change and costs no round trip of its own;
+   * built around `changed`, SQL that is true only when the order changed, which it must hold to
    */
-  alongside?: Expression<Record<string, unknown>>;
+  alongside?: (changed: Expression<boolean>) => Expression<Record<string, unknown>>;
   /**
    * Changes the order only when its status is this one, without a lock taken first: see
    * `updateOrderWithEvent`.
    */
   onlyFrom?: OrderStatus;
-  /** Changes the order only when this holds as well (with `onlyFrom`; read in the statement's snapshot). */
+  /**
+   * Changes the order only when this holds as well (with `onlyFrom`; read in the statement's
+   * snapshot). When it does not, nothing is written: not the lines' prices, nor `alongside`.
+   */
   condition?: Expression<boolean>;
+  /** The statement is its transaction's last, and the transaction's COMMIT rides with it (`THEN_COMMIT`). */
+  commits?: boolean;
 }
 
 /** A product's price (exact decimal text) and name, as the processing copies them into an order's lines. */
@@ -435,9 +442,16 @@ export async function updateOrderWithEvent(
 ): Promise<{ order: OrderRow; event: OrderEventRow; looked: LookedRows } | undefined> {
   const { event } = change;
   const details = event.details === undefined || event.details === null ? null : JSON.stringify(event.details);
-  const row = await db
+  // the lines' prices and `alongside` are written only with the order's change, which `condition` may refuse
+  const changed = sql<boolean>`EXISTS (SELECT FROM updated)`;
+  const statement = db
+    .with('updated', (db) => {
+      const update = db.updateTable('orders').set(change.patch).where('id', '=', id);
+      const from = change.onlyFrom === undefined ? update : update.where('status', '=', change.onlyFrom);
+      return (change.condition === undefined ? from : from.where(change.condition)).returningAll();
+    })
     // PostgreSQL runs a data-modifying WITH to completion whether or not the query reads it
-    .with('alongside', () => sql<Record<string, unknown>>`(${change.alongside ?? NOTHING_ALONGSIDE})`)
+    .with('alongside', () => sql<Record<string, unknown>>`(${change.alongside?.(changed) ?? NOTHING_ALONGSIDE})`)
     // without prices, an UPDATE of no lines: one statement shape for every change
     .with('priced', (db) => {
       const products = change.linePrices ?? [];
@@ -446,12 +460,8 @@ export async function updateOrderWithEvent(
         .from(linePriceRows(products).as('p'))
         .set((eb) => ({ unit_price: eb.ref('p.price'), product_name: eb.ref('p.name') }))
         .where('oi.order_id', '=', id)
-        .whereRef('oi.product_id', '=', 'p.id');
-    })
-    .with('updated', (db) => {
-      const update = db.updateTable('orders').set(change.patch).where('id', '=', id);
-      const from = change.onlyFrom === undefined ? update : update.where('status', '=', change.onlyFrom);
-      return (change.condition === undefined ? from : from.where(change.condition)).returningAll();
+        .whereRef('oi.product_id', '=', 'p.id')
+        .where(changed);
     })
     .with('event', (db) =>
       db
@@ -477,8 +487,8 @@ export async function updateOrderWithEvent(
     .selectFrom(['updated', 'event'])
     .selectAll('updated')
     .select(['event.event_id', 'event.event_sequence', 'event.event_details', 'event.event_created_at'])
-    .select(lookedColumn(change.lookups ?? []).as('looked'))
-    .executeTakeFirst();
+    .select(lookedColumn(change.lookups ?? []).as('looked'));
+  const row = await (change.commits ? statement.modifyEnd(sql.raw(THEN_COMMIT)) : statement).executeTakeFirst();
   if (row === undefined) {
     if (change.onlyFrom !== undefined) return undefined;
     throw new Error(`order ${id}: no such order to change`);

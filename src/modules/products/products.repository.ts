@@ -1,4 +1,4 @@
-import { sql, type Insertable, type RawBuilder, type Transaction, type Updateable } from 'kysely';
+import { sql, type Expression, type Insertable, type RawBuilder, type Transaction, type Updateable } from 'kysely';
 import type { Database, ProductRow, ProductsTable } from '../../db/schema.ts';
 import type { Db } from '../../db/database.ts';
 
@@ -97,13 +97,14 @@ export interface StockChange {
  * with the statement's snapshot, older than the versions its own FOR NO KEY UPDATE locked when
  * another transaction's change committed meanwhile; it then walks that row's update chain and waits
  * on tuple locks held by transactions queued behind its own lock. Order placements' KEY SHARE locks
- * on the same products (their lines' foreign keys) are enough to close that cycle.
+ * on the same products (their lines' foreign keys) are enough to close that cycle. Nothing changes
+ * unless `when` holds (the statement that embeds it says when).
  */
-export function stockChangeStatement(changes: readonly StockChange[]): RawBuilder<{ id: number }> {
+export function stockChangeStatement(changes: readonly StockChange[], when: Expression<boolean> = sql<boolean>`true`): RawBuilder<{ id: number }> {
   return sql<{ id: number }>`
     UPDATE products AS p SET stock = p.stock + d.delta, updated_at = now()
     FROM unnest(${changes.map((c) => c.productId)}::integer[], ${changes.map((c) => c.delta)}::integer[]) AS d (id, delta)
-    WHERE p.id = d.id
+    WHERE p.id = d.id AND ${when}
     RETURNING p.id
   `;
 }

@@ -173,7 +173,7 @@ export class PreparingClient extends pg.Client {
   override query(...args: unknown[]): never {
     const [text, values, callback] = args;
     const control = typeof text === 'string' && callback === undefined && (values === undefined || (Array.isArray(values) && values.length === 0));
-    if (control && text === BEGIN && !this.beginHeld && this.transaction === 'none') {
+    if (control && text === BEGIN && !this.beginHeld) {
       this.beginHeld = true;
       this.transaction = 'open';
       return answeredHere(text) as never;

@@ -381,8 +381,8 @@ export interface OrderChange {
   lookups?: EventLookups;
   /**
    * a data-modifying statement of another module run as part of this one (the products module's
-   * change of the order's stock), so it commits with the change and costs no round trip of its own;
-   * built around `changed`, SQL that is true only when the order changed, which it must hold to
+   * change of the order's stock), so it commits with the change and costs no round trip of its own.
+   * Built from `changed`, SQL that is true only when the order's row changed: its writes must require it.
    */
   alongside?: (changed: Expression<boolean>) => Expression<Record<string, unknown>>;
   /**

@@ -61,9 +61,9 @@ export async function changeOrderStatus(
  * - the order as changed, committed;
  * - `'listened'` when a listener's scope cannot tell: nothing was sent, and the caller goes on in
  *   `trx` with `changeOrderStatus`;
- * - `'again'` when a listener acts after all (a matching subscription was created since): nothing
- *   was written and the transaction is over (on PostgreSQL it committed with the statement,
- *   releasing the locks), so the caller starts over in a new one and runs `changeOrderStatus`.
+ * - `'again'` when a listener acts after all (a subscription matches this change): nothing was
+ *   written and the transaction is over (on PostgreSQL it committed with the statement, releasing
+ *   the locks), so the caller starts over in a new one and runs `changeOrderStatus`.
  */
 export async function changeOrderStatusLast(
   trx: Transaction<Database>,

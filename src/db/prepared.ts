@@ -76,7 +76,7 @@ function namedQuery(config: { text: string; values: readonly unknown[]; name: st
 }
 
 /** Parse, Bind and Execute of a transaction-control statement, on the unnamed statement and portal. */
-function control(connection: WireConnection, text: string): void {
+function sendControl(connection: WireConnection, text: string): void {
   connection.parse({ text, name: '', types: [] });
   connection.bind({ portal: '', statement: '', values: [] });
   connection.execute({ portal: '', rows: 0 });
@@ -104,7 +104,7 @@ class EnclosedQuery extends WireQueryBase {
 
   override prepare(connection: WireConnection): void {
     // the unnamed statement and portal: the statement that follows binds its own
-    if (this.begin) control(connection, 'BEGIN');
+    if (this.begin) sendControl(connection, 'BEGIN');
     super.prepare(connection);
   }
 
@@ -114,7 +114,7 @@ class EnclosedQuery extends WireQueryBase {
       return;
     }
     connection.execute({ portal: this.portal, rows: undefined });
-    control(connection, 'COMMIT');
+    sendControl(connection, 'COMMIT');
     connection.sync();
   }
 

@@ -13,8 +13,9 @@ import { sql, type Kysely } from 'kysely';
  * A status change adds -1 for the old status and +1 for the new one to `order_counts` and
  * `user_order_counts`, each counter's rows in key order and `order_counts` first, as the
  * statement-level functions did; an update that changes no status fires nothing (the trigger's
- * WHEN), and an order's user, origin and id, the counters' other keys, never change. An event adds 1 to `order_transition_counts`. The statement-level functions stay, for
- * `down` and for the inserts and deletes. The triggers are swapped in this migration's transaction,
+ * WHEN), and an order's user, origin and id, the counters' other keys, never change. An event adds
+ * 1 to `order_transition_counts`. The statement-level functions stay, for `down` and for the
+ * inserts and deletes. The triggers are swapped in this migration's transaction,
  * which holds writes to `orders` and `order_events` back until it ends, so no change is counted
  * twice or missed.
  */

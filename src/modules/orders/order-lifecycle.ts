@@ -47,7 +47,7 @@ export async function changeOrderStatus(
   next: OrderStatus,
   fields: StatusFields = {},
 ): Promise<OrderRow> {
-  const lookups = orderEvents.lookups(trx, { type: 'order.status_changed', status: next, userId: order.user_id });
+  const lookups = orderEvents.lookups(trx, statusChangedPreview(order, next));
   const { order: updated, event, looked } = await updateOrderWithEvent(trx, order.id, { ...statusChange(order, next, fields), lookups });
   await orderEvents.publish(trx, event, updated, looked);
   return updated;
@@ -72,11 +72,16 @@ export async function changeOrderStatusLast(
   next: OrderStatus,
   fields: StatusFields = {},
 ): Promise<OrderRow | 'listened' | 'again'> {
-  const quiet = orderEvents.quietWhen(trx, { type: 'order.status_changed', status: next, userId: order.user_id });
+  const quiet = orderEvents.quietWhen(trx, statusChangedPreview(order, next));
   if (!quiet) return 'listened';
   // `onlyFrom` the status the caller locked it in: a no-op check, which the condition needs
   const changed = await updateOrderWithEvent(trx, order.id, { ...statusChange(order, next, fields), onlyFrom: order.status, condition: quiet, commits: true });
   return changed?.order ?? 'again';
+}
+
+/** The event of a locked order's move to `next`, as known before its statement runs. */
+function statusChangedPreview(order: OrderRow, next: OrderStatus) {
+  return { type: 'order.status_changed', status: next, userId: order.user_id } as const;
 }
 
 /** The change of a locked order to `next`, with its event, for `updateOrderWithEvent`. */

@@ -94,6 +94,7 @@ interface Worker {
   handler: (job: JobWithMetadata<unknown>) => Promise<void>;
   concurrency: number;
   perGroup: number | undefined;
+  load: (() => Promise<unknown>) | undefined;
 }
 
 export interface WorkOptions {
@@ -104,6 +105,12 @@ export interface WorkOptions {
    * and at most `concurrency`.
    */
   perGroup?: number;
+  /**
+   * What the handler loads lazily (a module an API process never needs): a process that runs this
+   * queue's jobs loads it at start, before its first fetch, so the first job does not stall the
+   * event loop, and every job running beside it, for the load.
+   */
+  load?: () => Promise<unknown>;
 }
 
 /**
@@ -220,7 +227,7 @@ export class JobQueue {
     if (opts.perGroup !== undefined && (batchSize !== 1 || opts.perGroup > concurrency)) {
       throw new Error(`queue ${name}: a per-group limit needs batchSize 1 and at most ${concurrency} (its concurrency)`);
     }
-    this.workers.push({ name, batchSize, handler: handler as Worker['handler'], concurrency, perGroup: opts.perGroup });
+    this.workers.push({ name, batchSize, handler: handler as Worker['handler'], concurrency, perGroup: opts.perGroup, load: opts.load });
   }
 
   /**
@@ -246,6 +253,7 @@ export class JobQueue {
     await this.syncQueues();
     this.started = true;
     if (this.config.role === 'api') return;
+    await Promise.all(this.workers.map((w) => w.load?.()));
     for (const w of this.workers) {
       // pg-boss wakes every fetch loop of a queue on each NOTIFY: N loops would send N fetches per
       // new job (N - 1 of them empty), so short jobs share one loop and run concurrently within it.

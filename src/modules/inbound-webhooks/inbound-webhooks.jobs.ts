@@ -8,7 +8,7 @@ import { findSkus } from '../products/products.repository.ts';
 import { purgeProcessedPayloads } from './inbound-webhooks.repository.ts';
 import type { InboundWebhookService } from './inbound-webhooks.service.ts';
 import { reportFulfilment } from './platform-client.ts';
-import { SHOPIFY_SOURCE } from './shopify-order.ts';
+import { SHOPIFY_SOURCE, loadPayloadChecker } from './shopify-order.ts';
 
 /** How long one call to the platform's API may take. */
 export const PLATFORM_TIMEOUT_MS = 15000;
@@ -23,7 +23,9 @@ export function registerInboundWebhookJobs(
   deps: { db: Db; config: Config; log: FastifyBaseLogger; inbound: InboundWebhookService; orders: OrdersService },
 ): void {
   queue.define({ name: 'webhook-inbound-process' });
-  queue.work('webhook-inbound-process', (job) => deps.inbound.process(job.data.inboundWebhookId, isLastAttempt(job)), 2);
+  queue.work('webhook-inbound-process', (job) => deps.inbound.process(job.data.inboundWebhookId, isLastAttempt(job)), 2, {
+    load: loadPayloadChecker,
+  });
   queue.workGivenUp('webhook-inbound-process', async (job) => {
     await deps.inbound.abandon(job);
   });

@@ -1,0 +1,50 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import type { TestContext } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import pino from 'pino';
+import type { Config } from '../../src/config.ts';
+import { openDatabase } from '../../src/db/migrate.ts';
+import { JobQueue } from '../../src/jobs/queue.ts';
+import { defer, testConfig, waitFor } from '../helpers/app.ts';
+
+/** A queue on the test's own database, with one handler whose lazily loaded part is `load`. */
+async function queueWithLoad(t: TestContext, role: Config['role'], events: string[]): Promise<JobQueue> {
+  const config = await testConfig(t, { role });
+  const database = await openDatabase(config);
+  defer(t, () => database.close());
+  const queue = new JobQueue(database, config, pino({ level: 'silent' }));
+  queue.define({ name: 'user-welcome-email' });
+  const load = async () => {
+    events.push('load started');
+    // slower than a fetch: a first job fetched before the load ended would be seen running first
+    await sleep(300);
+    events.push('loaded');
+  };
+  queue.work('user-welcome-email', async () => void events.push('job ran'), 1, { load });
+  return queue;
+}
+
+describe("a queue's lazily loaded part (`load` of JobQueue.work)", () => {
+  it('is loaded once, at start, before the worker fetches its first job', async (t) => {
+    const events: string[] = [];
+    const queue = await queueWithLoad(t, 'worker', events);
+    const started = queue.start();
+    defer(t, () => queue.stop(1000));
+    await started;
+    assert.deepEqual(events, ['load started', 'loaded'], 'start() returns once the load is done');
+    await queue.sendNow('user-welcome-email', { userId: 1 });
+    await waitFor(async () => (events.includes('job ran') ? true : undefined));
+    assert.deepEqual(events, ['load started', 'loaded', 'job ran']);
+  });
+
+  it('is never loaded by an API process, which runs no jobs', async (t) => {
+    const events: string[] = [];
+    const queue = await queueWithLoad(t, 'api', events);
+    await queue.start();
+    defer(t, () => queue.stop(1000));
+    await queue.sendNow('user-welcome-email', { userId: 1 });
+    await sleep(500);
+    assert.deepEqual(events, []);
+  });
+});

@@ -17,7 +17,7 @@ async function queueWithLoad(t: TestContext, role: Config['role'], events: strin
   queue.define({ name: 'user-welcome-email' });
   const load = async () => {
     events.push('load started');
-    // slower than a fetch: a first job fetched before the load ended would be seen running first
+    // long enough that a load start() did not wait for would still be running when start() returns
     await sleep(300);
     events.push('loaded');
   };

@@ -1,5 +1,4 @@
 import { Type, type Static } from 'typebox';
-import type * as TypeBoxValue from 'typebox/value';
 import { MAX_ORDER_LINES as MAX_LINES } from '../orders/orders.schemas.ts';
 import { MAX_QUANTITY } from '../orders/orders.service.ts';
 
@@ -74,17 +73,14 @@ function formatAddress(a: NonNullable<ShopifyOrderPayload['shipping_address']>):
     .join(', ');
 }
 
-type ValueModule = typeof TypeBoxValue;
-let valueModule: Promise<ValueModule> | undefined;
-
 /**
- * TypeBox's value checker, loaded once. Only a process that runs jobs maps a payload, so an API
- * process never loads it; a worker loads it before its first job (`load` of the queue's work), so
- * the first webhook does not hold the worker's event loop for the load (about 0.2 s).
+ * TypeBox's value checker (the module loader keeps it once loaded). Only a process that runs jobs
+ * maps a payload, so an API process never loads it; a worker loads it before its first job (`load`
+ * of the queue's work), so the first webhook does not hold the worker's event loop for the load
+ * (about 0.2 s).
  */
-export function loadPayloadChecker(): Promise<ValueModule> {
-  valueModule ??= import('typebox/value');
-  return valueModule;
+export function loadPayloadChecker() {
+  return import('typebox/value');
 }
 
 /** Validates the payload's shape and maps it onto what an order needs (products are looked up later). */

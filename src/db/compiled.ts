@@ -1,4 +1,4 @@
-import { createQueryId, type Compilable, type CompiledQuery, type Kysely } from 'kysely';
+import { createQueryId, type Compilable, type CompiledQuery, type Expression, type Kysely } from 'kysely';
 import type { Database } from './schema.ts';
 
 const SLOT = Symbol('compiled query argument');
@@ -30,6 +30,41 @@ export function compileOnce<A extends Record<string, unknown>, R>(
   let compiled: CompiledQuery<R> | undefined;
   return async (db, args) => {
     compiled ??= compileWithSlots(db, build);
+    const parameters = compiled.parameters.map((p) => (isSlot(p) ? args[p[SLOT]] : p));
+    const result = await db.executeQuery<R>({ ...compiled, parameters, queryId: createQueryId() });
+    return result.rows;
+  };
+}
+
+/**
+ * SQL of another module's, for a statement compiled once per shape (`compileByShape`) to embed:
+ * `build` gets stand-ins for `args`, each of which it must use as a value (see `compileOnce`), and
+ * `key` names everything else the SQL depends on.
+ */
+export interface SqlPart<T, P> {
+  key: string;
+  args: Record<string, unknown>;
+  build: (args: Record<string, unknown>, param: P) => Expression<T>;
+}
+
+/** Shapes kept per `compileByShape`: far more than any caller has; a bound, should a key leak a value. */
+const SHAPES_KEPT = 256;
+
+/**
+ * `compileOnce` for a statement whose shape differs between calls (which optional parts it has,
+ * which columns it sets): compiled once per `key`, which must name everything `build` looks at
+ * besides the stand-ins it is given for `args`. Each call passes its own `build`, which runs only
+ * when its key has not been compiled yet.
+ */
+export function compileByShape() {
+  const shapes = new Map<string, CompiledQuery<unknown>>();
+  return async <A extends Record<string, unknown>, R>(db: Kysely<Database>, key: string, args: A, build: (db: Kysely<Database>, args: A) => Compilable<R>): Promise<R[]> => {
+    let compiled = shapes.get(key) as CompiledQuery<R> | undefined;
+    if (compiled === undefined) {
+      compiled = compileWithSlots(db, build);
+      if (shapes.size >= SHAPES_KEPT) shapes.delete(shapes.keys().next().value!);
+      shapes.set(key, compiled);
+    }
     const parameters = compiled.parameters.map((p) => (isSlot(p) ? args[p[SLOT]] : p));
     const result = await db.executeQuery<R>({ ...compiled, parameters, queryId: createQueryId() });
     return result.rows;

@@ -53,11 +53,17 @@ export type OrderEventLookup = (db: Kysely<Database>, preview: OrderEventPreview
  * runs. A listener that gives neither may act on any event.
  */
 export interface ListenerScope {
-  /** false: the listener never acts on an event like `preview`, whatever the statement reads */
-  actsOn?: (preview: OrderEventPreview) => boolean;
+  /**
+   * false: the listener never acts on an event of this type and status, whatever the statement
+   * reads. It is not told the owner: statements are compiled once per type and status (`shapeKey`).
+   */
+  actsOn?: (preview: Pick<OrderEventPreview, 'type' | 'status'>) => boolean;
   /** the listener acts only when its lookup finds a row (with no row, it writes and sends nothing) */
   onlyWithRows?: boolean;
 }
+
+/** Buses made in this process, for `shapeKey` (tests make several). */
+let buses = 0;
 
 /**
  * The seam between orders and the modules that react to them. The orders module writes one numbered
@@ -67,9 +73,24 @@ export interface ListenerScope {
  */
 export class OrderEventBus {
   private readonly listeners: { listener: OrderEventListener; lookup: OrderEventLookup | undefined; scope: ListenerScope }[] = [];
+  private readonly id = ++buses;
 
   subscribe(listener: OrderEventListener, lookup?: OrderEventLookup, scope: ListenerScope = {}): void {
     this.listeners.push({ listener, lookup, scope });
+  }
+
+  /**
+   * Names this bus and its listeners as they are now, for the key of a statement compiled once per
+   * shape that embeds their lookups or `quietWhen`: a lookup's SQL depends on the listeners, and on
+   * the preview only through its type, its status and its owner as a query parameter.
+   */
+  get shapeKey(): string {
+    return `${this.id}.${this.listeners.length}`;
+  }
+
+  /** Whether `quietWhen` can tell for an event of this type and status (false: it gives undefined). */
+  tellsQuiet(preview: Pick<OrderEventPreview, 'type' | 'status'>): boolean {
+    return this.listeners.every(({ lookup, scope }) => (scope.actsOn !== undefined && !scope.actsOn(preview)) || (scope.onlyWithRows === true && lookup !== undefined));
   }
 
   /** Each listener's lookup for an event like `preview`, in subscription order (undefined: it has none). */

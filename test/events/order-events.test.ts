@@ -149,14 +149,17 @@ describe('order event bus: changes no listener acts on', () => {
     ]);
   });
 
-  it('quietWhen: true without listeners that act, undefined when a listener\'s scope cannot tell', () => {
+  it('quietWhen: true without listeners that act, undefined when a listener\'s scope cannot tell (tellsQuiet says which)', () => {
     const preview = { type: 'order.created', status: 'pending', userId: alice.user.id } as const;
     const bus = new OrderEventBus();
     assert.ok(bus.quietWhen(app.ctx.db, preview));
+    assert.equal(bus.tellsQuiet(preview), true);
     bus.subscribe(async () => {}, undefined, { actsOn: () => false });
     assert.ok(bus.quietWhen(app.ctx.db, preview));
+    assert.equal(bus.tellsQuiet(preview), true);
     bus.subscribe(async () => {});
     assert.equal(bus.quietWhen(app.ctx.db, preview), undefined);
+    assert.equal(bus.tellsQuiet(preview), false);
   });
 });
 

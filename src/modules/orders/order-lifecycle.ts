@@ -1,14 +1,13 @@
-import type { Expression, Transaction } from 'kysely';
+import type { Transaction } from 'kysely';
 import type { Db } from '../../db/database.ts';
 import type { Database, OrderRow, OrderStatus } from '../../db/schema.ts';
 import type { OrderEventBus } from '../../events/order-events.ts';
 import type { JobQueue, LinkedJob } from '../../jobs/queue.ts';
-import { lockProducts, productStatesQuery, stockChangeStatement, type ProductState, type StockChange } from '../products/products.repository.ts';
+import { lockProducts, productStatesQuery, stockChangePart, type ProductState, type StockChange } from '../products/products.repository.ts';
 import {
   insertCheckedOrderWithEvent,
   insertOrderWithEvent,
   orderDemand,
-  ownerOf,
   updateOrderWithEvent,
   type InsertedOrder,
   type LinePrice,
@@ -47,8 +46,8 @@ export async function changeOrderStatus(
   next: OrderStatus,
   fields: StatusFields = {},
 ): Promise<OrderRow> {
-  const lookups = orderEvents.lookups(trx, statusChangedPreview(order, next));
-  const { order: updated, event, looked } = await updateOrderWithEvent(trx, order.id, { ...statusChange(order, next, fields), lookups });
+  const listeners = { bus: orderEvents, read: 'lookups', owner: order.user_id } as const;
+  const { order: updated, event, looked } = await updateOrderWithEvent(trx, order.id, { ...statusChange(order, next, fields), listeners });
   await orderEvents.publish(trx, event, updated, looked);
   return updated;
 }
@@ -72,16 +71,12 @@ export async function changeOrderStatusLast(
   next: OrderStatus,
   fields: StatusFields = {},
 ): Promise<OrderRow | 'listened' | 'again'> {
-  const quiet = orderEvents.quietWhen(trx, statusChangedPreview(order, next));
-  if (!quiet) return 'listened';
-  // `onlyFrom` the status the caller locked it in: a no-op check, which the condition needs
-  const changed = await updateOrderWithEvent(trx, order.id, { ...statusChange(order, next, fields), onlyFrom: order.status, condition: quiet, commits: true });
+  if (!orderEvents.tellsQuiet({ type: 'order.status_changed', status: next })) return 'listened';
+  const listeners = { bus: orderEvents, read: 'quiet', owner: order.user_id } as const;
+  // `onlyFrom` the status the caller locked it in: a no-op check, under which a change that the
+  // listeners' condition refuses gives undefined
+  const changed = await updateOrderWithEvent(trx, order.id, { ...statusChange(order, next, fields), onlyFrom: order.status, listeners, commits: true });
   return changed?.order ?? 'again';
-}
-
-/** The event of a locked order's move to `next`, as known before its statement runs. */
-function statusChangedPreview(order: OrderRow, next: OrderStatus) {
-  return { type: 'order.status_changed', status: next, userId: order.user_id } as const;
 }
 
 /** The change of a locked order to `next`, with its event, for `updateOrderWithEvent`. */
@@ -103,7 +98,7 @@ function statusChange(order: OrderRow, next: OrderStatus, fields: StatusFields) 
       details: next === 'failed' ? (fields.details ?? null) : null,
     },
     linePrices: fields.linePrices,
-    alongside: stock && ((changed: Expression<boolean>) => stockChangeStatement(stock, changed)),
+    alongside: stock && stockChangePart(stock),
   } satisfies OrderChange;
 }
 
@@ -114,8 +109,7 @@ function statusChange(order: OrderRow, next: OrderStatus, fields: StatusFields) 
  * when it was not pending (or does not exist).
  */
 export async function startProcessing(trx: Transaction<Database>, orderEvents: OrderEventBus, orderId: number): Promise<OrderRow | undefined> {
-  const preview = processingPreview(orderId);
-  const moved = await updateOrderWithEvent(trx, orderId, { ...startChange(), lookups: orderEvents.lookups(trx, preview) });
+  const moved = await updateOrderWithEvent(trx, orderId, { ...startChange(), listeners: { bus: orderEvents, read: 'lookups', owner: 'order' } });
   if (moved === undefined) return undefined;
   await orderEvents.publish(trx, moved.event, moved.order, moved.looked);
   return moved.order;
@@ -129,14 +123,8 @@ export async function startProcessing(trx: Transaction<Database>, orderEvents: O
  * listener may act): the caller then runs `startProcessing` in a transaction.
  */
 export async function startProcessingQuietly(db: Db, orderEvents: OrderEventBus, orderId: number): Promise<OrderRow | undefined> {
-  const quiet = orderEvents.quietWhen(db, processingPreview(orderId));
-  if (!quiet) return undefined;
-  return (await updateOrderWithEvent(db, orderId, { ...startChange(), condition: quiet }))?.order;
-}
-
-/** The event of a move to `processing`, as known before its statement runs. */
-function processingPreview(orderId: number) {
-  return { type: 'order.status_changed', status: 'processing', userId: ownerOf(orderId) } as const;
+  if (!orderEvents.tellsQuiet({ type: 'order.status_changed', status: 'processing' })) return undefined;
+  return (await updateOrderWithEvent(db, orderId, { ...startChange(), listeners: { bus: orderEvents, read: 'quiet', owner: 'order' } }))?.order;
 }
 
 /** pending → processing, with its event, only from `pending`. */

@@ -96,7 +96,7 @@ export class OrderProcessor {
   private async reserve(orderId: number, commitWithOutcome: boolean): Promise<OrderStatus | undefined | 'again'> {
     return this.db.transaction().execute(async (trx) => {
       // the products are locked with the order, and their units taken by the next statement (the
-      // completion), never by the same one: see stockChangeStatement
+      // completion), never by the same one: see stockChangePart
       const locked = await lockOrderWithProducts(trx, orderId, 'processing', lockProductsQuery);
       if (!locked || locked.order.status !== 'processing') return locked?.order.status;
       const { order, demand } = locked;

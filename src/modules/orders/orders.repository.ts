@@ -1,9 +1,9 @@
-import { sql, type Expression, type ExpressionBuilder, type RawBuilder, type Transaction, type Updateable } from 'kysely';
-import { compileOnce } from '../../db/compiled.ts';
+import { sql, type Compilable, type Expression, type ExpressionBuilder, type RawBuilder, type Transaction, type Updateable } from 'kysely';
+import { compileByShape, compileOnce, type SqlPart } from '../../db/compiled.ts';
 import { jsonArrayText } from '../../db/json-text.ts';
 import { THEN_COMMIT } from '../../db/prepared.ts';
 import type { Database, OrderEventRow, OrderRow, OrderStatus, OrdersTable } from '../../db/schema.ts';
-import type { OrderEventType } from '../../events/order-events.ts';
+import type { OrderEventBus, OrderEventType } from '../../events/order-events.ts';
 import type { ApiVersion } from '../../http/api-version.ts';
 import type { ProductState } from '../products/products.repository.ts';
 import type { Db } from '../../db/database.ts';
@@ -28,7 +28,7 @@ export async function findOrderStatus(db: Db | Transaction<Database>, id: number
 }
 
 /** SQL for the owner of order `id`, for a statement that finds the order itself (owners never change). */
-export function ownerOf(id: number): RawBuilder<number> {
+function ownerOf(id: number): RawBuilder<number> {
   return sql<number>`(SELECT user_id FROM orders WHERE id = ${id})`;
 }
 
@@ -377,24 +377,25 @@ export interface OrderChange {
   event: { type: OrderEventType; previousStatus: OrderStatus | null; reason: string | null; details: unknown };
   /** each product's price and name, written into the order's lines of that product in the same statement */
   linePrices?: readonly LinePrice[];
-  /** the event listeners' lookups, read in the same statement */
-  lookups?: EventLookups;
+  /**
+   * The event listeners of `bus`, read in the same statement for the event it writes, whose owner is
+   * `owner` (or, with `'order'`, read from the order): with `lookups`, each listener's lookup, its
+   * rows returned as `looked`; with `quiet`, `OrderEventBus.quietWhen` as the change's condition, so
+   * nothing is written (not the lines' prices, nor `alongside`) when a listener would act. `quiet`
+   * needs a bus that tells (`tellsQuiet`).
+   */
+  listeners?: { bus: OrderEventBus; read: 'lookups' | 'quiet'; owner: number | 'order' };
   /**
    * a data-modifying statement of another module run as part of this one (the products module's
    * change of the order's stock), so it commits with the change and costs no round trip of its own.
    * Built from `changed`, SQL that is true only when the order's row changed: its writes must require it.
    */
-  alongside?: (changed: Expression<boolean>) => Expression<Record<string, unknown>>;
+  alongside?: SqlPart<Record<string, unknown>, Expression<boolean>>;
   /**
    * Changes the order only when its status is this one, without a lock taken first: see
    * `updateOrderWithEvent`.
    */
   onlyFrom?: OrderStatus;
-  /**
-   * Changes the order only when this holds as well (with `onlyFrom`; read in the statement's
-   * snapshot). When it does not, nothing is written: not the lines' prices, nor `alongside`.
-   */
-  condition?: Expression<boolean>;
   /** The statement is its transaction's last, and the transaction's COMMIT rides with it (`THEN_COMMIT`). */
   commits?: boolean;
 }
@@ -406,10 +407,15 @@ export interface LinePrice {
   name: string;
 }
 
-/** `products` as rows (id, price, name), for an UPDATE's FROM. */
-function linePriceRows(products: readonly LinePrice[]): RawBuilder<LinePrice> {
-  return sql<LinePrice>`(SELECT * FROM unnest(${products.map((p) => p.id)}::integer[], ${products.map((p) => p.price)}::numeric[], ${products.map((p) => p.name)}::text[]) AS u (id, price, name))`;
+/** Products as rows (id, price, name) from their columns' arrays, for an UPDATE's FROM. */
+function linePriceRows(ids: unknown, prices: unknown, names: unknown): RawBuilder<LinePrice> {
+  return sql<LinePrice>`(SELECT * FROM unnest(${ids}::integer[], ${prices}::numeric[], ${names}::text[]) AS u (id, price, name))`;
 }
+
+type UpdatedOrderRow = OrderRow & { event_id: number; event_sequence: number; event_details: unknown; event_created_at: Date; looked: LookedRows };
+
+/** `updateOrderWithEvent`'s statement, compiled once per shape. */
+const orderUpdate = compileByShape();
 
 /**
  * Updates the order and writes its next numbered event (`sequence` 1, 2, 3 …), from the row as
@@ -440,55 +446,94 @@ export async function updateOrderWithEvent(
   id: number,
   change: OrderChange,
 ): Promise<{ order: OrderRow; event: OrderEventRow; looked: LookedRows } | undefined> {
-  const { event } = change;
+  const { event, patch, listeners, alongside } = change;
   const details = event.details === undefined || event.details === null ? null : JSON.stringify(event.details);
-  // the lines' prices and `alongside` are written only with the order's change, which `condition` may refuse
-  const changed = sql<boolean>`EXISTS (SELECT FROM updated)`;
-  const statement = db
-    .with('updated', (db) => {
-      const update = db.updateTable('orders').set(change.patch).where('id', '=', id);
-      const from = change.onlyFrom === undefined ? update : update.where('status', '=', change.onlyFrom);
-      return (change.condition === undefined ? from : from.where(change.condition)).returningAll();
-    })
-    // PostgreSQL runs a data-modifying WITH to completion whether or not the query reads it
-    .with('alongside', () => sql<Record<string, unknown>>`(${change.alongside?.(changed) ?? NOTHING_ALONGSIDE})`)
-    // without prices, an UPDATE of no lines: one statement shape for every change
-    .with('priced', (db) => {
-      const products = change.linePrices ?? [];
-      return db
-        .updateTable('order_items as oi')
-        .from(linePriceRows(products).as('p'))
-        .set((eb) => ({ unit_price: eb.ref('p.price'), product_name: eb.ref('p.name') }))
-        .where('oi.order_id', '=', id)
-        .whereRef('oi.product_id', '=', 'p.id')
-        .where(changed);
-    })
-    .with('event', (db) =>
-      db
-        .insertInto('order_events')
-        .columns(['order_id', 'user_id', 'type', 'previous_status', 'status', 'total_amount', 'reason', 'details', 'sequence'])
-        .expression((eb) =>
-          eb
-            .selectFrom('updated')
-            .select([
-              'updated.id',
-              'updated.user_id',
-              sql<string>`${event.type}::text`.as('type'),
-              sql<OrderStatus | null>`${event.previousStatus}::text`.as('previous_status'),
-              'updated.status',
-              'updated.total_amount',
-              sql<string | null>`${event.reason}::text`.as('reason'),
-              sql<string | null>`${details}::jsonb`.as('details'),
-              sql<number>`(SELECT coalesce(max(sequence), 0) + 1 FROM order_events WHERE order_id = ${id})`.as('sequence'),
-            ]),
-        )
-        .returning(['id as event_id', 'sequence as event_sequence', 'details as event_details', 'created_at as event_created_at']),
-    )
-    .selectFrom(['updated', 'event'])
-    .selectAll('updated')
-    .select(['event.event_id', 'event.event_sequence', 'event.event_details', 'event.event_created_at'])
-    .select(lookedColumn(change.lookups ?? []).as('looked'));
-  const row = await (change.commits ? statement.modifyEnd(sql.raw(THEN_COMMIT)) : statement).executeTakeFirst();
+  const prices = change.linePrices ?? [];
+  // every value is a parameter; the key names what the statement's text depends on
+  const columns = (Object.keys(patch) as (keyof typeof patch & string)[]).filter((c) => patch[c] !== undefined).sort();
+  const args: Record<string, unknown> = {
+    id,
+    type: event.type,
+    previousStatus: event.previousStatus,
+    reason: event.reason,
+    details,
+    priceIds: prices.map((p) => p.id),
+    prices: prices.map((p) => p.price),
+    names: prices.map((p) => p.name),
+  };
+  for (const c of columns) args[`set_${c}`] = patch[c];
+  if (change.onlyFrom !== undefined) args.onlyFrom = change.onlyFrom;
+  if (listeners !== undefined && listeners.owner !== 'order') args.owner = listeners.owner;
+  for (const [k, v] of Object.entries(alongside?.args ?? {})) args[`alongside_${k}`] = v;
+  const key = [
+    columns.join(','),
+    change.onlyFrom === undefined ? '' : 'from',
+    listeners === undefined ? '' : `${listeners.read} ${listeners.bus.shapeKey} ${listeners.owner === 'order' ? 'order' : 'owner'} ${event.type} ${patch.status}`,
+    alongside?.key ?? '',
+    change.commits ? 'commit' : '',
+  ].join('|');
+  const [row] = await orderUpdate(db, key, args, (db, a) => {
+    const orderId = a.id as number;
+    // the listeners' preview: its owner is asked for only by a lookup that reads it
+    const preview = {
+      type: event.type,
+      status: patch.status,
+      get userId() {
+        return listeners?.owner === 'order' ? ownerOf(orderId) : (a.owner as number);
+      },
+    };
+    const quiet = listeners?.read === 'quiet' ? listeners.bus.quietWhen(db, preview) : undefined;
+    if (listeners?.read === 'quiet' && quiet === undefined) throw new Error('a quiet change needs a bus that tells (tellsQuiet)');
+    const lookups = listeners?.read === 'lookups' ? listeners.bus.lookups(db, preview) : [];
+    const set = Object.fromEntries(columns.map((c) => [c, a[`set_${c}`]])) as Updateable<OrdersTable>;
+    // the lines' prices and `alongside` are written only with the order's change, which the listeners' condition may refuse
+    const changed = sql<boolean>`EXISTS (SELECT FROM updated)`;
+    const alongsideArgs = Object.fromEntries(Object.keys(alongside?.args ?? {}).map((k) => [k, a[`alongside_${k}`]]));
+    const statement = db
+      .with('updated', (db) => {
+        const update = db.updateTable('orders').set(set).where('id', '=', orderId);
+        const from = change.onlyFrom === undefined ? update : update.where('status', '=', a.onlyFrom as OrderStatus);
+        return (quiet === undefined ? from : from.where(quiet)).returningAll();
+      })
+      // PostgreSQL runs a data-modifying WITH to completion whether or not the query reads it
+      .with('alongside', () => sql<Record<string, unknown>>`(${alongside?.build(alongsideArgs, changed) ?? NOTHING_ALONGSIDE})`)
+      // without prices, an UPDATE of no lines: one statement shape for every change
+      .with('priced', (db) =>
+        db
+          .updateTable('order_items as oi')
+          .from(linePriceRows(a.priceIds, a.prices, a.names).as('p'))
+          .set((eb) => ({ unit_price: eb.ref('p.price'), product_name: eb.ref('p.name') }))
+          .where('oi.order_id', '=', orderId)
+          .whereRef('oi.product_id', '=', 'p.id')
+          .where(changed),
+      )
+      .with('event', (db) =>
+        db
+          .insertInto('order_events')
+          .columns(['order_id', 'user_id', 'type', 'previous_status', 'status', 'total_amount', 'reason', 'details', 'sequence'])
+          .expression((eb) =>
+            eb
+              .selectFrom('updated')
+              .select([
+                'updated.id',
+                'updated.user_id',
+                sql<string>`${a.type}::text`.as('type'),
+                sql<OrderStatus | null>`${a.previousStatus}::text`.as('previous_status'),
+                'updated.status',
+                'updated.total_amount',
+                sql<string | null>`${a.reason}::text`.as('reason'),
+                sql<string | null>`${a.details}::jsonb`.as('details'),
+                sql<number>`(SELECT coalesce(max(sequence), 0) + 1 FROM order_events WHERE order_id = ${orderId})`.as('sequence'),
+              ]),
+          )
+          .returning(['id as event_id', 'sequence as event_sequence', 'details as event_details', 'created_at as event_created_at']),
+      )
+      .selectFrom(['updated', 'event'])
+      .selectAll('updated')
+      .select(['event.event_id', 'event.event_sequence', 'event.event_details', 'event.event_created_at'])
+      .select(lookedColumn(lookups).as('looked'));
+    return (change.commits ? statement.modifyEnd(sql.raw(THEN_COMMIT)) : statement) as unknown as Compilable<UpdatedOrderRow>;
+  });
   if (row === undefined) {
     if (change.onlyFrom !== undefined) return undefined;
     throw new Error(`order ${id}: no such order to change`);

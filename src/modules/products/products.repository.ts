@@ -1,4 +1,5 @@
 import { sql, type Expression, type Insertable, type RawBuilder, type Transaction, type Updateable } from 'kysely';
+import type { SqlPart } from '../../db/compiled.ts';
 import type { Database, ProductRow, ProductsTable } from '../../db/schema.ts';
 import type { Db } from '../../db/database.ts';
 
@@ -98,15 +99,20 @@ export interface StockChange {
  * another transaction's change committed meanwhile; it then walks that row's update chain and waits
  * on tuple locks held by transactions queued behind its own lock. Order placements' KEY SHARE locks
  * on the same products (their lines' foreign keys) are enough to close that cycle. Nothing changes
- * unless `when` holds (the statement that embeds it says when).
+ * unless `when` holds (the statement that embeds it says when). A part (`SqlPart`): the products and
+ * their deltas are parameters, so the statement that embeds it compiles once.
  */
-export function stockChangeStatement(changes: readonly StockChange[], when: Expression<boolean> = sql<boolean>`true`): RawBuilder<{ id: number }> {
-  return sql<{ id: number }>`
-    UPDATE products AS p SET stock = p.stock + d.delta, updated_at = now()
-    FROM unnest(${changes.map((c) => c.productId)}::integer[], ${changes.map((c) => c.delta)}::integer[]) AS d (id, delta)
-    WHERE p.id = d.id AND ${when}
-    RETURNING p.id
-  `;
+export function stockChangePart(changes: readonly StockChange[]): SqlPart<{ id: number }, Expression<boolean>> {
+  return {
+    key: 'stock',
+    args: { ids: changes.map((c) => c.productId), deltas: changes.map((c) => c.delta) },
+    build: (a, when) => sql<{ id: number }>`
+      UPDATE products AS p SET stock = p.stock + d.delta, updated_at = now()
+      FROM unnest(${a.ids}::integer[], ${a.deltas}::integer[]) AS d (id, delta)
+      WHERE p.id = d.id AND ${when}
+      RETURNING p.id
+    `,
+  };
 }
 
 export async function insertProduct(db: Db, product: Insertable<ProductsTable>): Promise<ProductRow> {

@@ -1,4 +1,4 @@
-import { createQueryId, type Compilable, type CompiledQuery, type Expression, type Kysely } from 'kysely';
+import { createQueryId, type Compilable, type CompiledQuery, type Expression, type Kysely, type RawBuilder } from 'kysely';
 import type { Database } from './schema.ts';
 
 const SLOT = Symbol('compiled query argument');
@@ -58,7 +58,7 @@ const SHAPES_KEPT = 256;
  */
 export function compileByShape() {
   const shapes = new Map<string, CompiledQuery<unknown>>();
-  return async <A extends Record<string, unknown>, R>(db: Kysely<Database>, key: string, args: A, build: (db: Kysely<Database>, args: A) => Compilable<R>): Promise<R[]> => {
+  return async <A extends Record<string, unknown>, R>(db: Kysely<Database>, key: string, args: A, build: (db: Kysely<Database>, args: A) => Statement<R>): Promise<R[]> => {
     let compiled = shapes.get(key) as CompiledQuery<R> | undefined;
     if (compiled === undefined) {
       compiled = compileWithSlots(db, build);
@@ -71,9 +71,12 @@ export function compileByShape() {
   };
 }
 
+/** A statement to compile: a query builder, or `sql` text (which compiles against a database). */
+type Statement<R> = Compilable<R> | RawBuilder<R>;
+
 function compileWithSlots<A extends Record<string, unknown>, R>(
   db: Kysely<Database>,
-  build: (db: Kysely<Database>, args: A) => Compilable<R>,
+  build: (db: Kysely<Database>, args: A) => Statement<R>,
 ): CompiledQuery<R> {
   const asked = new Set<string>();
   const slots = new Proxy({} as A, {
@@ -83,7 +86,8 @@ function compileWithSlots<A extends Record<string, unknown>, R>(
       return { [SLOT]: key } satisfies Slot;
     },
   });
-  const compiled = build(db, slots).compile();
+  const statement = build(db, slots);
+  const compiled = 'isRawBuilder' in statement ? statement.compile(db) : statement.compile();
   const bound = new Set(compiled.parameters.filter(isSlot).map((p) => p[SLOT]));
   const unbound = [...asked].filter((key) => !bound.has(key));
   if (unbound.length > 0) throw new Error(`compileOnce: argument(s) ${unbound.join(', ')} did not become query parameters`);

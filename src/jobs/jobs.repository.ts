@@ -34,6 +34,8 @@ const SUBJECT_COLUMN: Record<keyof JobSubject, string> = { orderId: 'order_id', 
  * of another statement; `linkedJobCtes` sends that NOTIFY itself.
  */
 export interface JobInsert {
+  /** names what the insert's text depends on, for the key of a statement compiled once per shape */
+  key: string;
   queue: string;
   before: string;
   after: string;
@@ -49,14 +51,16 @@ export function jobInsertOf(schema: string, queue: { name: string; table: string
   const parts = text.split(JOBS_PARAMETER);
   // a pg-boss whose insert takes its jobs another way would be misused here: refuse at start-up
   if (parts.length !== 2 || /\$\d/.test(parts.join(''))) throw new Error(`pg-boss's job insert for ${queue.name} has an unexpected shape`);
-  return { queue: queue.name, before: parts[0], after: parts[1], notifyChannel: queue.notify ? notifyChannelSql(schema) : undefined };
+  const key = `${schema} ${queue.table} ${queue.name} ${queue.notify}`;
+  return { key, queue: queue.name, before: parts[0], after: parts[1], notifyChannel: queue.notify ? notifyChannelSql(schema) : undefined };
 }
 
 /**
  * Job `jobId` (of `insert`'s queue) and its link, as CTEs of another module's statement that
  * creates the job's subject: `subjects` yields the new subject's id as `id`, and no row means no
  * job and no link. The job's data is `{ [kind]: id }` with `extra`'s fields (the trace context).
- * The job is pg-boss's own insert (`JobInsert`), with its queue's defaults as `send` gives them, and
+ * `jobId` (a uuid) and `extra` (JSON text) are used as values only, so they may be `compileOnce`'s
+ * stand-ins. The job is pg-boss's own insert (`JobInsert`), with its queue's defaults as `send` gives them, and
  * wakes the workers by the same NOTIFY in the same statement. The CTEs end with `alongside`, one row
  * per job created, which the statement must read: that is what runs its NOTIFY (PostgreSQL runs a
  * SELECT in WITH only when it is read). A subject created without its job (the id taken: pg-boss's
@@ -65,9 +69,9 @@ export function jobInsertOf(schema: string, queue: { name: string; table: string
  */
 export function linkedJobCtes(
   insert: JobInsert,
-  job: { jobId: string; kind: keyof JobSubject; subjects: Expression<{ id: number }>; extra: Record<string, unknown> },
+  job: { jobId: unknown; kind: keyof JobSubject; subjects: Expression<{ id: number }>; extra: unknown },
 ): RawBuilder<unknown> {
-  const jobs = sql`(SELECT json_build_array(json_build_object('id', ${job.jobId}::uuid, 'data', jsonb_build_object(${job.kind}::text, s.id) || ${JSON.stringify(job.extra)}::jsonb))::text FROM ${job.subjects} AS s)`;
+  const jobs = sql`(SELECT json_build_array(json_build_object('id', ${job.jobId}::uuid, 'data', jsonb_build_object(${job.kind}::text, s.id) || ${job.extra}::jsonb))::text FROM ${job.subjects} AS s)`;
   const woken = insert.notifyChannel === undefined ? sql`NULL` : sql`pg_notify(${sql.raw(insert.notifyChannel)}, ${insert.queue})`;
   // the error names the subject (a column: the message cannot be folded into a constant and raised
   // while the statement is planned, whatever the CASE decides)

@@ -4,6 +4,7 @@ import { PgBoss, fromKysely, fromPglite, type JobWithMetadata, type SendOptions 
 import type { FastifyBaseLogger } from 'fastify';
 import type { Expression, RawBuilder, Transaction } from 'kysely';
 import type { Config } from '../config.ts';
+import type { SqlPart } from '../db/compiled.ts';
 import type { DatabaseHandle } from '../db/database.ts';
 import { JobFetchPreparingClient } from '../db/prepared.ts';
 import type { Database } from '../db/schema.ts';
@@ -20,6 +21,8 @@ export interface LinkedJob<N extends JobName> {
    * the subject's id as `id`. They end with `alongside`, which the statement must read.
    */
   readonly ctes: (subjects: Expression<{ id: number }>) => RawBuilder<unknown>;
+  /** `ctes` as a part of a statement compiled once per shape: the job's id and data are parameters */
+  readonly part: SqlPart<unknown, Expression<{ id: number }>>;
 }
 
 /** Internal jobs: the spec's "at most 3 attempts", with exponential backoff between them. */
@@ -387,8 +390,12 @@ export class JobQueue {
     const insert = this.inserts.get(name);
     if (!insert) throw new Error(`queue ${name} is not started`);
     const id = randomUUID();
-    const extra = withTraceContext({});
-    return { name, id, ctes: (subjects) => linkedJobCtes(insert, { jobId: id, kind, subjects, extra }) };
+    const part: LinkedJob<N>['part'] = {
+      key: `${insert.key} ${kind}`,
+      args: { jobId: id, extra: JSON.stringify(withTraceContext({})) },
+      build: (a, subjects) => linkedJobCtes(insert, { jobId: a.jobId, kind, subjects, extra: a.extra }),
+    };
+    return { name, id, part, ctes: (subjects) => linkedJobCtes(insert, { jobId: id, kind, subjects, extra: part.args.extra }) };
   }
 
   /** Enqueues outside any transaction (for jobs that follow a committed change). */

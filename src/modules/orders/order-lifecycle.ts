@@ -13,6 +13,7 @@ import {
   type LinePrice,
   type NewOrder,
   type OrderChange,
+  type ProductCheck,
 } from './orders.repository.ts';
 
 /** What a failure concerned: for a stock failure, each short line. */
@@ -138,15 +139,8 @@ function startChange() {
 
 type PlaceDeps = { orderEvents: OrderEventBus; queue: JobQueue };
 
-/** The lookups of a new order's `order.created`, for the statement that inserts it. */
-function createdLookups(trx: Transaction<Database>, deps: PlaceDeps, userId: number) {
-  return deps.orderEvents.lookups(trx, createdPreview(userId));
-}
-
 /** The event of a new order, as known before its statement runs. */
-function createdPreview(userId: number) {
-  return { type: 'order.created', status: 'pending', userId } as const;
-}
+const CREATED = { type: 'order.created', status: 'pending' } as const;
 
 /** A new order's processing job, which the order's insert sends, with its link. */
 function processingJob(deps: PlaceDeps): LinkedJob<'order-process'> {
@@ -166,7 +160,7 @@ async function announce(trx: Transaction<Database>, deps: PlaceDeps, inserted: I
  */
 export async function placeOrder(trx: Transaction<Database>, deps: PlaceDeps, input: NewOrder): Promise<OrderRow> {
   const job = processingJob(deps);
-  return announce(trx, deps, await insertOrderWithEvent(trx, input, createdLookups(trx, deps, input.userId), job.ctes));
+  return announce(trx, deps, await insertOrderWithEvent(trx, input, { bus: deps.orderEvents, read: 'lookups' }, job.part));
 }
 
 /**
@@ -180,7 +174,7 @@ export async function placeCheckedOrder(
   input: Omit<NewOrder, 'lines'> & { lines: readonly { productId: number; quantity: number }[] },
 ): Promise<{ order: OrderRow | undefined; products: ProductState[] }> {
   const job = processingJob(deps);
-  const { inserted, products } = await insertCheckedOrderWithEvent(trx, input, createdLookups(trx, deps, input.userId), productCheck(trx, input.lines), job.ctes);
+  const { inserted, products } = await insertCheckedOrderWithEvent(trx, input, { bus: deps.orderEvents, read: 'lookups' }, productCheck(input.lines), job.part);
   if (!inserted) return { order: undefined, products };
   return { order: await announce(trx, deps, inserted), products };
 }
@@ -197,18 +191,17 @@ export async function placeQuietOrder(
   deps: PlaceDeps,
   input: Omit<NewOrder, 'lines'> & { lines: readonly { productId: number; quantity: number }[] },
 ): Promise<{ order: OrderRow | undefined; products: ProductState[] } | undefined> {
-  const quiet = deps.orderEvents.quietWhen(db, createdPreview(input.userId));
-  if (!quiet) return undefined;
+  if (!deps.orderEvents.tellsQuiet(CREATED)) return undefined;
   const job = processingJob(deps);
-  const { inserted, products, held } = await insertCheckedOrderWithEvent(db, input, [], productCheck(db, input.lines), job.ctes, quiet);
+  const { inserted, products, held } = await insertCheckedOrderWithEvent(db, input, { bus: deps.orderEvents, read: 'quiet' }, productCheck(input.lines), job.part);
   if (!held) return undefined;
   return { order: inserted?.order, products };
 }
 
 /** The check of a new order's products, for the statement that inserts it. */
-function productCheck(db: Db, lines: readonly { productId: number }[]) {
+function productCheck(lines: readonly { productId: number }[]): ProductCheck {
   const ids = [...new Set(lines.map((l) => l.productId))];
-  return { states: productStatesQuery(db, ids), count: ids.length };
+  return { states: { key: 'products', args: { ids }, build: (a, db) => productStatesQuery(db, a.ids as number[]) }, count: ids.length };
 }
 
 /** The statuses an order can be cancelled from: not yet final, or completed (its stock goes back). */

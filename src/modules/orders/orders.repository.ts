@@ -1,4 +1,4 @@
-import { sql, type Compilable, type Expression, type ExpressionBuilder, type RawBuilder, type Transaction, type Updateable } from 'kysely';
+import { sql, type Compilable, type Expression, type ExpressionBuilder, type Kysely, type RawBuilder, type Transaction, type Updateable } from 'kysely';
 import { compileByShape, compileOnce, type SqlPart } from '../../db/compiled.ts';
 import { jsonArrayText } from '../../db/json-text.ts';
 import { THEN_COMMIT } from '../../db/prepared.ts';
@@ -246,10 +246,11 @@ export interface NewOrder {
 
 /**
  * The products an order must find active, checked in the statement that inserts it: `states` reads
- * each distinct product of its lines (a query of the products module's), `count` of them.
+ * the distinct products of its lines (a query of the products module's, built from the statement's
+ * database), `count` of them.
  */
 export interface ProductCheck {
-  states: Expression<ProductState>;
+  states: SqlPart<ProductState, Kysely<Database>>;
   count: number;
 }
 
@@ -262,11 +263,21 @@ export interface InsertedOrder {
 
 /**
  * Data-modifying statements of another module that run inside the order's insert (the processing
- * job, its link and its NOTIFY, see `JobQueue.linkedJob`), as CTEs: `orders` yields the new order's
- * id as `id`, or no row when nothing was inserted. The last CTE is `alongside`, which the insert
- * reads: PostgreSQL runs a SELECT in WITH only then.
+ * job, its link and its NOTIFY, see `JobQueue.linkedJob`), as CTEs built from `orders`, which yields
+ * the new order's id as `id`, or no row when nothing was inserted. The last CTE is `alongside`, which
+ * the insert reads: PostgreSQL runs a SELECT in WITH only then.
  */
-export type AlongsideInsert = (orders: Expression<{ id: number }>) => RawBuilder<unknown>;
+export type AlongsideInsert = SqlPart<unknown, Expression<{ id: number }>>;
+
+/**
+ * The event listeners of `bus`, read by the order's insert for its `order.created`: with `lookups`,
+ * each listener's lookup, returned as `looked`; with `quiet`, `OrderEventBus.quietWhen` as the
+ * insert's condition (`held`), which needs a bus that tells (`tellsQuiet`).
+ */
+export interface InsertListeners {
+  bus: OrderEventBus;
+  read: 'lookups' | 'quiet';
+}
 
 /** An `alongside` when there is nothing to run: no row. */
 const NOTHING_ALONGSIDE = sql<Record<string, never>>`SELECT WHERE false`;
@@ -274,51 +285,83 @@ const NOTHING_ALONGSIDE = sql<Record<string, never>>`SELECT WHERE false`;
 /** No products: the unchecked insert's stand-in for `ProductCheck.states`. */
 const NO_PRODUCTS = sql<ProductState>`SELECT NULL::integer AS id, NULL::text AS name, NULL::boolean AS is_active WHERE false`;
 
+type InsertedRow = (OrderRow | { [K in keyof OrderRow]: null }) & {
+  event_id: number;
+  event_created_at: Date;
+  looked: LookedRows;
+  held: boolean;
+  alongside_rows: number;
+  products: ProductState[];
+};
+
+/** `insertOrderStatement`, compiled once per shape. */
+const orderInsert = compileByShape();
+
 /**
  * Inserts a pending order (total 0), its lines (unit price 0) and its `order.created` event (sequence
  * 1: the order is new) in one statement: one round trip where the order, its lines and its event
- * took three. The lines get their ids in the order given. The event listeners' `lookups` are read
- * in the same statement, and `alongside` runs in it. With `check`, nothing is inserted unless every
- * product is active, the lines take the products' names, and the products read are returned either way.
- * With `condition`, nothing is inserted unless it holds too, in the statement's snapshot; `held` says
- * whether it did (true without one).
+ * took three. The lines get their ids in the order given. The event `listeners` are read in the
+ * same statement, and `alongside` runs in it. With `check`, nothing is inserted unless every
+ * product is active, the lines take the products' names, and the products read are returned either
+ * way. With quiet `listeners`, nothing is inserted unless no listener acts, in the statement's
+ * snapshot; `held` says whether that held (true otherwise). Compiled once per shape: every value is
+ * a parameter.
  */
 async function insertOrderStatement(
   db: Db,
   input: Omit<NewOrder, 'lines'> & { lines: readonly { productId: number; productName: string | null; quantity: number }[] },
-  lookups: EventLookups,
+  listeners: InsertListeners | undefined,
   check: ProductCheck | undefined,
   alongside: AlongsideInsert | undefined,
-  condition: Expression<boolean> = sql<boolean>`true`,
 ): Promise<{ inserted: InsertedOrder | undefined; products: ProductState[]; held: boolean }> {
-  const { rows } = await sql<
-    (OrderRow | { [K in keyof OrderRow]: null }) & { event_id: number; event_created_at: Date; looked: LookedRows; held: boolean; alongside_rows: number; products: ProductState[] }
-  >`
+  const args: Record<string, unknown> = {
+    userId: input.userId,
+    shippingAddress: input.shippingAddress,
+    source: input.source ?? 'api',
+    externalId: input.externalId ?? null,
+    productIds: input.lines.map((l) => l.productId),
+    productNames: input.lines.map((l) => l.productName),
+    quantities: input.lines.map((l) => l.quantity),
+  };
+  if (check !== undefined) args.checkCount = check.count;
+  for (const [k, v] of Object.entries(check?.states.args ?? {})) args[`check_${k}`] = v;
+  for (const [k, v] of Object.entries(alongside?.args ?? {})) args[`alongside_${k}`] = v;
+  const key = [listeners === undefined ? '' : `${listeners.read} ${listeners.bus.shapeKey}`, check?.states.key ?? '', alongside?.key ?? ''].join('|');
+  const [row] = await orderInsert(db, key, args, (db, a) => {
+    const preview = { type: 'order.created', status: 'pending', userId: a.userId as number } as const;
+    const condition = listeners?.read === 'quiet' ? listeners.bus.quietWhen(db, preview) : sql<boolean>`true`;
+    if (condition === undefined) throw new Error('a quiet insert needs a bus that tells (tellsQuiet)');
+    const lookups = listeners?.read === 'lookups' ? listeners.bus.lookups(db, preview) : [];
+    const partArgs = (part: { args: Record<string, unknown> } | undefined, prefix: string) =>
+      Object.fromEntries(Object.keys(part?.args ?? {}).map((k) => [k, a[`${prefix}_${k}`]]));
+    const states = check === undefined ? NO_PRODUCTS : check.states.build(partArgs(check.states, 'check'), db);
+    return sql<InsertedRow>`
     WITH held AS MATERIALIZED (SELECT ${condition} AS held),
-    p AS MATERIALIZED (${check?.states ?? NO_PRODUCTS}),
+    p AS MATERIALIZED (${states}),
     o AS (
       INSERT INTO orders (user_id, status, total_amount, shipping_address, failure_reason, source, external_id)
-      SELECT ${input.userId}, 'pending', 0, ${input.shippingAddress}, NULL, ${input.source ?? 'api'}, ${input.externalId ?? null}
-      WHERE ${check ? sql`(SELECT count(*) FROM p WHERE p.is_active) = ${check.count}` : sql`true`} AND (SELECT held FROM held)
+      SELECT ${a.userId}, 'pending', 0, ${a.shippingAddress}, NULL, ${a.source}, ${a.externalId}
+      WHERE ${check ? sql`(SELECT count(*) FROM p WHERE p.is_active) = ${a.checkCount}` : sql`true`} AND (SELECT held FROM held)
       RETURNING *
     ), lines AS (
       INSERT INTO order_items (order_id, product_id, product_name, quantity, unit_price)
       SELECT o.id, l.product_id, coalesce(p.name, l.product_name), l.quantity, 0
-      FROM o CROSS JOIN unnest(${input.lines.map((l) => l.productId)}::integer[], ${input.lines.map((l) => l.productName)}::text[],
-                     ${input.lines.map((l) => l.quantity)}::integer[]) WITH ORDINALITY AS l(product_id, product_name, quantity, n)
+      FROM o CROSS JOIN unnest(${a.productIds}::integer[], ${a.productNames}::text[], ${a.quantities}::integer[])
+                         WITH ORDINALITY AS l(product_id, product_name, quantity, n)
       LEFT JOIN p ON p.id = l.product_id
       ORDER BY l.n
     ), event AS (
       INSERT INTO order_events (order_id, user_id, type, previous_status, status, total_amount, sequence)
       SELECT o.id, o.user_id, 'order.created', NULL, o.status, o.total_amount, 1 FROM o
       RETURNING id AS event_id, created_at AS event_created_at
-    ), ${alongside ? alongside(sql<{ id: number }>`(SELECT id FROM o)`) : sql`alongside AS (${NOTHING_ALONGSIDE})`}
+    ), ${alongside ? alongside.build(partArgs(alongside, 'alongside'), sql<{ id: number }>`(SELECT id FROM o)`) : sql`alongside AS (${NOTHING_ALONGSIDE})`}
     SELECT o.*, event.event_id, event.event_created_at, ${lookedColumn(lookups)} AS looked, (SELECT held FROM held) AS held,
            (SELECT count(*)::int FROM alongside) AS alongside_rows,
            (SELECT coalesce(json_agg(p), '[]'::json) FROM p) AS products
     FROM (SELECT 1) AS one LEFT JOIN (o CROSS JOIN event) ON true
-  `.execute(db);
-  const { event_id, event_created_at, looked, held, alongside_rows: _read, products, ...order } = rows[0];
+  `;
+  });
+  const { event_id, event_created_at, looked, held, alongside_rows: _read, products, ...order } = row;
   if (order.id === null) return { inserted: undefined, products, held };
   return {
     products,
@@ -347,28 +390,27 @@ async function insertOrderStatement(
 export async function insertOrderWithEvent(
   trx: Transaction<Database>,
   input: NewOrder,
-  lookups: EventLookups = [],
+  listeners?: InsertListeners,
   alongside?: AlongsideInsert,
 ): Promise<InsertedOrder> {
-  const { inserted } = await insertOrderStatement(trx, input, lookups, undefined, alongside);
+  const { inserted } = await insertOrderStatement(trx, input, listeners, undefined, alongside);
   if (!inserted) throw new Error('the order was not inserted');
   return inserted;
 }
 
 /**
  * `insertOrderStatement` with its product check (one round trip where the check and the insert took
- * two): `inserted` is undefined when a product is unknown or inactive, or `condition` did not hold
- * (`held`); `products` are those found.
+ * two): `inserted` is undefined when a product is unknown or inactive, or quiet `listeners` would
+ * act (`held` false); `products` are those found.
  */
 export async function insertCheckedOrderWithEvent(
   db: Db,
   input: Omit<NewOrder, 'lines'> & { lines: readonly { productId: number; quantity: number }[] },
-  lookups: EventLookups,
+  listeners: InsertListeners | undefined,
   check: ProductCheck,
   alongside?: AlongsideInsert,
-  condition?: Expression<boolean>,
 ): Promise<{ inserted: InsertedOrder | undefined; products: ProductState[]; held: boolean }> {
-  return insertOrderStatement(db, { ...input, lines: input.lines.map((l) => ({ ...l, productName: null })) }, lookups, check, alongside, condition);
+  return insertOrderStatement(db, { ...input, lines: input.lines.map((l) => ({ ...l, productName: null })) }, listeners, check, alongside);
 }
 
 /** The change of one order's status (and of the fields that go with it) and the event it writes. */

@@ -21,10 +21,10 @@ export interface ProductState {
 /**
  * id, name, is_active of the given products, as a query not yet run: `findProductStates` runs it,
  * and an order's insert embeds it to check the order's products in its own statement. Unknown ids
- * are simply absent.
+ * are simply absent. `ids` is one parameter (it may be `compileOnce`'s stand-in).
  */
 export function productStatesQuery(db: Db, ids: readonly number[]) {
-  return db.selectFrom('products').select(['id', 'name', 'is_active']).where(sql<boolean>`id = ANY(${[...ids]}::integer[])`);
+  return db.selectFrom('products').select(['id', 'name', 'is_active']).where(sql<boolean>`id = ANY(${ids}::integer[])`);
 }
 
 export async function findProductStates(db: Db, ids: number[]): Promise<ProductState[]> {

@@ -47,6 +47,16 @@ export interface SqlPart<T, P> {
   build: (args: Record<string, unknown>, param: P) => Expression<T>;
 }
 
+/** Adds `part`'s values to a statement's `args`, each name under `prefix`, so two parts' names never meet. */
+export function addPartArgs(args: Record<string, unknown>, prefix: string, part: SqlPart<unknown, never>): void {
+  for (const [name, value] of Object.entries(part.args)) args[`${prefix}_${name}`] = value;
+}
+
+/** `part`'s SQL inside a statement's `build`, from the stand-ins of the values `addPartArgs` added under `prefix`. */
+export function buildPart<T, P>(part: SqlPart<T, P>, prefix: string, slots: Record<string, unknown>, param: P): Expression<T> {
+  return part.build(Object.fromEntries(Object.keys(part.args).map((name) => [name, slots[`${prefix}_${name}`]])), param);
+}
+
 /** Shapes kept per `compileByShape`: far more than any caller has; a bound, should a key leak a value. */
 const SHAPES_KEPT = 256;
 

@@ -62,6 +62,11 @@ export interface ListenerScope {
   onlyWithRows?: boolean;
 }
 
+/** Whether a listener of `scope` may act on an event of this type and status (its scope does not rule it out). */
+function mayActOn(scope: ListenerScope, preview: Pick<OrderEventPreview, 'type' | 'status'>): boolean {
+  return scope.actsOn === undefined || scope.actsOn(preview);
+}
+
 /** Buses made in this process, for `shapeKey` (tests make several). */
 let buses = 0;
 
@@ -90,7 +95,7 @@ export class OrderEventBus {
 
   /** Whether `quietWhen` can tell for an event of this type and status (false: it gives undefined). */
   tellsQuiet(preview: Pick<OrderEventPreview, 'type' | 'status'>): boolean {
-    return this.listeners.every(({ lookup, scope }) => (scope.actsOn !== undefined && !scope.actsOn(preview)) || (scope.onlyWithRows === true && lookup !== undefined));
+    return this.listeners.every(({ lookup, scope }) => !mayActOn(scope, preview) || (scope.onlyWithRows === true && lookup !== undefined));
   }
 
   /** Each listener's lookup for an event like `preview`, in subscription order (undefined: it has none). */
@@ -105,12 +110,9 @@ export class OrderEventBus {
    * transaction around it for the listeners' writes. Undefined when a listener's scope cannot tell.
    */
   quietWhen(db: Kysely<Database>, preview: OrderEventPreview): Expression<boolean> | undefined {
-    const conditions: Expression<boolean>[] = [];
-    for (const { lookup, scope } of this.listeners) {
-      if (scope.actsOn && !scope.actsOn(preview)) continue;
-      if (!scope.onlyWithRows || !lookup) return undefined;
-      conditions.push(sql<boolean>`NOT EXISTS (${lookup(db, preview)})`);
-    }
+    if (!this.tellsQuiet(preview)) return undefined;
+    // each listener left has a lookup (tellsQuiet): it acts only when that finds a row
+    const conditions = this.listeners.filter(({ scope }) => mayActOn(scope, preview)).map(({ lookup }) => sql<boolean>`NOT EXISTS (${lookup!(db, preview)})`);
     return conditions.length === 0 ? sql<boolean>`true` : sql<boolean>`(${sql.join(conditions, sql` AND `)})`;
   }
 

@@ -1,16 +1,21 @@
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, it, type TestContext } from 'node:test';
 import { compileByShape, compileOnce } from '../../src/db/compiled.ts';
 import { buildTestApp } from '../helpers/app.ts';
 
+/** A test app's database with products `<prefix>-0`, `-1`, `-2` of stock 10, 20 and 30; the second inactive. */
+async function withProducts(t: TestContext, prefix: string) {
+  const db = (await buildTestApp(t)).ctx.db;
+  await db
+    .insertInto('products')
+    .values([10, 20, 30].map((stock, i) => ({ sku: `${prefix}-${i}`, name: `p${i}`, price: '1.00', stock, is_active: i !== 1 })))
+    .execute();
+  return db;
+}
+
 describe('compileOnce', () => {
   it('compiles once and runs each call with its own arguments, in a transaction too', async (t) => {
-    const app = await buildTestApp(t);
-    const db = app.ctx.db;
-    await db
-      .insertInto('products')
-      .values([10, 20, 30].map((stock, i) => ({ sku: `CMP-${i}`, name: `p${i}`, price: '1.00', stock })))
-      .execute();
+    const db = await withProducts(t, 'CMP');
     let builds = 0;
     const inStock = compileOnce((q, a: { min: number; sku: string; limit: number }) => {
       builds++;
@@ -46,12 +51,7 @@ describe('compileOnce', () => {
 
 describe('compileByShape', () => {
   it('compiles once per key, each shape with its own text, and binds each call\'s arguments', async (t) => {
-    const app = await buildTestApp(t);
-    const db = app.ctx.db;
-    await db
-      .insertInto('products')
-      .values([10, 20, 30].map((stock, i) => ({ sku: `SHP-${i}`, name: `p${i}`, price: '1.00', stock, is_active: i !== 1 })))
-      .execute();
+    const db = await withProducts(t, 'SHP');
     const run = compileByShape();
     const builds: string[] = [];
     const products = (onlyActive: boolean, args: { min: number; active?: boolean }) =>

@@ -1,9 +1,9 @@
 import { sql, type Compilable, type Expression, type ExpressionBuilder, type Kysely, type RawBuilder, type Transaction, type Updateable } from 'kysely';
-import { compileByShape, compileOnce, type SqlPart } from '../../db/compiled.ts';
+import { addPartArgs, buildPart, compileByShape, compileOnce, type SqlPart } from '../../db/compiled.ts';
 import { jsonArrayText } from '../../db/json-text.ts';
 import { THEN_COMMIT } from '../../db/prepared.ts';
 import type { Database, OrderEventRow, OrderRow, OrderStatus, OrdersTable } from '../../db/schema.ts';
-import type { OrderEventBus, OrderEventType } from '../../events/order-events.ts';
+import type { OrderEventBus, OrderEventPreview, OrderEventType } from '../../events/order-events.ts';
 import type { ApiVersion } from '../../http/api-version.ts';
 import type { ProductState } from '../products/products.repository.ts';
 import type { Db } from '../../db/database.ts';
@@ -279,6 +279,21 @@ export interface InsertListeners {
   read: 'lookups' | 'quiet';
 }
 
+/**
+ * What a statement that writes an event reads of its `listeners`: their `quiet` condition
+ * (`OrderEventBus.quietWhen`) or their `lookups`, whichever `read` asks for.
+ */
+function listenerReads(
+  db: Kysely<Database>,
+  listeners: { bus: OrderEventBus; read: 'lookups' | 'quiet' } | undefined,
+  preview: OrderEventPreview,
+): { quiet: Expression<boolean> | undefined; lookups: EventLookups } {
+  if (listeners?.read !== 'quiet') return { quiet: undefined, lookups: listeners?.bus.lookups(db, preview) ?? [] };
+  const quiet = listeners.bus.quietWhen(db, preview);
+  if (quiet === undefined) throw new Error('quiet listeners need a bus that tells (tellsQuiet)');
+  return { quiet, lookups: [] };
+}
+
 /** An `alongside` when there is nothing to run: no row. */
 const NOTHING_ALONGSIDE = sql<Record<string, never>>`SELECT WHERE false`;
 
@@ -324,17 +339,14 @@ async function insertOrderStatement(
     quantities: input.lines.map((l) => l.quantity),
   };
   if (check !== undefined) args.checkCount = check.count;
-  for (const [k, v] of Object.entries(check?.states.args ?? {})) args[`check_${k}`] = v;
-  for (const [k, v] of Object.entries(alongside?.args ?? {})) args[`alongside_${k}`] = v;
+  if (check !== undefined) addPartArgs(args, 'check', check.states);
+  if (alongside !== undefined) addPartArgs(args, 'alongside', alongside);
   const key = [listeners === undefined ? '' : `${listeners.read} ${listeners.bus.shapeKey}`, check?.states.key ?? '', alongside?.key ?? ''].join('|');
   const [row] = await orderInsert(db, key, args, (db, a) => {
     const preview = { type: 'order.created', status: 'pending', userId: a.userId as number } as const;
-    const condition = listeners?.read === 'quiet' ? listeners.bus.quietWhen(db, preview) : sql<boolean>`true`;
-    if (condition === undefined) throw new Error('a quiet insert needs a bus that tells (tellsQuiet)');
-    const lookups = listeners?.read === 'lookups' ? listeners.bus.lookups(db, preview) : [];
-    const partArgs = (part: { args: Record<string, unknown> } | undefined, prefix: string) =>
-      Object.fromEntries(Object.keys(part?.args ?? {}).map((k) => [k, a[`${prefix}_${k}`]]));
-    const states = check === undefined ? NO_PRODUCTS : check.states.build(partArgs(check.states, 'check'), db);
+    const { quiet, lookups } = listenerReads(db, listeners, preview);
+    const condition = quiet ?? sql<boolean>`true`;
+    const states = check === undefined ? NO_PRODUCTS : buildPart(check.states, 'check', a, db);
     return sql<InsertedRow>`
     WITH held AS MATERIALIZED (SELECT ${condition} AS held),
     p AS MATERIALIZED (${states}),
@@ -354,7 +366,7 @@ async function insertOrderStatement(
       INSERT INTO order_events (order_id, user_id, type, previous_status, status, total_amount, sequence)
       SELECT o.id, o.user_id, 'order.created', NULL, o.status, o.total_amount, 1 FROM o
       RETURNING id AS event_id, created_at AS event_created_at
-    ), ${alongside ? alongside.build(partArgs(alongside, 'alongside'), sql<{ id: number }>`(SELECT id FROM o)`) : sql`alongside AS (${NOTHING_ALONGSIDE})`}
+    ), ${alongside ? buildPart(alongside, 'alongside', a, sql<{ id: number }>`(SELECT id FROM o)`) : sql`alongside AS (${NOTHING_ALONGSIDE})`}
     SELECT o.*, event.event_id, event.event_created_at, ${lookedColumn(lookups)} AS looked, (SELECT held FROM held) AS held,
            (SELECT count(*)::int FROM alongside) AS alongside_rows,
            (SELECT coalesce(json_agg(p), '[]'::json) FROM p) AS products
@@ -506,7 +518,7 @@ export async function updateOrderWithEvent(
   for (const c of columns) args[`set_${c}`] = patch[c];
   if (change.onlyFrom !== undefined) args.onlyFrom = change.onlyFrom;
   if (listeners !== undefined && listeners.owner !== 'order') args.owner = listeners.owner;
-  for (const [k, v] of Object.entries(alongside?.args ?? {})) args[`alongside_${k}`] = v;
+  if (alongside !== undefined) addPartArgs(args, 'alongside', alongside);
   const key = [
     columns.join(','),
     change.onlyFrom === undefined ? '' : 'from',
@@ -524,13 +536,10 @@ export async function updateOrderWithEvent(
         return listeners?.owner === 'order' ? ownerOf(orderId) : (a.owner as number);
       },
     };
-    const quiet = listeners?.read === 'quiet' ? listeners.bus.quietWhen(db, preview) : undefined;
-    if (listeners?.read === 'quiet' && quiet === undefined) throw new Error('a quiet change needs a bus that tells (tellsQuiet)');
-    const lookups = listeners?.read === 'lookups' ? listeners.bus.lookups(db, preview) : [];
+    const { quiet, lookups } = listenerReads(db, listeners, preview);
     const set = Object.fromEntries(columns.map((c) => [c, a[`set_${c}`]])) as Updateable<OrdersTable>;
     // the lines' prices and `alongside` are written only with the order's change, which the listeners' condition may refuse
     const changed = sql<boolean>`EXISTS (SELECT FROM updated)`;
-    const alongsideArgs = Object.fromEntries(Object.keys(alongside?.args ?? {}).map((k) => [k, a[`alongside_${k}`]]));
     const statement = db
       .with('updated', (db) => {
         const update = db.updateTable('orders').set(set).where('id', '=', orderId);
@@ -538,7 +547,7 @@ export async function updateOrderWithEvent(
         return (quiet === undefined ? from : from.where(quiet)).returningAll();
       })
       // PostgreSQL runs a data-modifying WITH to completion whether or not the query reads it
-      .with('alongside', () => sql<Record<string, unknown>>`(${alongside?.build(alongsideArgs, changed) ?? NOTHING_ALONGSIDE})`)
+      .with('alongside', () => sql<Record<string, unknown>>`(${alongside ? buildPart(alongside, 'alongside', a, changed) : NOTHING_ALONGSIDE})`)
       // without prices, an UPDATE of no lines: one statement shape for every change
       .with('priced', (db) =>
         db

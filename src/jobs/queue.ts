@@ -1,5 +1,6 @@
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, context, propagation, trace } from '@opentelemetry/api';
 import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { PgBoss, fromKysely, fromPglite, type JobWithMetadata, type SendOptions } from 'pg-boss';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Expression, RawBuilder, Transaction } from 'kysely';
@@ -98,6 +99,7 @@ interface Worker {
   concurrency: number;
   perGroup: number | undefined;
   load: (() => Promise<unknown>) | undefined;
+  lingerMs: number;
 }
 
 export interface WorkOptions {
@@ -114,6 +116,15 @@ export interface WorkOptions {
    * event loop, and every job running beside it, for the load.
    */
   load?: () => Promise<unknown>;
+  /**
+   * After a batch that was not full, the fetch loop waits this long before it completes the batch's
+   * jobs and fetches again (a NOTIFY during the wait no longer starts a fetch at once; it makes the
+   * fetch after the wait). Jobs that arrive a few milliseconds apart are then fetched and completed
+   * together, a statement each per batch instead of per job. The handler has run by then: the wait
+   * delays only pg-boss's completion of those jobs, and the start of jobs sent during it, by at most
+   * this long. 0: no wait. Only for queues fetched in batches (batchSize above 1).
+   */
+  lingerMs?: number;
 }
 
 /**
@@ -186,6 +197,8 @@ export class JobQueue {
   /** pg-boss's insert of a job, per queue (known once the queues are synced at start) */
   private readonly inserts = new Map<JobName, JobInsert>();
   private started = false;
+  /** aborted when the queue stops: ends the fetch loops' lingering (`WorkOptions.lingerMs`) */
+  private readonly stopping = new AbortController();
   private readonly config: Config;
   private readonly log: FastifyBaseLogger;
   private readonly handle: DatabaseHandle;
@@ -230,7 +243,8 @@ export class JobQueue {
     if (opts.perGroup !== undefined && (batchSize !== 1 || opts.perGroup > concurrency)) {
       throw new Error(`queue ${name}: a per-group limit needs batchSize 1 and at most ${concurrency} (its concurrency)`);
     }
-    this.workers.push({ name, batchSize, handler: handler as Worker['handler'], concurrency, perGroup: opts.perGroup, load: opts.load });
+    if ((opts.lingerMs ?? 0) > 0 && batchSize === 1) throw new Error(`queue ${name}: lingering needs batches (batchSize above 1)`);
+    this.workers.push({ name, batchSize, handler: handler as Worker['handler'], concurrency, perGroup: opts.perGroup, load: opts.load, lingerMs: opts.lingerMs ?? 0 });
   }
 
   /**
@@ -282,9 +296,16 @@ export class JobQueue {
         // Not `perJobResults`: pg-boss 12.35 settles those through a join with a JSON recordset that
         // the planner cannot size, and it scans every retained job of the queue (linear in history).
         await eachLimited(jobs, oneByOne ? 1 : w.concurrency, (job) => this.run(w, job));
+        // a full batch fetches again at once (burstWhenBatchFull): a backlog is batched already
+        if (w.lingerMs > 0 && jobs.length < options.batchSize) await this.linger(w.lingerMs);
       });
     }
     for (const s of this.schedules) await this.boss.schedule(s.name, s.cron);
+  }
+
+  /** Waits `ms`, or until the queue stops (`stop` cuts every wait short). */
+  private async linger(ms: number): Promise<void> {
+    await sleep(ms, undefined, { signal: this.stopping.signal }).catch(() => {});
   }
 
   /**
@@ -420,6 +441,7 @@ export class JobQueue {
   async stop(timeoutMs = 20000): Promise<void> {
     if (!this.started) return;
     this.started = false;
+    this.stopping.abort();
     await this.boss.stop({ graceful: true, timeout: timeoutMs, close: true });
   }
 }

@@ -11,11 +11,11 @@ import { purgeExpiredIdempotencyKeys } from './orders.repository.ts';
  */
 export function registerOrderJobs(
   queue: JobQueue,
-  deps: { db: Db; log: FastifyBaseLogger; processor: OrderProcessor; concurrency: number },
+  deps: { db: Db; log: FastifyBaseLogger; processor: OrderProcessor; concurrency: number; lingerMs: number },
 ): void {
   const { processor } = deps;
   queue.define({ name: 'order-process' });
-  queue.work('order-process', (job) => processor.handle(job), deps.concurrency);
+  queue.work('order-process', (job) => processor.handle(job), deps.concurrency, { lingerMs: deps.lingerMs });
   queue.workGivenUp('order-process', async (job) => {
     await processor.abandon(job);
   });

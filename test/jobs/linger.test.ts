@@ -1,0 +1,77 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import type { TestContext } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { sql } from 'kysely';
+import pino from 'pino';
+import type { DatabaseHandle } from '../../src/db/database.ts';
+import { openDatabase } from '../../src/db/migrate.ts';
+import { JobQueue } from '../../src/jobs/queue.ts';
+import { defer, testConfig, waitFor } from '../helpers/app.ts';
+
+/** Long enough that the checks below run well inside one wait, on a slow machine too. */
+const LINGER_MS = 3000;
+
+/** A worker queue on the test's own database whose handler records the user id of each job it runs. */
+async function lingeringQueue(t: TestContext, lingerMs: number, ran: number[]): Promise<{ queue: JobQueue; database: DatabaseHandle }> {
+  const config = await testConfig(t, { role: 'worker' });
+  const database = await openDatabase(config);
+  defer(t, () => database.close());
+  const queue = new JobQueue(database, config, pino({ level: 'silent' }));
+  queue.define({ name: 'user-welcome-email' });
+  queue.work('user-welcome-email', async (job) => void ran.push(job.data.userId), 4, { lingerMs });
+  await queue.start();
+  return { queue, database };
+}
+
+async function jobOf(queue: JobQueue, id: string) {
+  const job = await queue.boss.getJobById('user-welcome-email', id);
+  assert.ok(job, `job ${id}`);
+  return job;
+}
+
+describe("a fetch loop's linger after a batch that was not full (`lingerMs` of JobQueue.work)", () => {
+  it('completes the batch after the wait, and fetches the jobs sent meanwhile together', async (t) => {
+    const ran: number[] = [];
+    const { queue } = await lingeringQueue(t, LINGER_MS, ran);
+    defer(t, () => queue.stop(1000));
+    const first = await queue.sendNow('user-welcome-email', { userId: 1 });
+    await waitFor(async () => (ran.includes(1) ? true : undefined));
+    // the handler has run; its job stays active while the loop waits
+    await sleep(300);
+    assert.equal((await jobOf(queue, first!)).state, 'active');
+    const second = await queue.sendNow('user-welcome-email', { userId: 2 });
+    const third = await queue.sendNow('user-welcome-email', { userId: 3 });
+    await sleep(300);
+    assert.deepEqual(ran, [1], 'jobs sent during the wait wait for it');
+    await waitFor(async () => (ran.length === 3 ? true : undefined));
+    assert.equal((await jobOf(queue, first!)).state, 'completed');
+    const [b, c] = [await jobOf(queue, second!), await jobOf(queue, third!)];
+    // one fetch claimed both: it stamps every job it claims with its own statement's time
+    assert.ok(b.startedOn && c.startedOn);
+    assert.equal(new Date(b.startedOn).getTime(), new Date(c.startedOn).getTime());
+  });
+
+  it('ends when the queue stops, which completes the waiting batch', async (t) => {
+    const ran: number[] = [];
+    const { queue, database } = await lingeringQueue(t, 60_000, ran);
+    defer(t, () => queue.stop(1000));
+    const id = await queue.sendNow('user-welcome-email', { userId: 7 });
+    await waitFor(async () => (ran.includes(7) ? true : undefined));
+    await sleep(300);
+    assert.equal((await jobOf(queue, id!)).state, 'active');
+    // a stop that waited out the linger would outlast its own graceful timeout and fail the job
+    await queue.stop(5000);
+    const { rows } = await sql<{ state: string }>`SELECT state FROM pgboss.job WHERE id = ${id}`.execute(database.db);
+    assert.deepEqual(rows, [{ state: 'completed' }]);
+  });
+
+  it('is refused for a queue fetched one job at a time', async (t) => {
+    const config = await testConfig(t, { role: 'worker' });
+    const database = await openDatabase(config);
+    defer(t, () => database.close());
+    const queue = new JobQueue(database, config, pino({ level: 'silent' }));
+    queue.define({ name: 'user-welcome-email', batchSize: 1 });
+    assert.throws(() => queue.work('user-welcome-email', async () => {}, 1, { lingerMs: 50 }), /lingering needs batches/);
+  });
+});

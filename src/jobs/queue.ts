@@ -2,6 +2,7 @@ import { ROOT_CONTEXT, SpanKind, SpanStatusCode, context, propagation, trace } f
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { PgBoss, fromKysely, fromPglite, type JobWithMetadata, type SendOptions } from 'pg-boss';
+import { notifyChannelSql } from 'pg-boss/dist/plans.js';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Expression, RawBuilder, Transaction } from 'kysely';
 import type { Config } from '../config.ts';
@@ -31,8 +32,7 @@ export const INTERNAL_RETRY = { retryLimit: 2, retryDelay: 1, retryBackoff: true
 
 /**
  * Scheduled housekeeping (the retention purges): a run that failed (the database away) is as good a
- * minute later, then two. Its queue's backstop poll follows its first retry delay, so these queues
- * are polled once a minute instead of every second (their scheduled runs wake workers by NOTIFY).
+ * minute later, then two.
  */
 export const HOUSEKEEPING_RETRY = { retryDelay: 60 } as const;
 
@@ -60,6 +60,18 @@ export const DEAD_LETTER_RETRY = { retryLimit: 8, retryDelay: 5, retryBackoff: t
  * one unbounded DELETE per queue, and would take failed jobs out of the count of jobs failed for good.
  */
 export const JOB_DELETION = { deleteAfterSeconds: 0 } as const;
+
+/**
+ * How often each fetch loop polls its queue by itself: only if neither a NOTIFY nor the sweep for jobs
+ * come due (`JobQueue.sweepDue`) reached it. Without a LISTEN connection (it dropped, or the
+ * database has none) pg-boss polls every `jobPollingSeconds` instead.
+ */
+const BACKSTOP_POLL_SECONDS = 60;
+
+/** Seconds between two sweeps for jobs come due: `jobPollingSeconds`, and at least the first retry delay. */
+function dueSweepSeconds(config: Config): number {
+  return Math.max(config.jobPollingSeconds, INTERNAL_RETRY.retryDelay);
+}
 
 /** The schema of pg-boss's tables (its default; `attachDeadLetter` writes to one of them). */
 const BOSS_SCHEMA = 'pgboss';
@@ -197,6 +209,8 @@ export class JobQueue {
   /** pg-boss's insert of a job, per queue (known once the queues are synced at start) */
   private readonly inserts = new Map<JobName, JobInsert>();
   private started = false;
+  /** the next sweep for jobs come due (`sweepDue`) */
+  private sweep: NodeJS.Timeout | undefined;
   /** aborted when the queue stops: ends the fetch loops' lingering (`WorkOptions.lingerMs`) */
   private readonly stopping = new AbortController();
   private readonly config: Config;
@@ -284,11 +298,9 @@ export class JobQueue {
         localConcurrency: oneByOne ? w.concurrency : 1,
         ...(w.perGroup !== undefined ? { localGroupConcurrency: w.perGroup } : {}),
         pollingIntervalSeconds: this.config.jobPollingSeconds,
-        // NOTIFY wakes workers for new jobs only; retries and delayed jobs are found by this
-        // backstop poll, so it is no longer than the queue's first retry delay, or it would mask the
-        // backoff. Each poll of an empty queue is a statement and a wake-up of an idle worker, so a
-        // queue whose retries may wait (the purges, the dead letters) polls that much less often.
-        notifyPollingIntervalSeconds: Math.max(this.config.jobPollingSeconds, queueSettings(this.definitions.get(w.name)!).retryDelay),
+        // NOTIFY wakes workers for new jobs, and the process's sweep (sweepDue) for retries and
+        // delayed jobs once they come due: this poll of each loop is only the backstop of both
+        notifyPollingIntervalSeconds: BACKSTOP_POLL_SECONDS,
       } as const;
       await this.boss.work<unknown, unknown, typeof options>(w.name, options, async (jobs) => {
         // Each job settles on its own: a failed one is failed (and so retried) here, by id, without
@@ -301,6 +313,33 @@ export class JobQueue {
       });
     }
     for (const s of this.schedules) await this.boss.schedule(s.name, s.cron);
+    this.sweepDue([...new Set(this.workers.map((w) => w.name))]);
+  }
+
+  /**
+   * Every `dueSweepSeconds`, one statement finds which of `names` hold a job that has come due (a
+   * retry after its backoff, a delayed send) and sends their NOTIFY, which wakes every fetch loop of
+   * those queues, as a new job's does. Without it each loop would poll its queue on its own: about
+   * fifteen statements a second from an idle worker process, eight of them for the outgoing
+   * deliveries' loops. The NOTIFY reaches the other worker processes too; any of them may take the
+   * job.
+   */
+  private sweepDue(names: string[]): void {
+    const text = `SELECT pg_notify(${notifyChannelSql(BOSS_SCHEMA)}, q) FROM unnest($1::text[]) AS q
+      WHERE EXISTS (SELECT 1 FROM ${BOSS_SCHEMA}.job j WHERE j.name = q AND j.state < 'active' AND NOT j.blocked AND j.start_after <= now())`;
+    const next = () => {
+      this.sweep = setTimeout(() => {
+        this.boss
+          .getDb()
+          .executeSql(text, [names])
+          .catch((err: unknown) => this.log.warn({ err }, 'job queue: the sweep for jobs come due failed'))
+          .finally(() => {
+            if (this.started) next();
+          });
+      }, dueSweepSeconds(this.config) * 1000);
+      this.sweep.unref();
+    };
+    next();
   }
 
   /** Waits `ms`, or until the queue stops (`stop` cuts every wait short). */
@@ -441,6 +480,7 @@ export class JobQueue {
   async stop(timeoutMs = 20000): Promise<void> {
     if (!this.started) return;
     this.started = false;
+    clearTimeout(this.sweep);
     this.stopping.abort();
     await this.boss.stop({ graceful: true, timeout: timeoutMs, close: true });
   }

@@ -129,20 +129,21 @@ export function rssMib(pid: number): number {
   return Number(/^VmRSS:\s+(\d+) kB/m.exec(status)?.[1]) / 1024;
 }
 
-/** Resident memory of the process answering `${serviceUrl}/metrics`, sampled every second until stopped. */
-export function rssSampler(serviceUrl: string): { stop: () => { maxMb: number; lastMb: number } } {
+/**
+ * Resident memory of the process `pidOf` names (it may change: the cluster phase replaces the API
+ * process), sampled every second until stopped. Read from /proc, not by scraping the service's
+ * /metrics: a scrape a second is load of the bench's own, and it costs the API process CPU that the
+ * paced scenarios would count against each request.
+ */
+export function rssSampler(pidOf: () => number): { stop: () => { maxMb: number; lastMb: number } } {
   let max = 0;
   let last = 0;
   let running = true;
   const loop = (async () => {
     while (running) {
       try {
-        const text = await (await fetch(`${serviceUrl}/metrics`)).text();
-        const m = /^process_resident_memory_bytes (\d+)/m.exec(text);
-        if (m) {
-          last = Number(m[1]);
-          max = Math.max(max, last);
-        }
+        last = rssMib(pidOf()) * 2 ** 20;
+        max = Math.max(max, last);
       } catch {
         // service restarting
       }

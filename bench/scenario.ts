@@ -49,17 +49,17 @@ export interface Bench {
 export async function logIn(ctx: RunContext, setup: { client: pg.Client; loader: LoadRunner; service: Proc; report: Record<string, unknown> }): Promise<Bench> {
   log(`[${elapsed(ctx)}] logging in ${LOGGED_IN} users`);
   const users = await sessions(ctx, setup.client, LOGGED_IN, ctx.opts.users);
-  const rss = rssSampler(ctx.serviceUrl);
-  return {
+  const b: Bench = {
     ctx,
     ...setup,
     users,
     reads: readPatterns(users),
     writes: writePatterns(ctx.runId, users, ctx.opts.users),
-    rss,
+    rss: rssSampler(() => b.service.child.pid ?? 0),
     targets: [],
     rows: [],
   };
+  return b;
 }
 
 /** A load job with the run's connections, duration and warm-up unless `over` says otherwise. */

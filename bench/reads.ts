@@ -16,11 +16,18 @@ export async function readsPhase(b: Bench): Promise<void> {
     const svc = await runOne(b, job(b, name, ctx.serviceUrl, p.service));
     const cost = await cpu.stop(sent(b, svc));
     rows.push({ name, service: svc, baseline: base, cpu: cost });
-    log(`  service ${Math.round(svc.okRps)} req/s ${summaryLine(svc.latency)} | baseline ${Math.round(base.okRps)} req/s ${summaryLine(base.latency)} ${failures(svc)}`);
+    log(`  service ${Math.round(svc.okRps)} req/s ${summaryLine(svc.latency)} ${failures(svc)} | baseline ${Math.round(base.okRps)} req/s ${summaryLine(base.latency)} ${failures(base)}`);
     log(`  ${costLine(cost)}`);
     const ratio = svc.okRps / base.okRps;
     // issue 20 raised the goal from 0.60× to the bare baseline itself
-    targets.push({ name: `${name} throughput vs baseline`, value: `${ratio.toFixed(2)}×`, target: `≥ ${READ_RATIO_GOAL.toFixed(2)}×`, pass: ratio >= READ_RATIO_GOAL });
+    // a ratio to a baseline that answered errors says nothing
+    const baseFailed = failures(base) !== '';
+    targets.push({
+      name: `${name} throughput vs baseline`,
+      value: `${ratio.toFixed(2)}×${baseFailed ? ' (the baseline failed)' : ''}`,
+      target: `≥ ${READ_RATIO_GOAL.toFixed(2)}×`,
+      pass: ratio >= READ_RATIO_GOAL && !baseFailed,
+    });
     targets.push({ name: `${name} p99`, value: `${f1(svc.latency.p99)} ms`, target: '< 25 ms', pass: svc.latency.p99 < 25 && failures(svc) === '' });
   }
 }

@@ -67,7 +67,7 @@ export function scenarioTable(rows: ScenarioRow[]): string {
       r.baseline ? ms(r.baseline.latency.p99) : '',
       r.baseline ? (r.service.okRps / r.baseline.okRps).toFixed(2) : '',
       r.cpu ? r.cpu.totalPerRequestMs.toFixed(2) : '',
-      [failures(r.service), r.baseline ? failures(r.baseline) : ''].filter(Boolean).join(' | base: '),
+      [failures(r.service), r.baseline && failures(r.baseline) ? `base: ${failures(r.baseline)}` : ''].filter(Boolean).join(' | '),
     ]),
   );
 }

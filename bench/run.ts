@@ -16,13 +16,14 @@ import { startReport, writeResults } from './report.ts';
 import { scalePhase } from './scale.ts';
 import { endScenarios, logIn } from './scenario.ts';
 import { seedPhase } from './seed.ts';
-import { cleanup, startProcesses } from './services.ts';
+import { assertPortsFree, cleanup, startProcesses } from './services.ts';
 import { startupPhase } from './startup.ts';
 import { statementsPhase } from './statements.ts';
 import { writesPhase } from './writes.ts';
 
 async function main(ctx: RunContext): Promise<void> {
   const { phase, noCluster, scaleLarge } = ctx.opts;
+  await assertPortsFree(ctx);
   const report = startReport(ctx);
   const client = await seedPhase(ctx, report);
   // before any load: the figure is the process's own, not the machine's

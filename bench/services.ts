@@ -3,6 +3,7 @@
  * topology, its job worker), the bare baseline, the load generator, and the clean-up at the end.
  * Everything started or created is recorded in the run's context, so `cleanup` finds it.
  */
+import net from 'node:net';
 import path from 'node:path';
 import { Redis } from 'ioredis';
 import pg from 'pg';
@@ -99,6 +100,27 @@ export async function stopService(ctx: RunContext, proc: Proc): Promise<void> {
   await Promise.all([stopProc(proc), worker && stopProc(worker)]);
   ctx.procs.splice(ctx.procs.indexOf(proc), 1);
   if (worker) ctx.procs.splice(ctx.procs.indexOf(worker), 1);
+}
+
+/** Throws when something already listens on `port` of 127.0.0.1. */
+async function assertPortFree(port: number): Promise<void> {
+  const server = net.createServer();
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, '127.0.0.1', resolve);
+    });
+  } catch (err) {
+    // a process left from an interrupted run would answer in place of the one this run starts
+    throw new Error(`port ${port} is in use (a process left from an interrupted run?): ${(err as Error).message}`);
+  } finally {
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+}
+
+/** Throws unless the ports this run's processes listen on (the service's, the baseline's, the split worker's) are free. */
+export async function assertPortsFree(ctx: RunContext): Promise<void> {
+  for (const port of [ctx.opts.port, ctx.opts.basePort, ctx.opts.port + 2]) await assertPortFree(port);
 }
 
 /** The baseline (bench/baseline.ts) on the main database, the service, and the load generator (bench/load.ts). */

@@ -67,7 +67,7 @@ export interface Config {
   /** the whole request (headers and body) must arrive within this time, or the connection is closed */
   readonly requestTimeoutMs: number;
   readonly logLevel: string;
-  /** pg-boss polling interval for workers (seconds, >= 0.5) */
+  /** seconds (>= 0.5) between two sweeps for jobs come due (at least 1), and pg-boss's polling interval without LISTEN/NOTIFY */
   readonly jobPollingSeconds: number;
   readonly orderWorkerConcurrency: number;
   /** how long the order jobs' fetch loop waits after a batch that was not full (0: not at all); see WorkOptions.lingerMs */

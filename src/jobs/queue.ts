@@ -332,7 +332,10 @@ export class JobQueue {
         this.boss
           .getDb()
           .executeSql(text, [names])
-          .catch((err: unknown) => this.log.warn({ err }, 'job queue: the sweep for jobs come due failed'))
+          .catch((err: unknown) => {
+            // a sweep still running when the queue stops fails with pg-boss's pool: not worth a warning
+            if (this.started) this.log.warn({ err }, 'job queue: the sweep for jobs come due failed');
+          })
           .finally(() => {
             if (this.started) next();
           });

@@ -142,7 +142,7 @@ export function rssSampler(pidOf: () => number): { stop: () => { maxMb: number; 
   const loop = (async () => {
     while (running) {
       try {
-        last = rssMib(pidOf()) * 2 ** 20;
+        last = rssMib(pidOf());
         max = Math.max(max, last);
       } catch {
         // service restarting
@@ -154,7 +154,7 @@ export function rssSampler(pidOf: () => number): { stop: () => { maxMb: number; 
     stop: () => {
       running = false;
       void loop;
-      return { maxMb: max / 2 ** 20, lastMb: last / 2 ** 20 };
+      return { maxMb: max, lastMb: last };
     },
   };
 }

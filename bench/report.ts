@@ -56,19 +56,22 @@ export function failures(r: LoadResult): string {
 export function scenarioTable(rows: ScenarioRow[]): string {
   return table(
     ['scenario', 'req/s', 'p50 ms', 'p95 ms', 'p99 ms', 'max ms', 'base req/s', 'base p99', 'ratio', 'CPU ms/req', 'non-2xx/errors'],
-    rows.map((r) => [
-      r.name,
-      int(r.service.okRps),
-      ms(r.service.latency.p50),
-      ms(r.service.latency.p95),
-      ms(r.service.latency.p99),
-      ms(r.service.latency.max),
-      r.baseline ? int(r.baseline.okRps) : '',
-      r.baseline ? ms(r.baseline.latency.p99) : '',
-      r.baseline ? (r.service.okRps / r.baseline.okRps).toFixed(2) : '',
-      r.cpu ? r.cpu.totalPerRequestMs.toFixed(2) : '',
-      [failures(r.service), r.baseline && failures(r.baseline) ? `base: ${failures(r.baseline)}` : ''].filter(Boolean).join(' | '),
-    ]),
+    rows.map((r) => {
+      const baseFailures = r.baseline ? failures(r.baseline) : '';
+      return [
+        r.name,
+        int(r.service.okRps),
+        ms(r.service.latency.p50),
+        ms(r.service.latency.p95),
+        ms(r.service.latency.p99),
+        ms(r.service.latency.max),
+        r.baseline ? int(r.baseline.okRps) : '',
+        r.baseline ? ms(r.baseline.latency.p99) : '',
+        r.baseline ? (r.service.okRps / r.baseline.okRps).toFixed(2) : '',
+        r.cpu ? r.cpu.totalPerRequestMs.toFixed(2) : '',
+        [failures(r.service), baseFailures ? `base: ${baseFailures}` : ''].filter(Boolean).join(' | '),
+      ];
+    }),
   );
 }
 

@@ -270,9 +270,10 @@ export interface InsertedOrder {
 export type AlongsideInsert = SqlPart<unknown, Expression<{ id: number }>>;
 
 /**
- * The event listeners of `bus`, read by the order's insert for its `order.created`: with `lookups`,
- * each listener's lookup, returned as `looked`; with `quiet`, `OrderEventBus.quietWhen` as the
- * insert's condition (`held`), which needs a bus that tells (`tellsQuiet`).
+ * The event listeners of `bus`, read by a statement that writes an event (the order's insert, for its
+ * `order.created`; a status change, see `OrderChange`): with `lookups`, each listener's lookup,
+ * returned as `looked`; with `quiet`, `OrderEventBus.quietWhen` as the statement's condition (the
+ * insert's `held`), which needs a bus that tells (`tellsQuiet`).
  */
 export interface InsertListeners {
   bus: OrderEventBus;
@@ -285,7 +286,7 @@ export interface InsertListeners {
  */
 function listenerReads(
   db: Kysely<Database>,
-  listeners: { bus: OrderEventBus; read: 'lookups' | 'quiet' } | undefined,
+  listeners: InsertListeners | undefined,
   preview: OrderEventPreview,
 ): { quiet: Expression<boolean> | undefined; lookups: EventLookups } {
   if (listeners?.read !== 'quiet') return { quiet: undefined, lookups: listeners?.bus.lookups(db, preview) ?? [] };
@@ -338,8 +339,10 @@ async function insertOrderStatement(
     productNames: input.lines.map((l) => l.productName),
     quantities: input.lines.map((l) => l.quantity),
   };
-  if (check !== undefined) args.checkCount = check.count;
-  if (check !== undefined) addPartArgs(args, 'check', check.states);
+  if (check !== undefined) {
+    args.checkCount = check.count;
+    addPartArgs(args, 'check', check.states);
+  }
   if (alongside !== undefined) addPartArgs(args, 'alongside', alongside);
   const key = [listeners === undefined ? '' : `${listeners.read} ${listeners.bus.shapeKey}`, check?.states.key ?? '', alongside?.key ?? ''].join('|');
   const [row] = await orderInsert(db, key, args, (db, a) => {
@@ -438,7 +441,7 @@ export interface OrderChange {
    * nothing is written (not the lines' prices, nor `alongside`) when a listener would act. `quiet`
    * needs a bus that tells (`tellsQuiet`).
    */
-  listeners?: { bus: OrderEventBus; read: 'lookups' | 'quiet'; owner: number | 'order' };
+  listeners?: InsertListeners & { owner: number | 'order' };
   /**
    * a data-modifying statement of another module run as part of this one (the products module's
    * change of the order's stock), so it commits with the change and costs no round trip of its own.

@@ -112,6 +112,7 @@ interface Worker {
   perGroup: number | undefined;
   load: (() => Promise<unknown>) | undefined;
   lingerMs: number;
+  batch: ((jobs: JobWithMetadata<unknown>[]) => Promise<ReadonlySet<string>>) | undefined;
 }
 
 export interface WorkOptions {
@@ -137,6 +138,18 @@ export interface WorkOptions {
    * this long. 0: no wait. Only for queues fetched in batches (batchSize above 1).
    */
   lingerMs?: number;
+}
+
+/** `WorkOptions` of a queue whose jobs can also be run together (`batch`). */
+export interface BatchWorkOptions<N extends JobName> extends WorkOptions {
+  /**
+   * Runs a fetched batch of two or more jobs together, before the handler runs any of them: it
+   * returns the ids of the jobs it completed, and the handler then runs each of the others as
+   * usual. A throw completes none (it is logged). For work that costs less done together, where
+   * each job's own handler still finds and finishes whatever the batch left. Only for queues
+   * fetched in batches (batchSize above 1).
+   */
+  batch?: (jobs: Job<N>[]) => Promise<ReadonlySet<string>>;
 }
 
 /**
@@ -165,6 +178,18 @@ function traceContextOf(data: unknown) {
 function queueSettings(def: QueueDefinition) {
   const { name: _name, batchSize: _batchSize, ...own } = def;
   return { ...INTERNAL_RETRY, ...JOB_LIVENESS, ...JOB_DELETION, ...own, notify: true };
+}
+
+/** The span attributes of one attempt of `job`, a job of `w`'s queue. */
+function jobSpanAttributes(w: { name: JobName }, job: JobWithMetadata<unknown>) {
+  return {
+    'messaging.system': 'pg-boss',
+    'messaging.operation.type': 'process',
+    'messaging.destination.name': w.name,
+    'messaging.message.id': job.id,
+    'job.queue': w.name,
+    'job.attempt': job.retryCount + 1,
+  };
 }
 
 /** Runs `fn` over `items`, at most `limit` at a time. */
@@ -251,14 +276,24 @@ export class JobQueue {
   }
 
   /** Registers a handler; it runs only in processes whose role includes the worker. */
-  work<N extends JobName>(name: N, handler: JobHandler<N>, concurrency = 1, opts: WorkOptions = {}): void {
+  work<N extends JobName>(name: N, handler: JobHandler<N>, concurrency = 1, opts: BatchWorkOptions<N> = {}): void {
     if (!this.definitions.has(name)) throw new Error(`queue ${name} is not defined`);
     const batchSize = this.definitions.get(name)?.batchSize ?? DEFAULT_BATCH_SIZE;
     if (opts.perGroup !== undefined && (batchSize !== 1 || opts.perGroup > concurrency)) {
       throw new Error(`queue ${name}: a per-group limit needs batchSize 1 and at most ${concurrency} (its concurrency)`);
     }
     if ((opts.lingerMs ?? 0) > 0 && batchSize === 1) throw new Error(`queue ${name}: lingering needs batches (batchSize above 1)`);
-    this.workers.push({ name, batchSize, handler: handler as Worker['handler'], concurrency, perGroup: opts.perGroup, load: opts.load, lingerMs: opts.lingerMs ?? 0 });
+    if (opts.batch !== undefined && batchSize === 1) throw new Error(`queue ${name}: running jobs together needs batches (batchSize above 1)`);
+    this.workers.push({
+      name,
+      batchSize,
+      handler: handler as Worker['handler'],
+      concurrency,
+      perGroup: opts.perGroup,
+      load: opts.load,
+      lingerMs: opts.lingerMs ?? 0,
+      batch: opts.batch as Worker['batch'],
+    });
   }
 
   /**
@@ -307,7 +342,8 @@ export class JobQueue {
         // failing its batch-mates; pg-boss then completes the batch's jobs that are still active.
         // Not `perJobResults`: pg-boss 12.35 settles those through a join with a JSON recordset that
         // the planner cannot size, and it scans every retained job of the queue (linear in history).
-        await eachLimited(jobs, oneByOne ? 1 : w.concurrency, (job) => this.run(w, job));
+        const rest = w.batch !== undefined && jobs.length > 1 ? await this.runTogether(w, w.batch, jobs) : jobs;
+        await eachLimited(rest, oneByOne ? 1 : w.concurrency, (job) => this.run(w, job));
         // a full batch fetches again at once (burstWhenBatchFull): a backlog is batched already
         if (w.lingerMs > 0 && jobs.length < options.batchSize) await this.linger(w.lingerMs);
       });
@@ -351,20 +387,38 @@ export class JobQueue {
   }
 
   /**
+   * A batch's jobs run together (`BatchWorkOptions.batch`); returns the jobs it did not complete. Each
+   * completed job gets its span (a child of the span that sent it, when tracing is on) covering the
+   * batch's run.
+   */
+  private async runTogether(w: Worker, batch: NonNullable<Worker['batch']>, jobs: JobWithMetadata<unknown>[]): Promise<JobWithMetadata<unknown>[]> {
+    const startTime = Date.now();
+    let done: ReadonlySet<string>;
+    try {
+      done = await batch(jobs);
+    } catch (err) {
+      // a lock not granted in time, or a deadlock, is how a batch gives way to the changes of single
+      // jobs (see the queue's batch): expected under contention, not worth a warning
+      const code = (err as { code?: unknown } | null)?.code;
+      const gaveWay = code === '55P03' || code === '40P01';
+      this.log[gaveWay ? 'info' : 'warn']({ err, queue: w.name, jobs: jobs.length }, 'job batch not run together; its jobs run one by one');
+      return jobs;
+    }
+    for (const job of jobs) {
+      if (!done.has(job.id)) continue;
+      const attributes = { ...jobSpanAttributes(w, job), 'job.batch.size': jobs.length };
+      tracer.startSpan(`process ${w.name}`, { kind: SpanKind.CONSUMER, attributes, startTime }, traceContextOf(job.data)).end();
+    }
+    return done.size === 0 ? jobs : jobs.filter((job) => !done.has(job.id));
+  }
+
+  /**
    * One attempt of one job, in a span of its own (a child of the span that sent the job, when tracing
    * is on); a failed attempt is failed by id, so pg-boss retries it.
    */
   private async run(w: Worker, job: JobWithMetadata<unknown>): Promise<void> {
     const attempt = job.retryCount + 1;
-    const attributes = {
-      'messaging.system': 'pg-boss',
-      'messaging.operation.type': 'process',
-      'messaging.destination.name': w.name,
-      'messaging.message.id': job.id,
-      'job.queue': w.name,
-      'job.attempt': attempt,
-    };
-    await tracer.startActiveSpan(`process ${w.name}`, { kind: SpanKind.CONSUMER, attributes }, traceContextOf(job.data), async (span) => {
+    await tracer.startActiveSpan(`process ${w.name}`, { kind: SpanKind.CONSUMER, attributes: jobSpanAttributes(w, job) }, traceContextOf(job.data), async (span) => {
       try {
         await w.handler(job);
       } catch (err) {

@@ -1,9 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import pino from 'pino';
-import { openDatabase } from '../../src/db/migrate.ts';
-import { JobQueue } from '../../src/jobs/queue.ts';
-import { defer, testConfig, waitFor } from '../helpers/app.ts';
+import { defer, waitFor } from '../helpers/app.ts';
+import { testQueue } from './jobs.helpers.ts';
 
 /**
  * A job that comes due after it was sent (a delayed send, a retry after its backoff) sends no NOTIFY
@@ -12,10 +10,7 @@ import { defer, testConfig, waitFor } from '../helpers/app.ts';
  */
 describe('the sweep for jobs come due (JobQueue.sweepDue)', () => {
   it('runs a delayed job soon after it comes due', async (t) => {
-    const config = await testConfig(t, { role: 'worker' });
-    const database = await openDatabase(config);
-    defer(t, () => database.close());
-    const queue = new JobQueue(database, config, pino({ level: 'silent' }));
+    const { queue } = await testQueue(t);
     const ran: number[] = [];
     queue.define({ name: 'user-welcome-email' });
     queue.work('user-welcome-email', async (job) => void ran.push(job.data.userId));

@@ -3,21 +3,17 @@ import assert from 'node:assert/strict';
 import type { TestContext } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'kysely';
-import pino from 'pino';
 import type { DatabaseHandle } from '../../src/db/database.ts';
-import { openDatabase } from '../../src/db/migrate.ts';
-import { JobQueue } from '../../src/jobs/queue.ts';
-import { defer, testConfig, waitFor } from '../helpers/app.ts';
+import type { JobQueue } from '../../src/jobs/queue.ts';
+import { defer, waitFor } from '../helpers/app.ts';
+import { testQueue } from './jobs.helpers.ts';
 
 /** Long enough that the checks below run well inside one wait, on a slow machine too. */
 const LINGER_MS = 3000;
 
 /** A worker queue on the test's own database whose handler records the user id of each job it runs. */
 async function lingeringQueue(t: TestContext, lingerMs: number, ran: number[]): Promise<{ queue: JobQueue; database: DatabaseHandle }> {
-  const config = await testConfig(t, { role: 'worker' });
-  const database = await openDatabase(config);
-  defer(t, () => database.close());
-  const queue = new JobQueue(database, config, pino({ level: 'silent' }));
+  const { queue, database } = await testQueue(t);
   queue.define({ name: 'user-welcome-email' });
   queue.work('user-welcome-email', async (job) => void ran.push(job.data.userId), 4, { lingerMs });
   await queue.start();
@@ -67,10 +63,7 @@ describe("a fetch loop's linger after a batch that was not full (`lingerMs` of J
   });
 
   it('is refused for a queue fetched one job at a time', async (t) => {
-    const config = await testConfig(t, { role: 'worker' });
-    const database = await openDatabase(config);
-    defer(t, () => database.close());
-    const queue = new JobQueue(database, config, pino({ level: 'silent' }));
+    const { queue } = await testQueue(t);
     queue.define({ name: 'user-welcome-email', batchSize: 1 });
     assert.throws(() => queue.work('user-welcome-email', async () => {}, 1, { lingerMs: 50 }), /lingering needs batches/);
   });

@@ -2,18 +2,14 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { TestContext } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import pino from 'pino';
 import type { Config } from '../../src/config.ts';
-import { openDatabase } from '../../src/db/migrate.ts';
-import { JobQueue } from '../../src/jobs/queue.ts';
-import { defer, testConfig, waitFor } from '../helpers/app.ts';
+import type { JobQueue } from '../../src/jobs/queue.ts';
+import { defer, waitFor } from '../helpers/app.ts';
+import { testQueue } from './jobs.helpers.ts';
 
 /** A queue on the test's own database, with one handler whose lazily loaded part is `load`. */
 async function queueWithLoad(t: TestContext, role: Config['role'], events: string[]): Promise<JobQueue> {
-  const config = await testConfig(t, { role });
-  const database = await openDatabase(config);
-  defer(t, () => database.close());
-  const queue = new JobQueue(database, config, pino({ level: 'silent' }));
+  const { queue } = await testQueue(t, role);
   queue.define({ name: 'user-welcome-email' });
   const load = async () => {
     events.push('load started');

@@ -5,9 +5,19 @@ import type { OrderEventBus } from '../../events/order-events.ts';
 import { givenUpJob, isLastAttempt } from '../../jobs/queue.ts';
 import type { Job } from '../../jobs/registry.ts';
 import { exactTotal, MAX_MONEY } from '../products/money.ts';
-import { lockProductsQuery } from '../products/products.repository.ts';
+import { lockProductsQuery, stockChangePart, type LockedProduct } from '../products/products.repository.ts';
 import { changeOrderStatus, changeOrderStatusLast, startProcessing, startProcessingQuietly, type FailureDetails, type StatusFields } from './order-lifecycle.ts';
-import { findOrderStatus, lockOrder, lockOrderWithProducts, requeuedSince } from './orders.repository.ts';
+import {
+  finishOrdersQuietly,
+  findOrderStatus,
+  lockOrder,
+  lockOrdersWithProducts,
+  lockOrderWithProducts,
+  moveToProcessingQuietly,
+  requeuedSince,
+  type OrderOutcome,
+  type ProductDemand,
+} from './orders.repository.ts';
 
 export type FailureReason = 'INSUFFICIENT_STOCK' | 'PRODUCT_UNAVAILABLE' | 'TOTAL_TOO_LARGE' | 'PROCESSING_ERROR';
 
@@ -27,6 +37,40 @@ export interface OrderProcessorHooks {
  * retry comes far later: the order must have been processed and failed first.
  */
 const REQUEUE_MARGIN_MS = 1;
+
+/** What the processing of one order decides: completed at its total, or failed, with why. */
+type Decision = { status: 'completed'; total: string } | { status: 'failed'; reason: FailureReason; details: FailureDetails | undefined };
+
+/**
+ * Prices an order's demand with its locked products, or fails it: an inactive (or missing) product
+ * fails it PRODUCT_UNAVAILABLE, a line wanting more than `available` of its product
+ * INSUFFICIENT_STOCK (with every short line), a total above the largest amount TOTAL_TOO_LARGE.
+ */
+function decide(demand: readonly ProductDemand[], products: ReadonlyMap<number, LockedProduct>, available: (product: LockedProduct) => number): Decision {
+  let failure: FailureReason | undefined;
+  const short: FailureDetails['lines'] = [];
+  for (const d of demand) {
+    const p = products.get(d.productId);
+    if (!p?.is_active) {
+      failure = 'PRODUCT_UNAVAILABLE';
+      break;
+    }
+    if (available(p) < d.quantity) {
+      failure ??= 'INSUFFICIENT_STOCK';
+      short.push({ product_id: d.productId, requested: d.quantity, available: available(p) });
+    }
+  }
+  if (failure === undefined) {
+    // the products are locked: these are the prices the lines get
+    const total = exactTotal(demand.map((d) => ({ price: products.get(d.productId)!.price, quantity: d.quantity })));
+    if (Number(total) <= MAX_MONEY) return { status: 'completed', total };
+    failure = 'TOTAL_TOO_LARGE';
+  }
+  return { status: 'failed', reason: failure, details: failure === 'INSUFFICIENT_STOCK' ? { lines: short } : undefined };
+}
+
+/** The statuses a batch of orders moves through; it is processed together only when no listener acts on any of them. */
+const BATCH_STATUSES = ['processing', 'completed', 'failed'] as const;
 
 /**
  * The background job of an order: pending → processing (committed, with its event: alone when no
@@ -86,6 +130,66 @@ export class OrderProcessor {
   }
 
   /**
+   * The processing of a batch of order jobs together, in three round trips whatever their number,
+   * where each order on its own takes three: the move of every pending order to `processing`, one
+   * statement that commits alone; then one transaction that locks the orders and their products,
+   * and one statement that writes every outcome, its events, the lines' prices and the stock, with
+   * the COMMIT. The orders are decided in id order, each against the stock the ones before it left.
+   * Only for what no event listener acts on: an order moves only when none acts on its move, and the
+   * outcomes are written only when none acts on any of them (else nothing is, and each order goes on
+   * alone). Returns the ids of the jobs whose orders it took to the end; the caller runs every other
+   * job of the batch through `handle`, which finds each order where this left it (pending, or
+   * processing after a move). A throw leaves the same: what committed is a move at most.
+   *
+   * Fault hooks (tests) and a batch of fewer than two orders go the way of one order.
+   */
+  async processMany(jobs: readonly Job<'order-process'>[]): Promise<Set<string>> {
+    const done = new Set<string>();
+    if (this.hooks.beforeReserve !== undefined || this.hooks.beforeFail !== undefined) return done;
+    if (!BATCH_STATUSES.every((status) => this.orderEvents.tellsQuiet({ type: 'order.status_changed', status }))) return done;
+    const jobOf = new Map<number, string>();
+    for (const job of jobs) if (!jobOf.has(job.data.orderId)) jobOf.set(job.data.orderId, job.id);
+    if (jobOf.size < 2) return done;
+    const moved = await moveToProcessingQuietly(this.db, this.orderEvents, [...jobOf.keys()], new Date());
+    if (moved.length === 0 || !(await this.reserveMany(moved))) return done;
+    for (const id of moved) done.add(jobOf.get(id)!);
+    return done;
+  }
+
+  /**
+   * `reserve` for several orders in one transaction (see `processMany`): false when a listener acts
+   * on an outcome after all, and nothing was written. An order no longer `processing` under its lock
+   * (cancelled meanwhile) is left as it is.
+   */
+  private async reserveMany(ids: readonly number[]): Promise<boolean> {
+    return this.db.transaction().execute(async (trx) => {
+      const locked = await lockOrdersWithProducts(trx, ids, 'processing', lockProductsQuery);
+      const products = new Map(locked.products.map((p) => [p.id, p]));
+      // what each product has left for the next order, once the orders before it took their units
+      const left = new Map(locked.products.map((p) => [p.id, p.stock]));
+      const taken = new Map<number, number>();
+      const outcomes: OrderOutcome[] = [];
+      for (const order of locked.orders) {
+        if (order.status !== 'processing') continue;
+        const decision = decide(order.demand, products, (p) => left.get(p.id)!);
+        if (decision.status === 'failed') {
+          const details = decision.details === undefined ? null : JSON.stringify(decision.details);
+          outcomes.push({ id: order.id, status: 'failed', total: null, reason: decision.reason, details });
+          continue;
+        }
+        for (const d of order.demand) {
+          left.set(d.productId, left.get(d.productId)! - d.quantity);
+          taken.set(d.productId, (taken.get(d.productId) ?? 0) + d.quantity);
+        }
+        outcomes.push({ id: order.id, status: 'completed', total: decision.total, reason: null, details: null });
+      }
+      if (outcomes.length === 0) return true;
+      const stock = stockChangePart([...taken].map(([productId, quantity]) => ({ productId, delta: -quantity })));
+      return finishOrdersQuietly(trx, this.orderEvents, outcomes, [...products.values()], stock, new Date());
+    });
+  }
+
+  /**
    * In one transaction: the order's lines are priced, the total computed and stock reserved for all
    * lines, or the order fails. With `commitWithOutcome`, the outcome is written by the transaction's
    * last statement, with its COMMIT (`changeOrderStatusLast`); `'again'` when a listener acts on it
@@ -101,26 +205,11 @@ export class OrderProcessor {
       if (!locked || locked.order.status !== 'processing') return locked?.order.status;
       const { order, demand } = locked;
       const products = new Map(locked.products.map((p) => [p.id, p]));
-      let failure: FailureReason | undefined;
-      const short: FailureDetails['lines'] = [];
-      for (const d of demand) {
-        const p = products.get(d.productId);
-        if (!p?.is_active) {
-          failure = 'PRODUCT_UNAVAILABLE';
-          break;
-        }
-        if (p.stock < d.quantity) {
-          failure ??= 'INSUFFICIENT_STOCK';
-          short.push({ product_id: d.productId, requested: d.quantity, available: p.stock });
-        }
-      }
-      // the products are locked: these are the prices the lines get
-      const total = failure === undefined ? exactTotal(demand.map((d) => ({ price: products.get(d.productId)!.price, quantity: d.quantity }))) : undefined;
-      if (total !== undefined && Number(total) > MAX_MONEY) failure = 'TOTAL_TOO_LARGE';
+      const decision = decide(demand, products, (p) => p.stock);
       const [next, fields]: [OrderStatus, StatusFields] =
-        failure === undefined
-          ? ['completed', { totalAmount: total, failureReason: null, linePrices: [...products.values()], stock: demand.map((d) => ({ productId: d.productId, delta: -d.quantity })) }]
-          : ['failed', { failureReason: failure, details: failure === 'INSUFFICIENT_STOCK' ? { lines: short } : undefined }];
+        decision.status === 'completed'
+          ? ['completed', { totalAmount: decision.total, failureReason: null, linePrices: [...products.values()], stock: demand.map((d) => ({ productId: d.productId, delta: -d.quantity })) }]
+          : ['failed', { failureReason: decision.reason, details: decision.details }];
       if (commitWithOutcome) {
         const last = await changeOrderStatusLast(trx, this.orderEvents, order, next, fields);
         if (last !== 'listened') return last === 'again' ? last : last.status;

@@ -6,7 +6,7 @@ import { purgeExpiredIdempotencyKeys } from './orders.repository.ts';
 
 /**
  * The order's background processing (the spec's internal retry policy: 3 attempts, exponential
- * backoff), its dead-letter queue, where a job pg-boss gave up on fails the order with
+ * backoff; the orders of a fetched batch processed together where they can be), its dead-letter queue, where a job pg-boss gave up on fails the order with
  * PROCESSING_ERROR, and the hourly purge of expired Idempotency-Key responses.
  */
 export function registerOrderJobs(
@@ -15,7 +15,7 @@ export function registerOrderJobs(
 ): void {
   const { processor } = deps;
   queue.define({ name: 'order-process' });
-  queue.work('order-process', (job) => processor.handle(job), deps.concurrency, { lingerMs: deps.lingerMs });
+  queue.work('order-process', (job) => processor.handle(job), deps.concurrency, { lingerMs: deps.lingerMs, batch: (jobs) => processor.processMany(jobs) });
   queue.workGivenUp('order-process', async (job) => {
     await processor.abandon(job);
   });

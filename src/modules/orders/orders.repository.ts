@@ -612,6 +612,171 @@ export async function updateOrderWithEvent(
   };
 }
 
+/**
+ * How long a statement that changes several orders at once waits for a lock before it gives up
+ * (`lock_timeout`, for its transaction only). Such a statement takes the rows of several orders and
+ * of the counters their triggers keep, in an order that a change of one order does not follow, so
+ * the two could deadlock; with this bound it is always the batch that gives up, long before
+ * PostgreSQL's deadlock check (`deadlock_timeout`, 1 s by default) would pick a victim, and its
+ * caller then changes each order on its own. Every lock such a statement needs is held by other
+ * transactions for a few milliseconds at most, so the bound costs nothing otherwise.
+ */
+const BATCH_LOCK_TIMEOUT = '100ms';
+
+/** SQL that sets `lock_timeout` for the rest of the transaction (the implicit one of a statement sent alone). */
+const batchLockTimeout = sql<string>`set_config('lock_timeout', ${sql.lit(BATCH_LOCK_TIMEOUT)}, true)`;
+
+/** `moveToProcessingQuietly`'s statement, compiled once per event bus shape. */
+const ordersMove = compileByShape();
+
+/**
+ * Moves each order of `ids` that is `pending` to `processing` and writes its event, in one statement
+ * outside any transaction: the set-wise `startProcessingQuietly` of a batch of order jobs. An order
+ * moves only when no listener of `bus` acts on its move (`quietWhen`, for its own owner, read in the
+ * statement's snapshot); it commits with the others, with nothing to publish. Returns the ids of the
+ * orders moved; the others (not pending, or a listener acts) are left as they were. Needs a bus that
+ * tells (`tellsQuiet`) for the move.
+ */
+export async function moveToProcessingQuietly(db: Db, bus: OrderEventBus, ids: readonly number[], now: Date): Promise<number[]> {
+  const rows = await ordersMove(db, bus.shapeKey, { ids: [...ids], now }, (db, a) => {
+    const quiet = bus.quietWhen(db, { type: 'order.status_changed', status: 'processing', userId: sql.ref<number>('o.user_id') });
+    if (quiet === undefined) throw new Error('moving orders quietly needs a bus that tells (tellsQuiet)');
+    return sql<{ id: number }>`
+      WITH settings AS MATERIALIZED (SELECT ${batchLockTimeout}),
+      updated AS (
+        UPDATE orders AS o SET status = 'processing', updated_at = ${a.now}
+        WHERE o.id = ANY(${a.ids}::integer[]) AND o.status = 'pending' AND EXISTS (SELECT FROM settings) AND ${quiet}
+        RETURNING o.id, o.user_id, o.status, o.total_amount
+      ), event AS (
+        INSERT INTO order_events (order_id, user_id, type, previous_status, status, total_amount, sequence)
+        SELECT u.id, u.user_id, 'order.status_changed', 'pending', u.status, u.total_amount,
+               (SELECT coalesce(max(e.sequence), 0) + 1 FROM order_events e WHERE e.order_id = u.id)
+        FROM updated u
+      )
+      SELECT id FROM updated`;
+  });
+  return rows.map((r) => r.id);
+}
+
+/** An order locked by `lockOrdersWithProducts`: its status under the lock, and what it wants of each product. */
+export interface LockedOrder {
+  id: number;
+  status: OrderStatus;
+  demand: ProductDemand[];
+}
+
+/** `lockOrdersWithProducts`'s statement, compiled once. */
+const ordersLock = compileByShape();
+
+/**
+ * `lockOrderWithProducts` for several orders in one round trip: the order rows of `ids`, locked in id
+ * order until `trx` ends, each with its status and demand, and the products of those in `status`,
+ * locked by `lockProducts` (always the products module's `lockProductsQuery`: the statement is
+ * compiled once) after every order's lock. Orders that do not exist are left out. Sets the
+ * transaction's `lock_timeout` (see BATCH_LOCK_TIMEOUT) before it takes a lock.
+ */
+export async function lockOrdersWithProducts<P>(
+  trx: Transaction<Database>,
+  ids: readonly number[],
+  status: OrderStatus,
+  lockProducts: (ids: RawBuilder<unknown>, when: RawBuilder<boolean>) => RawBuilder<P>,
+): Promise<{ orders: LockedOrder[]; products: P[] }> {
+  const [row] = await ordersLock(trx, 'products', { ids: [...ids], status }, (_db, a) => {
+    const ready = sql`SELECT id FROM o WHERE status = ${a.status}`;
+    const products = lockProducts(sql`SELECT product_id FROM order_items WHERE order_id IN (${ready})`, sql<boolean>`EXISTS (${ready})`);
+    return sql<{ orders: LockedOrder[] | null; products: P[] | null }>`
+      WITH settings AS MATERIALIZED (SELECT ${batchLockTimeout}),
+      o AS MATERIALIZED (SELECT id, status FROM orders WHERE id = ANY(${a.ids}::integer[]) AND EXISTS (SELECT FROM settings) ORDER BY id FOR UPDATE),
+      p AS MATERIALIZED (${products})
+      SELECT
+        (SELECT json_agg(json_build_object(
+           'id', o.id, 'status', o.status,
+           'demand', coalesce((SELECT json_agg(d ORDER BY d."productId") FROM (${demandRows(sql.ref('o.id'))}) d), '[]'::json)
+         ) ORDER BY o.id) FROM o) AS orders,
+        (SELECT json_agg(p) FROM p) AS products`;
+  });
+  return { orders: row?.orders ?? [], products: row?.products ?? [] };
+}
+
+/** What the processing of one order decided, for `finishOrdersQuietly`. */
+export interface OrderOutcome {
+  id: number;
+  status: 'completed' | 'failed';
+  /** the order's total (completed) */
+  total: string | null;
+  /** the failure reason (failed); null clears it (completed) */
+  reason: string | null;
+  /** the failure's details, as JSON text (failed, when there are some) */
+  details: string | null;
+}
+
+/** `finishOrdersQuietly`'s statement, compiled once per event bus shape. */
+const ordersFinish = compileByShape();
+
+/**
+ * Writes the outcomes of several orders, locked in `processing` by `lockOrdersWithProducts` in `trx`,
+ * in one statement, the last of `trx`, whose COMMIT rides with it (`THEN_COMMIT`): each order's
+ * status, total or failure reason and its event, the completed orders' lines priced (`linePrices`:
+ * every product's price and name) and `stock` (the products module's change of the stock the
+ * completed orders take, summed per product; made only when every order changed). All of it only when no listener of `bus` acts on any
+ * of the outcomes (`quietWhen` for each order's owner, for both a completion and a failure):
+ * returns false, with nothing written, otherwise. Needs a bus that tells (`tellsQuiet`) for both.
+ */
+export async function finishOrdersQuietly(
+  trx: Transaction<Database>,
+  bus: OrderEventBus,
+  outcomes: readonly OrderOutcome[],
+  linePrices: readonly LinePrice[],
+  stock: SqlPart<Record<string, unknown>, Expression<boolean>>,
+  now: Date,
+): Promise<boolean> {
+  const args: Record<string, unknown> = {
+    ids: outcomes.map((o) => o.id),
+    statuses: outcomes.map((o) => o.status),
+    totals: outcomes.map((o) => o.total),
+    reasons: outcomes.map((o) => o.reason),
+    details: outcomes.map((o) => o.details),
+    priceIds: linePrices.map((p) => p.id),
+    prices: linePrices.map((p) => p.price),
+    names: linePrices.map((p) => p.name),
+    now,
+  };
+  addPartArgs(args, 'stock', stock);
+  const [row] = await ordersFinish(trx, `${bus.shapeKey} ${stock.key}`, args, (db, a) => {
+    const owner = sql.ref<number>('owners.user_id');
+    const quiet = (['completed', 'failed'] as const).map((status) => bus.quietWhen(db, { type: 'order.status_changed', status, userId: owner }));
+    if (quiet.some((q) => q === undefined)) throw new Error('finishing orders quietly needs a bus that tells (tellsQuiet)');
+    const held = sql<boolean>`(SELECT held FROM held)`;
+    return sql<{ held: boolean }>`
+      WITH v AS MATERIALIZED (
+        SELECT * FROM unnest(${a.ids}::integer[], ${a.statuses}::text[], ${a.totals}::numeric[], ${a.reasons}::text[], ${a.details}::text[])
+          AS v (id, status, total, reason, details)
+      ),
+      held AS MATERIALIZED (
+        SELECT NOT EXISTS (SELECT FROM orders AS owners WHERE owners.id IN (SELECT id FROM v) AND NOT (${sql.join(quiet as Expression<boolean>[], sql` AND `)})) AS held
+      ),
+      updated AS (
+        UPDATE orders AS o SET status = v.status, updated_at = ${a.now}, total_amount = coalesce(v.total, o.total_amount), failure_reason = v.reason
+        FROM v WHERE o.id = v.id AND o.status = 'processing' AND ${held}
+        RETURNING o.id, o.user_id, o.status, o.total_amount
+      ),
+      priced AS (
+        UPDATE order_items AS oi SET unit_price = p.price, product_name = p.name
+        FROM ${linePriceRows(a.priceIds, a.prices, a.names)} AS p
+        WHERE oi.order_id IN (SELECT id FROM updated WHERE status = 'completed') AND oi.product_id = p.id
+      ),
+      alongside AS (${buildPart(stock, 'stock', a, sql<boolean>`(SELECT count(*) FROM updated) = cardinality(${a.ids}::integer[])`)}),
+      event AS (
+        INSERT INTO order_events (order_id, user_id, type, previous_status, status, total_amount, reason, details, sequence)
+        SELECT u.id, u.user_id, 'order.status_changed', 'processing', u.status, u.total_amount, v.reason, v.details::jsonb,
+               (SELECT coalesce(max(e.sequence), 0) + 1 FROM order_events e WHERE e.order_id = u.id)
+        FROM updated u JOIN v ON v.id = u.id
+      )
+      SELECT ${held} AS held${sql.raw(THEN_COMMIT)}`;
+  });
+  return row?.held === true;
+}
+
 /** The units an order wants of each product (lines of the same product summed), in product id order. */
 export async function orderDemand(trx: Transaction<Database>, orderId: number): Promise<ProductDemand[]> {
   const { rows } = await sql<ProductDemand>`${demandRows(orderId)} ORDER BY product_id`.execute(trx);

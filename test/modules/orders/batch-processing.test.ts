@@ -1,0 +1,233 @@
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import type { FastifyInstance } from 'fastify';
+import { sql } from 'kysely';
+import type { OrderRow } from '../../../src/db/schema.ts';
+import { OrderEventBus } from '../../../src/events/order-events.ts';
+import type { Job } from '../../../src/jobs/registry.ts';
+import { OrderProcessor } from '../../../src/modules/orders/order-processor.ts';
+import { buildTestApp, createUser, type TestUser } from '../../helpers/app.ts';
+import { eventsOf, processorFor } from '../../helpers/orders.ts';
+import { createProduct, stockOf } from '../../helpers/products.ts';
+import { startReceiver } from '../../helpers/webhooks.ts';
+import { subscribe } from '../outbound-webhooks/outbound-webhooks.helpers.ts';
+import { cancel, pendingOrder, statusOf } from './cancel.helpers.ts';
+
+const onServer = Boolean(process.env.TEST_DATABASE_URL);
+
+/** A fetched job of each order, as pg-boss hands a batch to the queue. */
+function jobsOf(orders: readonly OrderRow[]): Job<'order-process'>[] {
+  return orders.map((o) => ({ id: `job-${o.id}`, data: { orderId: o.id } }) as Job<'order-process'>);
+}
+
+async function orderOf(app: FastifyInstance, id: number): Promise<OrderRow> {
+  return app.ctx.db.selectFrom('orders').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+}
+
+async function linesOf(app: FastifyInstance, id: number) {
+  return app.ctx.db.selectFrom('order_items').select(['product_id', 'unit_price', 'product_name']).where('order_id', '=', id).orderBy('id').execute();
+}
+
+/** The trigger-kept counters against a count of the rows they stand for: every difference, by key. */
+async function counterDrift(app: FastifyInstance): Promise<string[]> {
+  const { rows } = await sql<{ what: string; key: string; counted: number; kept: number }>`
+    WITH byStatus AS (SELECT status, count(*) AS n FROM orders GROUP BY status),
+    kept AS (SELECT status, sum(total) AS n FROM order_counts GROUP BY status),
+    byUser AS (SELECT user_id, status, count(*) AS n FROM orders GROUP BY user_id, status),
+    keptUser AS (SELECT user_id, status, sum(total) AS n FROM user_order_counts GROUP BY user_id, status),
+    events AS (SELECT status, count(*) AS n FROM order_events GROUP BY status),
+    keptEvents AS (SELECT status, sum(total) AS n FROM order_transition_counts GROUP BY status)
+    SELECT 'order_counts' AS what, coalesce(a.status, b.status) AS key, coalesce(a.n, 0)::int AS counted, coalesce(b.n, 0)::int AS kept
+      FROM byStatus a FULL JOIN kept b ON a.status = b.status WHERE coalesce(a.n, 0) <> coalesce(b.n, 0)
+    UNION ALL
+    SELECT 'user_order_counts', coalesce(a.user_id, b.user_id) || ' ' || coalesce(a.status, b.status), coalesce(a.n, 0)::int, coalesce(b.n, 0)::int
+      FROM byUser a FULL JOIN keptUser b ON a.user_id = b.user_id AND a.status = b.status WHERE coalesce(a.n, 0) <> coalesce(b.n, 0)
+    UNION ALL
+    SELECT 'order_transition_counts', coalesce(a.status, b.status), coalesce(a.n, 0)::int, coalesce(b.n, 0)::int
+      FROM events a FULL JOIN keptEvents b ON a.status = b.status WHERE coalesce(a.n, 0) <> coalesce(b.n, 0)
+  `.execute(app.ctx.db);
+  return rows.map((r) => `${r.what} ${r.key}: ${r.counted} rows, counter ${r.kept}`);
+}
+
+describe('a batch of order jobs processed together (OrderProcessor.processMany)', () => {
+  let app: FastifyInstance;
+  let alice: TestUser;
+  let bob: TestUser;
+  let processor: OrderProcessor;
+
+  before(async () => {
+    app = await buildTestApp(undefined);
+    [alice, bob] = [await createUser(app), await createUser(app)];
+    processor = processorFor(app, {});
+  });
+  after(() => app.close());
+
+  it('decides the orders in id order, each against the stock the ones before it left, and writes what one order alone would', async () => {
+    const scarce = await createProduct(app, { name: 'Scarce', stock: 5, price: '2.50' });
+    const plenty = await createProduct(app, { name: 'Plenty', stock: 100, price: '0.10' });
+    const gone = await createProduct(app, { name: 'Gone', stock: 100, active: false });
+    const orders = [
+      await pendingOrder(app, alice, [{ productId: scarce.id, quantity: 2 }, { productId: plenty.id, quantity: 3 }]),
+      await pendingOrder(app, bob, [{ productId: scarce.id, quantity: 2 }]),
+      // 1 left: this one is short, the next one fits
+      await pendingOrder(app, alice, [{ productId: scarce.id, quantity: 2 }, { productId: plenty.id, quantity: 1 }]),
+      await pendingOrder(app, bob, [{ productId: scarce.id, quantity: 1 }]),
+      await pendingOrder(app, alice, [{ productId: plenty.id, quantity: 1 }, { productId: gone.id, quantity: 1 }]),
+    ];
+    const driftBefore = await counterDrift(app);
+
+    const done = await processor.processMany(jobsOf(orders));
+
+    assert.deepEqual([...done].sort(), jobsOf(orders).map((j) => j.id).sort(), 'every job done');
+    const finals = await Promise.all(orders.map((o) => orderOf(app, o.id)));
+    assert.deepEqual(
+      finals.map((o) => [o.status, o.total_amount, o.failure_reason]),
+      [
+        ['completed', '5.30', null],
+        ['completed', '5.00', null],
+        ['failed', '0.00', 'INSUFFICIENT_STOCK'],
+        ['completed', '2.50', null],
+        ['failed', '0.00', 'PRODUCT_UNAVAILABLE'],
+      ],
+    );
+    assert.equal(await stockOf(app, scarce.id), 0);
+    assert.equal(await stockOf(app, plenty.id), 97);
+    assert.equal(await stockOf(app, gone.id), 100);
+    // the completed orders' lines carry the prices and names; the failed ones' stay unpriced
+    assert.deepEqual(await linesOf(app, orders[0].id), [
+      { product_id: scarce.id, unit_price: '2.50', product_name: 'Scarce' },
+      { product_id: plenty.id, unit_price: '0.10', product_name: 'Plenty' },
+    ]);
+    assert.ok((await linesOf(app, orders[2].id)).every((l) => Number(l.unit_price) === 0));
+    for (const [i, o] of orders.entries()) {
+      const events = await eventsOf(app, o.id);
+      assert.deepEqual(
+        events.map((e) => [e.sequence, e.previous_status, e.status]),
+        [
+          [1, null, 'pending'],
+          [2, 'pending', 'processing'],
+          [3, 'processing', finals[i].status],
+        ],
+        `order ${o.id}`,
+      );
+    }
+    // the short line, with what was left of it when this order's turn came
+    const failure = await app.ctx.db.selectFrom('order_events').select(['reason', 'details']).where('order_id', '=', orders[2].id).where('status', '=', 'failed').executeTakeFirstOrThrow();
+    assert.equal(failure.reason, 'INSUFFICIENT_STOCK');
+    assert.deepEqual(failure.details, { lines: [{ product_id: scarce.id, requested: 2, available: 1 }] });
+    assert.deepEqual(await counterDrift(app), driftBefore);
+  });
+
+  it('leaves an order that is not pending to its own job, and an order cancelled meanwhile as it is', async () => {
+    const product = await createProduct(app, { stock: 10, price: '1.00' });
+    const [done1, cancelled, fresh1, fresh2] = await Promise.all([1, 2, 3, 4].map(() => pendingOrder(app, alice, [{ productId: product.id, quantity: 1 }])));
+    assert.equal(await processor.process(done1.id), 'completed');
+    assert.equal((await cancel(app, alice, cancelled.id, { reason: 'changed my mind' })).statusCode, 200);
+
+    const done = await processor.processMany(jobsOf([done1, cancelled, fresh1, fresh2]));
+
+    assert.deepEqual([...done].sort(), [`job-${fresh1.id}`, `job-${fresh2.id}`].sort());
+    assert.equal(await statusOf(app, cancelled.id), 'cancelled');
+    assert.equal(await statusOf(app, fresh1.id), 'completed');
+    assert.equal(await stockOf(app, product.id), 7);
+    // the jobs left over find nothing to do: their orders are final
+    assert.equal(await processor.process(done1.id), 'completed');
+    assert.equal(await processor.process(cancelled.id), 'cancelled');
+    assert.equal(await stockOf(app, product.id), 7);
+    assert.equal((await eventsOf(app, done1.id)).length, 3);
+  });
+
+  it("leaves an order whose owner's subscription will hear of it to its own job, which publishes every event", async (t) => {
+    const receiver = await startReceiver();
+    t.after(() => receiver.close());
+    const carol = await createUser(app);
+    await subscribe(app, carol, receiver.url);
+    const product = await createProduct(app, { stock: 10, price: '1.00' });
+    const heard = await pendingOrder(app, carol, [{ productId: product.id, quantity: 2 }]);
+    const quiet = await Promise.all([1, 2].map(() => pendingOrder(app, bob, [{ productId: product.id, quantity: 1 }])));
+
+    const done = await processor.processMany(jobsOf([heard, ...quiet]));
+
+    assert.deepEqual([...done].sort(), jobsOf(quiet).map((j) => j.id).sort());
+    assert.equal(await statusOf(app, heard.id), 'pending', 'not moved: a listener acts on its move');
+    assert.equal(await processor.process(heard.id), 'completed');
+    const messages = async (orderId: number) =>
+      (await sql<{ n: number }>`SELECT count(*)::int AS n FROM webhook_messages WHERE order_id = ${orderId}`.execute(app.ctx.db)).rows[0].n;
+    // processing and completed, for the one subscription (its creation was never published: written straight to the database)
+    assert.equal(await messages(heard.id), 2);
+    for (const o of quiet) assert.equal(await messages(o.id), 0);
+    assert.equal(await stockOf(app, product.id), 6);
+  });
+
+  it('writes none of the outcomes when a listener acts on one after all, and each order then goes on alone', async () => {
+    // a listener of the outcomes only, which always finds a row: the moves are quiet, the outcomes not
+    const bus = new OrderEventBus();
+    const heard: string[] = [];
+    bus.subscribe(
+      async (_trx, event) => void heard.push(`${event.order_id} ${event.status}`),
+      () => sql`SELECT 1 AS found`,
+      { onlyWithRows: true, actsOn: (e) => e.status === 'completed' || e.status === 'failed' },
+    );
+    const own = new OrderProcessor({ db: app.ctx.db, orderEvents: bus, log: app.ctx.log });
+    const product = await createProduct(app, { stock: 1, price: '1.00' });
+    const orders = await Promise.all([1, 2].map(() => pendingOrder(app, alice, [{ productId: product.id, quantity: 1 }])));
+
+    assert.deepEqual([...(await own.processMany(jobsOf(orders)))], []);
+    assert.deepEqual(await Promise.all(orders.map((o) => statusOf(app, o.id))), ['processing', 'processing']);
+    assert.equal(await stockOf(app, product.id), 1, 'no stock taken');
+    assert.deepEqual(heard, []);
+
+    for (const o of orders) await own.process(o.id);
+    assert.deepEqual(heard, [`${orders[0].id} completed`, `${orders[1].id} failed`]);
+    assert.equal(await stockOf(app, product.id), 0);
+    for (const o of orders) assert.deepEqual((await eventsOf(app, o.id)).map((e) => e.status), ['pending', 'processing', o === orders[0] ? 'completed' : 'failed']);
+  });
+
+  it('takes an order of two jobs once, and leaves a lone order to its job', async () => {
+    const product = await createProduct(app, { stock: 10, price: '1.00' });
+    const [a, b] = await Promise.all([1, 2].map(() => pendingOrder(app, bob, [{ productId: product.id, quantity: 1 }])));
+    const twice = [...jobsOf([a]), { id: 'another', data: { orderId: a.id } } as Job<'order-process'>];
+    assert.deepEqual([...(await processor.processMany(twice))], [], 'one order: the way of one order');
+    assert.equal(await statusOf(app, a.id), 'pending');
+    const done = await processor.processMany([...twice, ...jobsOf([b])]);
+    assert.deepEqual([...done].sort(), [`job-${a.id}`, `job-${b.id}`].sort());
+    assert.equal(await stockOf(app, product.id), 8);
+  });
+});
+
+/**
+ * A batch's statements take several orders' rows and their counters' rows in an order that a change
+ * of one order does not follow; past its lock timeout it gives way instead of waiting. Needs a server:
+ * embedded PGlite runs one transaction at a time.
+ */
+describe('a batch that meets a lock (PostgreSQL)', { skip: !onServer && 'needs TEST_DATABASE_URL' }, () => {
+  it('gives way within its lock timeout, having changed nothing, and the orders are processed alone once the lock is gone', async (t) => {
+    const app = await buildTestApp(t);
+    const owner = await createUser(app);
+    const processor = processorFor(app, {});
+    const product = await createProduct(app, { stock: 10, price: '1.00' });
+    const orders = await Promise.all([1, 2, 3].map(() => pendingOrder(app, owner, [{ productId: product.id, quantity: 1 }])));
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let locked!: () => void;
+    const isLocked = new Promise<void>((resolve) => (locked = resolve));
+    // another transaction holds the middle order's row
+    const holder = app.ctx.db.transaction().execute(async (trx) => {
+      await sql`SELECT id FROM orders WHERE id = ${orders[1].id} FOR UPDATE`.execute(trx);
+      locked();
+      await released;
+    });
+    await isLocked;
+    const started = Date.now();
+    try {
+      await assert.rejects(processor.processMany(jobsOf(orders)), (err: { code?: string }) => err.code === '55P03');
+      t.diagnostic(`gave way after ${Date.now() - started} ms`);
+      assert.deepEqual(await Promise.all(orders.map((o) => statusOf(app, o.id))), ['pending', 'pending', 'pending']);
+    } finally {
+      release();
+      await holder;
+    }
+    for (const o of orders) assert.equal(await processor.process(o.id), 'completed');
+    assert.equal(await stockOf(app, product.id), 7);
+  });
+});

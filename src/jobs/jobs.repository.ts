@@ -41,9 +41,14 @@ export interface JobInsert {
   after: string;
   /** the channel of pg-boss's NOTIFY for a new job, when the queue notifies */
   notifyChannel: string | undefined;
+  /** the queue's table, schema-qualified */
+  table: string;
 }
 
 const JOBS_PARAMETER = '$1::text::json';
+
+/** How old the jobs ready in a queue may be for a new job to send no NOTIFY (see `linkedJobCtes`). */
+export const QUIET_NOTIFY_MS = 100;
 
 /** The insert of a job into `queue`'s table `table` in pg-boss's schema `schema`. */
 export function jobInsertOf(schema: string, queue: { name: string; table: string; notify: boolean }): JobInsert {
@@ -52,7 +57,14 @@ export function jobInsertOf(schema: string, queue: { name: string; table: string
   // a pg-boss whose insert takes its jobs another way would be misused here: refuse at start-up
   if (parts.length !== 2 || /\$\d/.test(parts.join(''))) throw new Error(`pg-boss's job insert for ${queue.name} has an unexpected shape`);
   const key = `${schema} ${queue.table} ${queue.name} ${queue.notify}`;
-  return { key, queue: queue.name, before: parts[0], after: parts[1], notifyChannel: queue.notify ? notifyChannelSql(schema) : undefined };
+  return {
+    key,
+    queue: queue.name,
+    before: parts[0],
+    after: parts[1],
+    notifyChannel: queue.notify ? notifyChannelSql(schema) : undefined,
+    table: `${schema}.${queue.table}`,
+  };
 }
 
 /**
@@ -72,7 +84,22 @@ export function linkedJobCtes(
   job: { jobId: unknown; kind: keyof JobSubject; subjects: Expression<{ id: number }>; extra: unknown },
 ): RawBuilder<unknown> {
   const jobs = sql`(SELECT json_build_array(json_build_object('id', ${job.jobId}::uuid, 'data', jsonb_build_object(${job.kind}::text, s.id) || ${job.extra}::jsonb))::text FROM ${job.subjects} AS s)`;
-  const woken = insert.notifyChannel === undefined ? sql`NULL` : sql`pg_notify(${sql.raw(insert.notifyChannel)}, ${insert.queue})`;
+  // No NOTIFY when the queue holds jobs ready to fetch and the oldest of them is younger than
+  // QUIET_NOTIFY_MS: the NOTIFY of one of them (or the sweep for jobs come due) woke the workers a
+  // moment ago, and the fetch that takes it, or the one after its batch (a loop fetches again after
+  // every batch it got), takes this job too. Jobs sent every few milliseconds then wake the workers,
+  // and every listening backend, once per batch and not once per job (bench/README.md, finding 61).
+  // A job that no fetch took in time (sent by a transaction whose snapshot predates the fetch that
+  // took the others, and committed after it) ages past the bound, and the next job's NOTIFY wakes
+  // the workers for both: without the bound, every job sent behind it would stay silent too, until
+  // the sweep.
+  const oldestReady = sql`SELECT w.created_on FROM ${sql.raw(insert.table)} AS w
+    WHERE w.name = ${insert.queue} AND w.state < 'active' AND NOT w.blocked AND w.start_after <= now()
+    ORDER BY w.priority DESC, w.created_on LIMIT 1`;
+  const woken =
+    insert.notifyChannel === undefined
+      ? sql`NULL`
+      : sql`CASE WHEN (${oldestReady}) > now() - ${sql.lit(`${QUIET_NOTIFY_MS} milliseconds`)}::interval THEN NULL ELSE pg_notify(${sql.raw(insert.notifyChannel)}, ${insert.queue}) END`;
   // the error names the subject (a column: the message cannot be folded into a constant and raised
   // while the statement is planned, whatever the CASE decides)
   const notCreated = sql`('job ' || ${job.jobId} || ' of ' || ${insert.queue} || ' for ' || s.id || ' was not created')::uuid`;

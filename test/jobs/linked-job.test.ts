@@ -5,6 +5,7 @@ import { setTimeout } from 'node:timers/promises';
 import { sql } from 'kysely';
 import pg from 'pg';
 import { notifyChannelSql } from 'pg-boss/dist/plans.js';
+import { QUIET_NOTIFY_MS } from '../../src/jobs/jobs.repository.ts';
 import { api, buildTestApp, createUser, errorBody, type TestUser } from '../helpers/app.ts';
 import { createProduct } from '../helpers/products.ts';
 import { waitForFinal } from '../helpers/orders.ts';
@@ -84,6 +85,52 @@ describe('the processing job linked by the order insert', () => {
       assert.deepEqual(data[0].data, { orderId });
     } finally {
       await sql`DELETE FROM pgboss.job WHERE id = ${reference}::uuid`.execute(app.ctx.db);
+    }
+  });
+
+  it('sends no NOTIFY while the queue holds a job ready to fetch that was sent a moment ago, and sends it past one left behind', async (t) => {
+    // an API process: no worker takes the jobs, so they stay ready to fetch
+    const apiOnly = await buildTestApp(t, { role: 'api' });
+    const bob = await createUser(apiOnly);
+    const product = await createProduct(apiOnly, { stock: 10 });
+    const channel = (await sql<{ channel: string }>`SELECT ${sql.raw(notifyChannelSql('pgboss'))} AS channel`.execute(apiOnly.ctx.db)).rows[0].channel;
+    const place = async () => {
+      const res = await api(apiOnly, bob, { method: 'POST', url: '/api/v1/orders', payload: { items: [{ product_id: product.id, quantity: 1 }], shipping_address: '1 Link Street' } });
+      assert.equal(res.statusCode, 201, res.body);
+    };
+    // the ready jobs' age, set outright: how long placing takes is no part of the test
+    const sentAgo = (interval: string) =>
+      sql`UPDATE pgboss.job SET created_on = now() - ${interval}::interval WHERE name = 'order-process' AND state = 'created'`.execute(apiOnly.ctx.db);
+    // NOTIFYs are delivered in commit order: once this one arrives, every earlier one has
+    let markers = 0;
+    const settled = async () => {
+      const marker = `marker ${++markers}`;
+      await sql`SELECT pg_notify(${channel}, ${marker})`.execute(apiOnly.ctx.db);
+      for (let i = 0; i < 200 && !notified.payloads.includes(marker); i++) await setTimeout(25);
+      assert.ok(notified.payloads.includes(marker), `${marker}: ${JSON.stringify(notified.payloads)}`);
+    };
+    const notified = await listen(apiOnly, channel);
+    try {
+      await place();
+      await settled();
+      assert.deepEqual(notified.payloads, ['order-process', 'marker 1'], 'the first job into an empty queue wakes the workers');
+      await sentAgo(`-${QUIET_NOTIFY_MS * 100} milliseconds`); // just sent, for the rest of the test
+      await place();
+      await place();
+      await settled();
+      assert.deepEqual(notified.payloads.slice(2), ['marker 2'], 'jobs sent behind a ready one just sent send none');
+      // a ready job older than the bound is one no fetch took in time: the next job wakes the workers for both
+      await sentAgo(`${QUIET_NOTIFY_MS * 10} milliseconds`);
+      await place();
+      await settled();
+      assert.deepEqual(notified.payloads.slice(3), ['order-process', 'marker 3']);
+      // once the queue holds no ready job (a worker took them), the next job wakes the workers again
+      await sql`UPDATE pgboss.job SET state = 'active' WHERE name = 'order-process' AND state = 'created'`.execute(apiOnly.ctx.db);
+      await place();
+      await settled();
+      assert.deepEqual(notified.payloads.slice(5), ['order-process', 'marker 4']);
+    } finally {
+      await notified.stop();
     }
   });
 

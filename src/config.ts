@@ -311,7 +311,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     jobPollingSeconds: num(env, 'JOB_POLLING_SECONDS', 0.5, 0.5),
     // PGlite runs one transaction at a time: more jobs at once would only queue in front of requests
     orderWorkerConcurrency: int(env, 'ORDER_WORKER_CONCURRENCY', embedded ? 4 : 12, 1, 64),
-    orderWorkerLingerMs: int(env, 'ORDER_WORKER_LINGER_MS', 50, 0, 1000),
+    orderWorkerLingerMs: int(env, 'ORDER_WORKER_LINGER_MS', 100, 0, 1000),
     userCacheTtlSeconds: num(env, 'USER_CACHE_TTL_SECONDS', 10, 0),
     memoryReleaseIdleSeconds: int(env, 'MEMORY_RELEASE_IDLE_SECONDS', 10, 0, 86400),
     webConcurrency: int(env, 'WEB_CONCURRENCY', 1, 1, 64),

@@ -96,6 +96,16 @@ export function releaseStartupMemory(): MemoryRelease {
 /** Event-loop utilisation below this, over a whole second, counts as an idle second. */
 const IDLE_UTILISATION = 0.02;
 
+/**
+ * With a count of the work taken in (`IdleMemoryOptions.activity`), a second in which it did not move
+ * counts as idle unless the loop was busy at least this much of it. What runs then is the runtime's
+ * own: V8's memory reducer starts a full collection a few seconds after load stops, which alone took
+ * a second past IDLE_UTILISATION, so the count of idle seconds started over and the release came
+ * too late or never (bench/README.md, finding 61). It frees V8's heap but not the C heap's free
+ * pages, which only the release gives back.
+ */
+const QUIET_UTILISATION = 0.5;
+
 export interface IdleMemoryOptions {
   /** consecutive idle seconds before a release */
   idleSeconds: number;
@@ -103,25 +113,35 @@ export interface IdleMemoryOptions {
   minGrowthBytes?: number;
   /** the length of one observation, in ms (tests shorten it) */
   tickMs?: number;
+  /**
+   * A count of the work the process has taken in (the requests it received): an observation in
+   * which it did not move is idle unless the loop was busy most of it (QUIET_UTILISATION). Without
+   * it, only a loop busy less than IDLE_UTILISATION of the observation is idle.
+   */
+  activity?: () => number;
   onRelease: (release: MemoryRelease) => void;
 }
 
 /**
- * Releases memory after `idleSeconds` consecutive idle seconds, when the resident set has grown by
- * at least `minGrowthBytes` since the last release (in V8's heap or in the C heap, which load grows
- * as well): at most once per idle stretch, and never while the process is busy. Returns the function
- * that stops watching.
+ * Releases memory after `idleSeconds` consecutive idle seconds (see `activity`), when the resident
+ * set has grown by at least `minGrowthBytes` since the last release (in V8's heap or in the C heap,
+ * which load grows as well): at most once per idle stretch, and never while the process is busy.
+ * Returns the function that stops watching.
  */
 export function watchIdleMemory(options: IdleMemoryOptions): () => void {
-  const { idleSeconds, minGrowthBytes = 32 * 1048576, tickMs = 1000, onRelease } = options;
+  const { idleSeconds, minGrowthBytes = 32 * 1048576, tickMs = 1000, activity, onRelease } = options;
   const rss = () => process.memoryUsage.rss();
   let baseline = rss();
   let idleTicks = 0;
   let last = performance.eventLoopUtilization();
+  let lastActivity = activity?.();
   const timer = setInterval(() => {
     const now = performance.eventLoopUtilization();
-    const idle = performance.eventLoopUtilization(now, last).utilization < IDLE_UTILISATION;
+    const utilisation = performance.eventLoopUtilization(now, last).utilization;
+    const count = activity?.();
+    const idle = count === undefined ? utilisation < IDLE_UTILISATION : count === lastActivity && utilisation < QUIET_UTILISATION;
     last = now;
+    lastActivity = count;
     idleTicks = idle ? idleTicks + 1 : 0;
     if (idleTicks < idleSeconds || rss() < baseline + minGrowthBytes) return;
     const release = releaseMemory();

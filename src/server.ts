@@ -31,7 +31,14 @@ closeWithGrace({ delay: 30000 }, async ({ signal, err }) => {
 await app.ready();
 app.log.info(releaseStartupMemory(), 'start-up memory released');
 if (config.memoryReleaseIdleSeconds > 0) {
-  stopIdleMemory = watchIdleMemory({ idleSeconds: config.memoryReleaseIdleSeconds, onRelease: (r) => app.log.info(r, 'idle: memory released') });
+  // an API process is idle while no request comes; a worker's jobs leave no such count, only a quiet loop
+  let requests = 0;
+  if (config.role !== 'worker') app.server.on('request', () => requests++);
+  stopIdleMemory = watchIdleMemory({
+    idleSeconds: config.memoryReleaseIdleSeconds,
+    activity: config.role === 'worker' ? undefined : () => requests,
+    onRelease: (r) => app.log.info(r, 'idle: memory released'),
+  });
 }
 
 if (config.role === 'worker') {

@@ -83,6 +83,34 @@ describe('giving memory back (src/memory.ts)', () => {
     }
   });
 
+  it('with a count of requests, a stretch without one is idle although the loop worked (a collection of V8\'s), and one with requests is not', async () => {
+    // what the tests before this one left grown is given back first: the growth below must show
+    releaseMemory();
+    const releases: MemoryRelease[] = [];
+    let requests = 0;
+    const stop = watchIdleMemory({ idleSeconds: 3, tickMs: 100, minGrowthBytes: 8 * 1048576, activity: () => requests, onRelease: (r) => releases.push(r) });
+    try {
+      const ballast = Array.from({ length: 64 }, () => new Array<number>(65536).fill(1));
+      // a request now and then, the loop otherwise quiet: never three ticks without one
+      for (let i = 0; i < 8; i++) {
+        requests++;
+        await new Promise((r) => setTimeout(r, 60));
+      }
+      assert.equal(releases.length, 0, 'no release while requests come');
+      // no request, the loop working about a fifth of the time: busy by utilisation alone, idle by the count
+      const end = performance.now() + 10_000;
+      while (releases.length === 0 && performance.now() < end) {
+        const slice = performance.now() + 20;
+        while (performance.now() < slice);
+        await new Promise((r) => setTimeout(r, 80));
+      }
+      assert.equal(releases.length, 1, 'released once the requests stopped');
+      assert.equal(ballast.length, 64);
+    } finally {
+      stop();
+    }
+  });
+
   it('MEMORY_RELEASE_IDLE_SECONDS defaults to 10; 0 turns the idle release off', () => {
     assert.equal(loadConfig({}).memoryReleaseIdleSeconds, 10);
     assert.equal(loadConfig({ MEMORY_RELEASE_IDLE_SECONDS: '0' }).memoryReleaseIdleSeconds, 0);

@@ -70,7 +70,7 @@ export interface Config {
   /** seconds (>= 0.5) between two sweeps for jobs come due (at least 1), and pg-boss's polling interval without LISTEN/NOTIFY */
   readonly jobPollingSeconds: number;
   readonly orderWorkerConcurrency: number;
-  /** how long the order jobs' fetch loop waits after a batch that was not full (0: not at all); see WorkOptions.lingerMs */
+  /** the longest the order jobs' fetch loop waits after a batch that was not full (0: not at all); see WorkOptions.lingerMs */
   readonly orderWorkerLingerMs: number;
   /** idle seconds after which a process whose resident set grew gives the memory back (0: never) */
   readonly memoryReleaseIdleSeconds: number;
@@ -311,7 +311,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     jobPollingSeconds: num(env, 'JOB_POLLING_SECONDS', 0.5, 0.5),
     // PGlite runs one transaction at a time: more jobs at once would only queue in front of requests
     orderWorkerConcurrency: int(env, 'ORDER_WORKER_CONCURRENCY', embedded ? 4 : 12, 1, 64),
-    orderWorkerLingerMs: int(env, 'ORDER_WORKER_LINGER_MS', 100, 0, 1000),
+    orderWorkerLingerMs: int(env, 'ORDER_WORKER_LINGER_MS', 250, 0, 1000),
     userCacheTtlSeconds: num(env, 'USER_CACHE_TTL_SECONDS', 10, 0),
     memoryReleaseIdleSeconds: int(env, 'MEMORY_RELEASE_IDLE_SECONDS', 10, 0, 86400),
     webConcurrency: int(env, 'WEB_CONCURRENCY', 1, 1, 64),

@@ -112,6 +112,9 @@ interface Worker {
   perGroup: number | undefined;
   load: (() => Promise<unknown>) | undefined;
   lingerMs: number;
+  /** when its fetch loop last fetched (performance.now()), and the jobs per ms it has fetched lately, for `lingerFor` */
+  fetchedAt: number | undefined;
+  perMs: number;
   batch: ((jobs: JobWithMetadata<unknown>[]) => Promise<ReadonlySet<string>>) | undefined;
 }
 
@@ -130,12 +133,14 @@ export interface WorkOptions {
    */
   load?: () => Promise<unknown>;
   /**
-   * After a batch that was not full, the fetch loop waits this long before it completes the batch's
-   * jobs and fetches again (a NOTIFY during the wait no longer starts a fetch at once; it makes the
-   * fetch after the wait). Jobs that arrive a few milliseconds apart are then fetched and completed
-   * together, a statement each per batch instead of per job. The handler has run by then: the wait
-   * delays only pg-boss's completion of those jobs, and the start of jobs sent during it, by at most
-   * this long. 0: no wait. Only for queues fetched in batches (batchSize above 1).
+   * After a batch that was not full, the fetch loop waits before it completes the batch's jobs and
+   * fetches again (a NOTIFY during the wait no longer starts a fetch at once; it makes the fetch
+   * after the wait): until a full batch can be expected at the rate jobs came in since the loop's
+   * previous fetch, and at most this long (`lingerFor`). Jobs that arrive a few milliseconds apart
+   * are then fetched, run (with `batch`) and completed together, a statement each per batch
+   * instead of per job. The handler has run by then: the wait delays only pg-boss's completion of
+   * those jobs, and the start of jobs sent during it, by at most this long. 0: no wait. Only for
+   * queues fetched in batches (batchSize above 1).
    */
   lingerMs?: number;
 }
@@ -190,6 +195,17 @@ function jobSpanAttributes(w: { name: JobName }, job: JobWithMetadata<unknown>) 
     'job.queue': w.name,
     'job.attempt': job.retryCount + 1,
   };
+}
+
+/**
+ * How long a fetch loop waits after a batch that was not full (`WorkOptions.lingerMs`): until the
+ * jobs that keep coming at the rate they have lately (`perMs`, jobs per millisecond) fill a batch,
+ * counted from this batch's fetch, and at most `lingerMs`. Jobs every few milliseconds fill a batch
+ * soon, and wait little; a trickle, or the first job after a quiet spell, gets the whole wait.
+ */
+export function lingerFor(w: { lingerMs: number; batchSize: number; perMs: number; sinceFetchMs: number }): number {
+  const untilFull = w.batchSize / w.perMs - w.sinceFetchMs;
+  return Math.min(w.lingerMs, Math.max(0, untilFull));
 }
 
 /** Runs `fn` over `items`, at most `limit` at a time. */
@@ -292,6 +308,8 @@ export class JobQueue {
       perGroup: opts.perGroup,
       load: opts.load,
       lingerMs: opts.lingerMs ?? 0,
+      fetchedAt: undefined,
+      perMs: 0,
       batch: opts.batch as Worker['batch'],
     });
   }
@@ -338,6 +356,13 @@ export class JobQueue {
         notifyPollingIntervalSeconds: BACKSTOP_POLL_SECONDS,
       } as const;
       await this.boss.work<unknown, unknown, typeof options>(w.name, options, async (jobs) => {
+        const fetchedAt = performance.now();
+        // the rate jobs come in at: half this fetch's (its jobs over the time since the previous
+        // fetch), half the earlier ones', so one short interval (the fetch right after a full batch)
+        // does not set it alone
+        const sincePreviousFetchMs = w.fetchedAt === undefined ? Infinity : Math.max(1, fetchedAt - w.fetchedAt);
+        w.perMs = (w.perMs + jobs.length / sincePreviousFetchMs) / 2;
+        w.fetchedAt = fetchedAt;
         // Each job settles on its own: a failed one is failed (and so retried) here, by id, without
         // failing its batch-mates; pg-boss then completes the batch's jobs that are still active.
         // Not `perJobResults`: pg-boss 12.35 settles those through a join with a JSON recordset that
@@ -345,7 +370,10 @@ export class JobQueue {
         const rest = w.batch !== undefined && jobs.length > 1 ? await this.runTogether(w, w.batch, jobs) : jobs;
         await eachLimited(rest, oneByOne ? 1 : w.concurrency, (job) => this.run(w, job));
         // a full batch fetches again at once (burstWhenBatchFull): a backlog is batched already
-        if (w.lingerMs > 0 && jobs.length < options.batchSize) await this.linger(w.lingerMs);
+        if (w.lingerMs > 0 && jobs.length < options.batchSize) {
+          const ms = lingerFor({ lingerMs: w.lingerMs, batchSize: options.batchSize, perMs: w.perMs, sinceFetchMs: performance.now() - fetchedAt });
+          if (ms > 0) await this.linger(ms);
+        }
       });
     }
     for (const s of this.schedules) await this.boss.schedule(s.name, s.cron);

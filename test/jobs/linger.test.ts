@@ -4,7 +4,7 @@ import type { TestContext } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'kysely';
 import type { DatabaseHandle } from '../../src/db/database.ts';
-import type { JobQueue } from '../../src/jobs/queue.ts';
+import { lingerFor, type JobQueue } from '../../src/jobs/queue.ts';
 import { defer, waitFor } from '../helpers/app.ts';
 import { testQueue } from './jobs.helpers.ts';
 
@@ -27,6 +27,19 @@ async function jobOf(queue: JobQueue, id: string) {
 }
 
 describe("a fetch loop's linger after a batch that was not full (`lingerMs` of JobQueue.work)", () => {
+  it('waits until a full batch can be expected at the recent rate, counted from the fetch, and at most lingerMs (lingerFor)', () => {
+    const wait = (perMs: number, sinceFetchMs = 0) => lingerFor({ lingerMs: 250, batchSize: 12, perMs, sinceFetchMs });
+    // 50 jobs/s: twelve come in 240 ms
+    assert.equal(wait(0.05), 240);
+    assert.equal(wait(0.05, 40), 200, 'the batch\'s own time counts');
+    // 250/s: twelve in 48 ms; 2,000/s: a batch is there by the time this one is done
+    assert.equal(wait(0.25), 48);
+    assert.equal(wait(2, 10), 0);
+    // a trickle, or no rate yet (the first fetch): the whole wait
+    assert.equal(wait(0.001), 250);
+    assert.equal(wait(0), 250);
+  });
+
   it('completes the batch after the wait, and fetches the jobs sent meanwhile together', async (t) => {
     const ran: number[] = [];
     const { queue } = await lingeringQueue(t, LINGER_MS, ran);

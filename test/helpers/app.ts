@@ -289,15 +289,19 @@ const TABLES = [
 
 /**
  * Waits until the background work that earlier requests started has finished (orders processed,
- * inbound webhooks handled), so a snapshot compares only what the
- * request under test could have changed. (Outgoing messages are not waited for: a subscriber that
- * cannot be reached keeps its messages queued for the whole retry schedule.)
+ * inbound webhooks handled, and the delivery attempts of outgoing messages that are running or due
+ * now made), so a snapshot compares only what the request under test could have changed. A
+ * message's later retries are not waited for: a subscriber that cannot be reached keeps its
+ * messages queued for the whole retry schedule, so a test that snapshots around subscriptions it
+ * cannot reach sets a schedule that starts after it ends.
  */
 async function settled(app: FastifyInstance): Promise<void> {
   await waitFor(async () => {
     const { rows } = await sql<{ busy: number }>`
       select (select count(*) from orders where status in ('pending', 'processing'))
-           + (select count(*) from inbound_webhooks where status = 'received') as busy
+           + (select count(*) from inbound_webhooks where status = 'received')
+           + (select count(*) from pgboss.job where name = 'webhook-deliver'
+                and (state = 'active' or (state in ('created', 'retry') and start_after <= now()))) as busy
     `.execute(app.ctx.db);
     return Number(rows[0]?.busy) === 0 ? true : undefined;
   }, 30000);

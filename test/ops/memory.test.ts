@@ -63,7 +63,7 @@ describe('giving memory back (src/memory.ts)', () => {
     const releases: MemoryRelease[] = [];
     // ticks of 100 ms: the watcher's own timer callback (about 0.2 ms on a slow host) stays far
     // below the 2 % that makes a tick busy
-    const stop = watchIdleMemory({ idleSeconds: 3, tickMs: 100, minGrowthBytes: 8 * 1048576, onRelease: (r) => releases.push(r) });
+    const stop = watchIdleMemory({ idleSeconds: 3, tickMs: 100, minGrowthBytes: 16 * 1048576, onRelease: (r) => releases.push(r) });
     try {
       // the heap grows by more than the threshold, and stays grown (kept alive until the end), so
       // no collection before the watcher's can take the growth away
@@ -88,7 +88,7 @@ describe('giving memory back (src/memory.ts)', () => {
     releaseMemory();
     const releases: MemoryRelease[] = [];
     let requests = 0;
-    const stop = watchIdleMemory({ idleSeconds: 3, tickMs: 100, minGrowthBytes: 8 * 1048576, activity: () => requests, onRelease: (r) => releases.push(r) });
+    const stop = watchIdleMemory({ idleSeconds: 3, tickMs: 100, minGrowthBytes: 16 * 1048576, activity: () => requests, onRelease: (r) => releases.push(r) });
     try {
       const ballast = Array.from({ length: 64 }, () => new Array<number>(65536).fill(1));
       // a request now and then, the loop otherwise quiet: never three ticks without one

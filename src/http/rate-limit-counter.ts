@@ -117,16 +117,18 @@ export class WriteBehindCounter {
   /** Sends what is still pending and stops. */
   async close(): Promise<void> {
     clearInterval(this.sweeper);
-    if (this.delayed !== undefined) this.schedule(false);
+    if (this.delayed !== undefined || this.dirty.size > 0) this.schedule(false);
     while (this.flushing) await this.flushing;
   }
 
   /** Starts the next batch within a tick, or (`canWait`) within LOW_COUNT_DELAY_MS, unless one is on its way. */
   private schedule(canWait: boolean): void {
-    if (this.flushing) return; // the batch being sent goes on while anything is dirty
     if (!canWait) {
       clearTimeout(this.delayed);
       this.delayed = undefined;
+    }
+    if (this.flushing) return; // the batch being sent goes on while anything is dirty
+    if (!canWait) {
       this.flushing = this.flushSoon();
       return;
     }

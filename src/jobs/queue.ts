@@ -135,8 +135,8 @@ export interface WorkOptions {
   /**
    * After a batch that was not full, the fetch loop waits before it completes the batch's jobs and
    * fetches again (a NOTIFY during the wait no longer starts a fetch at once; it makes the fetch
-   * after the wait): until a full batch can be expected at the rate jobs came in since the loop's
-   * previous fetch, and at most this long (`lingerFor`). Jobs that arrive a few milliseconds apart
+   * after the wait): until a full batch can be expected at the rate jobs have lately come in (a
+   * moving average over the loop's fetches), and at most this long (`lingerFor`). Jobs that arrive a few milliseconds apart
    * are then fetched, run (with `batch`) and completed together, a statement each per batch
    * instead of per job. The handler has run by then: the wait delays only pg-boss's completion of
    * those jobs, and the start of jobs sent during it, by at most this long. 0: no wait. Only for
@@ -425,8 +425,8 @@ export class JobQueue {
     try {
       done = await batch(jobs);
     } catch (err) {
-      // a lock not granted in time, or a deadlock, is how a batch gives way to the changes of single
-      // jobs (see the queue's batch): expected under contention, not worth a warning
+      // a lock not granted in time, or a deadlock, is how a batch runner that sets a lock timeout
+      // gives way to the changes of single jobs (the orders' does): expected under contention
       const code = (err as { code?: unknown } | null)?.code;
       const gaveWay = code === '55P03' || code === '40P01';
       this.log[gaveWay ? 'info' : 'warn']({ err, queue: w.name, jobs: jobs.length }, 'job batch not run together; its jobs run one by one');

@@ -10,9 +10,11 @@ import type { ServiceProcess } from './helpers/service.ts';
 /**
  * Scenario 2 — a worker is SIGKILLed while it is in the middle of processing orders. To catch it
  * there deterministically, the test holds the products' row locks: the worker commits
- * `pending → processing`, then blocks on the products in the reserving transaction. It is killed
- * there, the locks are released, a new worker starts, and every order must still reach a final
- * state with stock reserved exactly once.
+ * `pending → processing`, then blocks on the products in the reserving transaction. The orders are
+ * placed before the worker starts, so its first fetch takes a full batch of them: started first, it
+ * would take the first order alone and block on it, and the others would wait behind it. It is
+ * killed there, the locks are released, a new worker starts, and every order must still reach a
+ * final state with stock reserved exactly once.
  */
 const ORDERS = 40;
 
@@ -30,7 +32,6 @@ describe('reliability: worker killed (SIGKILL) mid-processing', () => {
   });
 
   it('every order reaches a final state after a new worker starts; stock invariant holds', async () => {
-    const [first] = await d.start(d.options('worker', {}, 'worker-1'));
     const admin = await adminLogin(api.baseUrl);
     const [user] = await createUsers(api.baseUrl, admin.access, 1, 'kill');
     const initial = await d.inspector.seedProducts('KILL', [60, 60, 500, 500, 500]);
@@ -52,6 +53,7 @@ describe('reliability: worker killed (SIGKILL) mid-processing', () => {
       assert.equal(r.status, 201, `order ${i} accepted: ${JSON.stringify(r.body)}`);
       accepted.push((r.body as { id: number }).id);
     }
+    const [first] = await d.start(d.options('worker', {}, 'worker-1'));
     const processing = await until(
       'the worker to be stuck in the middle of processing',
       async () => {

@@ -47,6 +47,15 @@ export interface JobInsert {
 
 const JOBS_PARAMETER = '$1::text::json';
 
+/**
+ * A job of pg-boss's table (as `alias`) that a fetch would take now: waiting, not held back by its
+ * group, and due. The sweep for jobs come due (`JobQueue.sweepDue`) and a new job's NOTIFY
+ * (`linkedJobCtes`) must agree on it: the sweep is what finds a job whose NOTIFY was skipped.
+ */
+export function readyToFetch(alias: string): string {
+  return `${alias}.state < 'active' AND NOT ${alias}.blocked AND ${alias}.start_after <= now()`;
+}
+
 /** How old the jobs ready in a queue may be for a new job to send no NOTIFY (see `linkedJobCtes`). */
 export const QUIET_NOTIFY_MS = 100;
 
@@ -94,7 +103,7 @@ export function linkedJobCtes(
   // the workers for both: without the bound, every job sent behind it would stay silent too, until
   // the sweep.
   const oldestReady = sql`SELECT w.created_on FROM ${sql.raw(insert.table)} AS w
-    WHERE w.name = ${insert.queue} AND w.state < 'active' AND NOT w.blocked AND w.start_after <= now()
+    WHERE w.name = ${insert.queue} AND ${sql.raw(readyToFetch('w'))}
     ORDER BY w.priority DESC, w.created_on LIMIT 1`;
   const woken =
     insert.notifyChannel === undefined

@@ -11,7 +11,7 @@ import type { DatabaseHandle } from '../db/database.ts';
 import { JobFetchPreparingClient } from '../db/prepared.ts';
 import type { Database } from '../db/schema.ts';
 import { ensureJobIndexes } from './job-indexes.ts';
-import { insertJobLink, jobInsertOf, linkedJobCtes, type JobInsert } from './jobs.repository.ts';
+import { insertJobLink, jobInsertOf, linkedJobCtes, readyToFetch, type JobInsert } from './jobs.repository.ts';
 import { deadLetterQueueOf, jobSubjectOf, type DeadLettered, type Job, type JobName, type JobPayloads, type JobSubject } from './registry.ts';
 
 /** A job sent by the statement that creates its subject (`JobQueue.linkedJob`). */
@@ -390,7 +390,7 @@ export class JobQueue {
    */
   private sweepDue(names: string[]): void {
     const text = `SELECT pg_notify(${notifyChannelSql(BOSS_SCHEMA)}, q) FROM unnest($1::text[]) AS q
-      WHERE EXISTS (SELECT 1 FROM ${BOSS_SCHEMA}.job j WHERE j.name = q AND j.state < 'active' AND NOT j.blocked AND j.start_after <= now())`;
+      WHERE EXISTS (SELECT 1 FROM ${BOSS_SCHEMA}.job j WHERE j.name = q AND ${readyToFetch('j')})`;
     const next = () => {
       this.sweep = setTimeout(() => {
         this.boss

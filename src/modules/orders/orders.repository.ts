@@ -32,6 +32,15 @@ function ownerOf(id: number): RawBuilder<number> {
   return sql<number>`(SELECT user_id FROM orders WHERE id = ${id})`;
 }
 
+/**
+ * SQL for the number of order `orderId`'s next event (a value, or a column of the statement): one
+ * past its last in the statement's snapshot. The statement that writes the event holds the order's
+ * row, or its UPDATE takes it (see `updateOrderWithEvent`).
+ */
+function nextEventSequence(orderId: unknown): RawBuilder<number> {
+  return sql<number>`(SELECT coalesce(max(e.sequence), 0) + 1 FROM order_events e WHERE e.order_id = ${orderId})`;
+}
+
 /** The units an order wants of one product (its lines of that product summed). */
 export interface ProductDemand {
   productId: number;
@@ -577,7 +586,7 @@ export async function updateOrderWithEvent(
                 'updated.total_amount',
                 sql<string | null>`${a.reason}::text`.as('reason'),
                 sql<string | null>`${a.details}::jsonb`.as('details'),
-                sql<number>`(SELECT coalesce(max(sequence), 0) + 1 FROM order_events WHERE order_id = ${orderId})`.as('sequence'),
+                nextEventSequence(orderId).as('sequence'),
               ]),
           )
           .returning(['id as event_id', 'sequence as event_sequence', 'details as event_details', 'created_at as event_created_at']),
@@ -650,7 +659,7 @@ export async function moveToProcessingQuietly(db: Db, bus: OrderEventBus, ids: r
       ), event AS (
         INSERT INTO order_events (order_id, user_id, type, previous_status, status, total_amount, sequence)
         SELECT u.id, u.user_id, 'order.status_changed', 'pending', u.status, u.total_amount,
-               (SELECT coalesce(max(e.sequence), 0) + 1 FROM order_events e WHERE e.order_id = u.id)
+               ${nextEventSequence(sql.ref('u.id'))}
         FROM updated u
       )
       SELECT id FROM updated`;
@@ -769,7 +778,7 @@ export async function finishOrdersQuietly(
       event AS (
         INSERT INTO order_events (order_id, user_id, type, previous_status, status, total_amount, reason, details, sequence)
         SELECT u.id, u.user_id, 'order.status_changed', 'processing', u.status, u.total_amount, v.reason, v.details::jsonb,
-               (SELECT coalesce(max(e.sequence), 0) + 1 FROM order_events e WHERE e.order_id = u.id)
+               ${nextEventSequence(sql.ref('u.id'))}
         FROM updated u JOIN v ON v.id = u.id
       )
       SELECT ${held} AS held${sql.raw(THEN_COMMIT)}`;

@@ -33,10 +33,11 @@ app.log.info(releaseStartupMemory(), 'start-up memory released');
 if (config.memoryReleaseIdleSeconds > 0) {
   // an API process is idle while no request comes; a worker's jobs leave no such count, only a quiet loop
   let requests = 0;
-  if (config.role !== 'worker') app.server.on('request', () => requests++);
+  const serves = config.role !== 'worker';
+  if (serves) app.server.on('request', () => requests++);
   stopIdleMemory = watchIdleMemory({
     idleSeconds: config.memoryReleaseIdleSeconds,
-    activity: config.role === 'worker' ? undefined : () => requests,
+    activity: serves ? () => requests : undefined,
     onRelease: (r) => app.log.info(r, 'idle: memory released'),
   });
 }

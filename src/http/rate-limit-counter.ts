@@ -117,25 +117,25 @@ export class WriteBehindCounter {
   /** Sends what is still pending and stops. */
   async close(): Promise<void> {
     clearInterval(this.sweeper);
-    if (this.delayed !== undefined || this.dirty.size > 0) this.schedule(false);
+    if (this.delayed !== undefined) this.schedule(false);
     while (this.flushing) await this.flushing;
   }
 
   /** Starts the next batch within a tick, or (`canWait`) within LOW_COUNT_DELAY_MS, unless one is on its way. */
   private schedule(canWait: boolean): void {
-    if (!canWait) {
-      clearTimeout(this.delayed);
-      this.delayed = undefined;
-    }
-    if (this.flushing) return; // the batch being sent goes on while anything is dirty
-    if (!canWait) {
-      this.flushing = this.flushSoon();
+    // a batch being sent goes on while anything is dirty: what is counted now goes with it
+    if (canWait) {
+      if (!this.flushing) {
+        this.delayed ??= setTimeout(() => {
+          this.delayed = undefined;
+          this.flushing ??= this.flushSoon();
+        }, LOW_COUNT_DELAY_MS).unref();
+      }
       return;
     }
-    this.delayed ??= setTimeout(() => {
-      this.delayed = undefined;
-      this.flushing ??= this.flushSoon();
-    }, LOW_COUNT_DELAY_MS).unref();
+    clearTimeout(this.delayed);
+    this.delayed = undefined;
+    this.flushing ??= this.flushSoon();
   }
 
   /** Waits for the store; this request goes with whatever the key has pending. */

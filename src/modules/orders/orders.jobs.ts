@@ -6,8 +6,9 @@ import { purgeExpiredIdempotencyKeys } from './orders.repository.ts';
 
 /**
  * The order's background processing (the spec's internal retry policy: 3 attempts, exponential
- * backoff; the orders of a fetched batch processed together where they can be), its dead-letter queue, where a job pg-boss gave up on fails the order with
- * PROCESSING_ERROR, and the hourly purge of expired Idempotency-Key responses.
+ * backoff; the orders of a fetched batch processed together where they can be), its dead-letter
+ * queue, where a job pg-boss gave up on fails the order with PROCESSING_ERROR, and the hourly purge
+ * of expired Idempotency-Key responses.
  */
 export function registerOrderJobs(
   queue: JobQueue,

@@ -727,9 +727,10 @@ const ordersFinish = compileByShape();
  * in one statement, the last of `trx`, whose COMMIT rides with it (`THEN_COMMIT`): each order's
  * status, total or failure reason and its event, the completed orders' lines priced (`linePrices`:
  * every product's price and name) and `stock` (the products module's change of the stock the
- * completed orders take, summed per product; made only when every order changed). All of it only when no listener of `bus` acts on any
- * of the outcomes (`quietWhen` for each order's owner, for both a completion and a failure):
- * returns false, with nothing written, otherwise. Needs a bus that tells (`tellsQuiet`) for both.
+ * completed orders take, summed per product; made only when every order changed). All of it only
+ * when no listener of `bus` acts on any of the outcomes (`quietWhen` for each order's owner, for
+ * both a completion and a failure): returns false, with nothing written, otherwise. Needs a bus
+ * that tells (`tellsQuiet`) for both.
  */
 export async function finishOrdersQuietly(
   trx: Transaction<Database>,

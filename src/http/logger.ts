@@ -2,21 +2,20 @@ import type { FastifyServerOptions } from 'fastify';
 import pino from 'pino';
 import type { Config } from '../config.ts';
 import { AccessLogController } from './access-log.ts';
+import { TurnBufferedDestination } from './log-destination.ts';
 
-let stdoutDestination: pino.DestinationStream | undefined;
+let stdoutDestination: TurnBufferedDestination | undefined;
 
 /**
- * The process's log destination when stdout is not a terminal: each line is written to stdout by the
- * thread that logs it, as Node writes its own stdout to a file or a pipe. An asynchronous destination
- * hands each line to libuv's thread pool, and at rest (a request every few milliseconds) that costs
- * a wake-up of a pool thread and another of the main thread per line: 0.3 ms of CPU per request at
- * 50 requests/s, with no gain in throughput at saturation (bench/README.md, finding 61). A line is
- * on its way before the next statement runs, so nothing logged is lost when the process dies. When
- * the reader of a pipe falls behind, the write waits for it, as `console.log` does. One per process:
- * every app built in it shares it.
+ * The process's log destination when stdout is not a terminal: the lines of one event-loop turn are
+ * written to stdout together by the main thread at the end of the turn (TurnBufferedDestination).
+ * An asynchronous destination hands each line to libuv's thread pool, and at rest (a request every
+ * few milliseconds) that costs a wake-up of a pool thread and another of the main thread per line:
+ * 0.3 ms of CPU per request at 50 requests/s, with no gain in throughput at saturation
+ * (bench/README.md, finding 61). One per process: every app built in it shares it.
  */
-function stdoutLog(): pino.DestinationStream {
-  stdoutDestination ??= pino.destination({ dest: 1, sync: true });
+function stdoutLog(): TurnBufferedDestination {
+  stdoutDestination ??= new TurnBufferedDestination(1);
   return stdoutDestination;
 }
 

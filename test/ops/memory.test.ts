@@ -1,5 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import v8 from 'node:v8';
@@ -57,6 +58,24 @@ describe('giving memory back (src/memory.ts)', () => {
     assert.ok(after < allocated - 40, `anonymous memory ${allocated.toFixed(1)} → ${after.toFixed(1)} MiB: most of the 60 MiB freed went back`);
     assert.equal(survivors.length, 256);
     assert.ok(survivors.every((b) => b[0] === 1));
+  });
+
+  it('a release with keepCode leaves compiled functions compiled; without it, releases in a row flush the ones not run since', () => {
+    // V8's own view of each function (natives syntax, in a child process): bit 18 of
+    // %GetOptimizationStatus is "lazy", compiled code dropped and to be compiled again on its next call
+    const script = `
+      import { releaseMemory } from ${JSON.stringify(path.join(import.meta.dirname, '..', '..', 'src', 'memory.ts'))};
+      const fns = [0, 1, 2].map((k) => new Function('a', 'let s = ' + k + '; for (let i = 0; i < a; i++) s += i; return s;'));
+      for (const f of fns) f(3);
+      const lazy = () => fns.filter((f) => eval('%GetOptimizationStatus(f)') & (1 << 18)).length;
+      const before = lazy();
+      for (let i = 0; i < 3; i++) releaseMemory({ keepCode: process.argv[1] === 'keep' });
+      process.stdout.write(JSON.stringify({ before, after: lazy() }));
+    `;
+    const run = (mode: string) =>
+      JSON.parse(execFileSync(process.execPath, ['--allow-natives-syntax', '--input-type=module', '-e', script, mode], { encoding: 'utf8' })) as { before: number; after: number };
+    assert.deepEqual(run('keep'), { before: 0, after: 0 });
+    assert.deepEqual(run('flush'), { before: 0, after: 3 });
   });
 
   it('watchIdleMemory releases once the loop has been idle long enough after the heap grew, not while busy', async () => {

@@ -85,8 +85,8 @@ const defaultBytecodeFlushing = ![...process.execArgv, ...(process.env.NODE_OPTI
  * a last-resort collection runs several: after releases, the load that comes back parses, compiles
  * and optimises again what it runs. `keepCode` turns that off for the release's own collection (the
  * idle release: what served the last load will serve the next). Measured after an idle release, on
- * `GET /items` at saturation: 0.12–0.13 ms of API CPU per request from the third second on, against
- * 0.11–0.12 without the flush, and 101 MiB resident after the release against 114
+ * `GET /items` at saturation: 0.11–0.15 ms of API CPU per request from the third second on, against
+ * 0.11–0.13 without the flush, and 101 MiB resident after the release against 114
  * (bench/README.md, finding 62). Code that stays unused is still dropped by V8's ordinary ageing.
  */
 export function releaseMemory(options: { keepCode?: boolean } = {}): MemoryRelease {

@@ -24,9 +24,9 @@ function writeAll(fd: number, bytes: Buffer): void {
 /**
  * A log destination that writes the lines of one event-loop turn together, synchronously, at the end
  * of that turn (a `setImmediate`), and at once when they reach WRITE_AT_BYTES. Under load the access
- * lines of every request a turn completes go out in one `write`: one line per `write` took about a
- * tenth of the API's CPU on `GET /items` at saturation (bench/README.md, finding 62). At rest a turn
- * completes one request and its line goes out alone, as before, by the main thread: no pool thread
+ * lines of every request a turn completes go out in one `write`: one line per `write` took 7.6 % of
+ * the API main thread's time on `GET /items` at saturation (bench/README.md, finding 62). At rest a turn
+ * completes one request and its line goes out alone, from the main thread: no pool thread
  * is woken (finding 61). What is buffered is written when the process exits, including on a fatal
  * error or `process.exit`; only a process killed outright (SIGKILL, the OOM killer) loses the lines
  * of its last turn. When the reader of a pipe falls behind, the write waits for it.

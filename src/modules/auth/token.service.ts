@@ -77,7 +77,8 @@ export class TokenService {
   private readonly verification: VerificationKey[];
   private readonly publicJwks: JWK[];
   private readonly config: Config;
-  private readonly verified = new Map<string, TokenClaims>();
+  /** by type, keyed by the token itself: a key built from type and token was a copy of the token per request */
+  private readonly verified: Record<TokenType, Map<string, TokenClaims>> = { access: new Map(), refresh: new Map() };
 
   private constructor(config: Config, signing: TokenService['signing'], verification: VerificationKey[], jwks: JWK[]) {
     this.config = config;
@@ -144,17 +145,17 @@ export class TokenService {
 
   /** Returns the verified claims, or null for any token that is not a valid token of this type. */
   async verify(token: string, typ: TokenType): Promise<TokenClaims | null> {
-    const cacheKey = `${typ}:${token}`;
-    const known = this.verified.get(cacheKey);
+    const verified = this.verified[typ];
+    const known = verified.get(token);
     if (known) {
       if (known.exp + CLOCK_TOLERANCE_SECONDS > Date.now() / 1000) return known;
-      this.verified.delete(cacheKey);
+      verified.delete(token);
       return null;
     }
     const claims = await this.verifyUncached(token, typ);
     if (claims) {
-      if (this.verified.size >= VERIFIED_CACHE_SIZE) this.verified.delete(this.verified.keys().next().value!);
-      this.verified.set(cacheKey, Object.freeze(claims));
+      if (verified.size >= VERIFIED_CACHE_SIZE) verified.delete(verified.keys().next().value!);
+      verified.set(token, Object.freeze(claims));
     }
     return claims;
   }

@@ -77,7 +77,7 @@ export class TokenService {
   private readonly verification: VerificationKey[];
   private readonly publicJwks: JWK[];
   private readonly config: Config;
-  /** by type, keyed by the token itself: a key built from type and token was a copy of the token per request */
+  /** by type, keyed by the token itself: a hit builds no key (one of type and token would copy the token) */
   private readonly verified: Record<TokenType, Map<string, TokenClaims>> = { access: new Map(), refresh: new Map() };
 
   private constructor(config: Config, signing: TokenService['signing'], verification: VerificationKey[], jwks: JWK[]) {

@@ -138,9 +138,9 @@ export interface WorkOptions {
    * after the wait): until a full batch can be expected at the rate jobs have lately come in (a
    * moving average over the loop's fetches), and at most this long (`lingerFor`). Jobs that arrive
    * a few milliseconds apart are then fetched, run (with `batch`) and completed together, a
-   * statement each per batch instead of per job. The handler has run by then: the wait delays only pg-boss's completion of
-   * those jobs, and the start of jobs sent during it, by at most this long. 0: no wait. Only for
-   * queues fetched in batches (batchSize above 1).
+   * statement each per batch instead of per job. The handler has run by then: the wait delays only
+   * pg-boss's completion of those jobs, and the start of jobs sent during it, by at most this long.
+   * 0: no wait. Only for queues fetched in batches (batchSize above 1).
    */
   lingerMs?: number;
 }

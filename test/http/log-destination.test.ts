@@ -8,18 +8,17 @@ import { TurnBufferedDestination } from '../../src/http/log-destination.ts';
 
 const moduleUrl = JSON.stringify(path.join(import.meta.dirname, '..', '..', 'src', 'http', 'log-destination.ts'));
 
-function tempFile(): { fd: number; read: () => string; close: () => void } {
+/** Runs `body` with a destination writing to a fresh temporary file, and removes the file after. */
+async function withTempFile(body: (out: { fd: number; read: () => string; dest: TurnBufferedDestination }) => Promise<void>): Promise<void> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'oas-log-'));
   const file = path.join(dir, 'out.log');
   const fd = fs.openSync(file, 'w');
-  return {
-    fd,
-    read: () => fs.readFileSync(file, 'utf8'),
-    close: () => {
-      fs.closeSync(fd);
-      fs.rmSync(dir, { recursive: true, force: true });
-    },
-  };
+  try {
+    await body({ fd, read: () => fs.readFileSync(file, 'utf8'), dest: new TurnBufferedDestination(fd) });
+  } finally {
+    fs.closeSync(fd);
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 /** Counts the write calls made on `fd` while `body` runs (and the turn it schedules). */
@@ -46,49 +45,34 @@ function child(code: string) {
 }
 
 describe('the log destination (src/http/log-destination.ts)', () => {
-  it('writes the lines of one turn together at its end, in order', async () => {
-    const out = tempFile();
-    try {
-      const dest = new TurnBufferedDestination(out.fd);
-      const writes = await countWrites(out.fd, () => {
+  it('writes the lines of one turn together at its end, in order', () =>
+    withTempFile(async ({ fd, read, dest }) => {
+      const writes = await countWrites(fd, () => {
         for (const n of [1, 2, 3]) dest.write(`{"line":${n}}\n`);
-        assert.equal(out.read(), '', 'nothing is written before the turn ends');
+        assert.equal(read(), '', 'nothing is written before the turn ends');
       });
       assert.equal(writes, 1);
-      assert.equal(out.read(), '{"line":1}\n{"line":2}\n{"line":3}\n');
+      assert.equal(read(), '{"line":1}\n{"line":2}\n{"line":3}\n');
       // a line of a later turn goes out alone
-      assert.equal(await countWrites(out.fd, () => dest.write('{"line":4}\n')), 1);
-      assert.equal(out.read().split('\n').length, 5);
-    } finally {
-      out.close();
-    }
-  });
+      assert.equal(await countWrites(fd, () => dest.write('{"line":4}\n')), 1);
+      assert.equal(read().split('\n').length, 5);
+    }));
 
-  it('writes at once when a turn has buffered 64 KiB, and multi-byte text whole', async () => {
-    const out = tempFile();
-    try {
-      const dest = new TurnBufferedDestination(out.fd);
+  it('writes at once when a turn has buffered 64 KiB, and multi-byte text whole', () =>
+    withTempFile(async ({ read, dest }) => {
       const line = `{"msg":"${'é'.repeat(1000)}"}\n`;
       for (let i = 0; i < 70; i++) dest.write(line);
-      assert.ok(out.read().length >= 64 * line.length, 'the first 64 KiB went out without waiting for the turn');
+      assert.ok(read().length >= 64 * line.length, 'the first 64 KiB went out without waiting for the turn');
       await new Promise((resolve) => setImmediate(resolve));
-      assert.equal(out.read(), line.repeat(70));
-    } finally {
-      out.close();
-    }
-  });
+      assert.equal(read(), line.repeat(70));
+    }));
 
-  it('flush(cb) writes what is buffered before calling back', async () => {
-    const out = tempFile();
-    try {
-      const dest = new TurnBufferedDestination(out.fd);
+  it('flush(cb) writes what is buffered before calling back', () =>
+    withTempFile(async ({ read, dest }) => {
       dest.write('a\n');
       await new Promise<void>((resolve, reject) => dest.flush((err) => (err ? reject(err) : resolve())));
-      assert.equal(out.read(), 'a\n');
-    } finally {
-      out.close();
-    }
-  });
+      assert.equal(read(), 'a\n');
+    }));
 
   it('a process that exits or dies of an uncaught error still writes the lines of its last turn', () => {
     const exited = child(`const d = new TurnBufferedDestination(1); d.write('one\\n'); d.write('two\\n'); process.exit(3);`);

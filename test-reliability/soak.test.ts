@@ -202,12 +202,12 @@ describe('reliability: soak on two API and two worker processes', () => {
 
     // every inbound webhook became an order (or a recorded failure) and every order is final
     const drainStarted = Date.now();
-    await d.inspector.waitAllFinal(undefined, 120000);
+    await d.inspector.waitInboundSettled(120000);
     const [inbound] = await d.inspector.query<{ received: number; processed: number; failed: number }>(
       `SELECT count(*) FILTER (WHERE status = 'received')::int AS received, count(*) FILTER (WHERE status = 'processed')::int AS processed,
               count(*) FILTER (WHERE status = 'failed')::int AS failed FROM inbound_webhooks`,
     );
-    await d.inspector.waitAllFinal(undefined, 60000);
+    await d.inspector.waitAllFinal(undefined, 120000);
     const drainMs = Date.now() - drainStarted;
 
     const present = await d.inspector.orderStatuses([...accepted]);

@@ -96,14 +96,7 @@ describe('reliability: inbound webhook storm', () => {
 
     const drainStarted = Date.now();
     await d.inspector.waitAllFinal(undefined, 180000);
-    // inbound processing settles before orders exist: wait for both
-    const waitInbound = Date.now() + 120000;
-    for (;;) {
-      const [row] = await d.inspector.query<{ n: number }>("SELECT count(*)::int AS n FROM inbound_webhooks WHERE status = 'received'");
-      if (row.n === 0) break;
-      assert.ok(Date.now() < waitInbound, `${row.n} inbound webhooks still unprocessed`);
-      await new Promise((r) => setTimeout(r, 250));
-    }
+    await d.inspector.waitInboundSettled(120000);
     await d.inspector.waitAllFinal(undefined, 120000);
     const drainMs = Date.now() - drainStarted;
 

@@ -62,6 +62,24 @@ export class Inspector {
     return Date.now() - started;
   }
 
+  /**
+   * Waits until no stored inbound webhook is left `received`. Its processing runs before its order
+   * exists, so `waitAllFinal` alone can return while acknowledged webhooks are still queued.
+   */
+  async waitInboundSettled(timeoutMs: number): Promise<number> {
+    const started = Date.now();
+    await until(
+      'every stored inbound webhook to be processed or failed',
+      async () => {
+        const [row] = await this.query<{ n: number }>("SELECT count(*)::int AS n FROM inbound_webhooks WHERE status = 'received'");
+        return row.n === 0 ? true : undefined;
+      },
+      timeoutMs,
+      250,
+    );
+    return Date.now() - started;
+  }
+
   async statusCounts(): Promise<Record<string, number>> {
     const rows = await this.query<{ status: string; n: number }>('SELECT status, count(*)::int AS n FROM orders GROUP BY status');
     return Object.fromEntries(rows.map((r) => [r.status, r.n]));

@@ -165,6 +165,11 @@ export class PreparingClient extends pg.Client {
     return values.length > 0 && PREPARABLE.test(text);
   }
 
+  /** The name a statement runs under on this connection; `base` is its name in this process. */
+  protected statementName(base: string): string {
+    return this.generation === 0 ? base : `${base}_${this.generation}`;
+  }
+
   private wire(): WireConnection {
     return (this as unknown as { connection: WireConnection }).connection;
   }
@@ -191,7 +196,7 @@ export class PreparingClient extends pg.Client {
       return Promise.reject(new Error('the transaction was committed by its last statement (THEN_COMMIT): no statement may follow it')) as never;
     }
     const name = typeof text === 'string' && Array.isArray(values) && this.prepares(text, values) ? nameFor(text) : undefined;
-    const config = name === undefined ? undefined : { text: text as string, values: values as unknown[], name: this.generation === 0 ? name : `${name}_${this.generation}` };
+    const config = name === undefined ? undefined : { text: text as string, values: values as unknown[], name: this.statementName(name) };
     const stale = (err: unknown) => {
       if (isStalePlan(err)) this.generation++;
     };
@@ -242,6 +247,9 @@ export class PreparingClient extends pg.Client {
 /** pg-boss's fetch of a queue's next jobs (plans.fetchNextJob). */
 const JOB_FETCH = /^\s*WITH\s+next\s+AS\s*\(/;
 
+/** Executions of a prepared job fetch on one connection, after which it is planned afresh. */
+export const FETCH_REPLAN_AFTER = 100;
+
 /**
  * The client of pg-boss's own pool: only its job fetches are prepared. A worker sends one per wake-up
  * and one per backstop poll of every queue, idle or not. Its text is fixed per queue (the queue's
@@ -249,9 +257,46 @@ const JOB_FETCH = /^\s*WITH\s+next\s+AS\s*\(/;
  * six times longer planning it than running it on an empty queue (0.27–0.40 ms against 0.04–0.06 ms).
  * pg-boss's other statements stay unnamed: it settles jobs with `id = ANY($2)`, and a generic plan,
  * which cannot see how long that array is, scans every retained job of the queue.
+ *
+ * A fetch has no parameters, so its one plan is made when the connection first prepares it and is
+ * made again only when the job table's statistics change, which on a server without autovacuum is
+ * never. Planned on a near-empty table, the fetch's UPDATE walks every retained job of the queue
+ * and looks each up in the claimed ids; on the table that grows behind it that is a scan per fetch.
+ * Each fetch is therefore prepared afresh, under a new name, every `FETCH_REPLAN_AFTER` executions,
+ * and the statement it replaces is deallocated.
  */
 export class JobFetchPreparingClient extends PreparingClient {
+  /** per statement name: executions of its current plan, and that plan's number */
+  private readonly plans = new Map<string, { uses: number; plan: number }>();
+
   protected override prepares(text: string): boolean {
     return JOB_FETCH.test(text);
+  }
+
+  protected override statementName(base: string): string {
+    const name = super.statementName(base);
+    let current = this.plans.get(name);
+    if (current === undefined) {
+      current = { uses: 0, plan: 0 };
+      this.plans.set(name, current);
+    }
+    if (current.uses === FETCH_REPLAN_AFTER) {
+      this.deallocate(`${name}_p${current.plan}`);
+      current.plan++;
+      current.uses = 0;
+    }
+    current.uses++;
+    return `${name}_p${current.plan}`;
+  }
+
+  /**
+   * Queued ahead of the statement that replaces it, so every use of the old name was sent before.
+   * Its failure (the old statement's own Parse failed) leaves nothing to deallocate.
+   */
+  private deallocate(name: string): void {
+    const wire = (this as unknown as { connection: WireConnection }).connection;
+    (pg.Client.prototype.query as (text: string, cb: (err: Error | null) => void) => void).call(this, `DEALLOCATE ${name}`, () => {
+      delete wire.parsedStatements[name];
+    });
   }
 }

@@ -3,6 +3,8 @@ import { describe, it } from 'node:test';
 import { sql } from 'kysely';
 import type { FastifyInstance } from 'fastify';
 import type pg from 'pg';
+import { fetchNextJob } from 'pg-boss/dist/plans.js';
+import { FETCH_REPLAN_AFTER, JobFetchPreparingClient } from '../../src/db/prepared.ts';
 import { buildTestApp, waitFor } from '../helpers/app.ts';
 
 const onServer = Boolean(process.env.TEST_DATABASE_URL);
@@ -64,6 +66,41 @@ describe('named prepared statements (PostgreSQL)', { skip: !onServer && 'needs T
     } finally {
       for (const c of clients) c.release();
     }
+  });
+
+  it('a prepared job fetch is planned afresh every FETCH_REPLAN_AFTER executions, so its plan follows the job table', async (t) => {
+    const app = await buildTestApp(t);
+    const fetching = new JobFetchPreparingClient({ connectionString: app.ctx.config.databaseUrl });
+    // the app's teardown drops the database, and with it this connection
+    fetching.on('error', () => {});
+    await fetching.connect();
+    t.after(() => fetching.end());
+    const client = fetching as unknown as pg.Client;
+    // a queue the test app never sends to, so the fetch claims nothing
+    const queue = 'user-email-changed';
+    const fetch = fetchNextJob({ schema: 'pgboss', table: 'job_common', name: queue, policy: 'standard', limit: 25, includeMetadata: true, ignoreSingletons: null });
+    const run = async () => assert.deepEqual((await client.query(fetch.text, fetch.values)).rows, []);
+    const prepared = async () => (await client.query<{ name: string }>('SELECT name FROM pg_prepared_statements ORDER BY name')).rows.map((r) => r.name);
+    const plan = async (name: string) => (await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN (COSTS OFF) EXECUTE ${name}`)).rows.map((r) => r['QUERY PLAN']).join('\n');
+
+    await run();
+    const [first] = await prepared();
+    assert.match(first, /_p0$/);
+    // planned on the empty queue: the UPDATE walks the queue's every job and matches it to the claimed ids
+    const onEmpty = await plan(first);
+    assert.match(onEmpty, /Join Filter: \(j\.id = next\.id\)/, onEmpty);
+
+    await client.query(`INSERT INTO pgboss.job (name, state, completed_on) SELECT $1, 'completed', now() FROM generate_series(1, 20000)`, [queue]);
+    for (let i = 1; i < FETCH_REPLAN_AFTER; i++) await run();
+    assert.deepEqual(await prepared(), [first], 'the first plan serves its FETCH_REPLAN_AFTER executions');
+    assert.equal(await plan(first), onEmpty, 'and stays as it was made');
+
+    await run();
+    const names = await prepared();
+    assert.deepEqual(names, [first.replace(/_p0$/, '_p1')], 'prepared afresh under a new name, the old statement deallocated');
+    // planned on 20,000 jobs: each claimed id is looked up by the primary key
+    const onFull = await plan(names[0]);
+    assert.match(onFull, /Index Cond: \(\(name = 'user-email-changed'::text\) AND \(id = next\.id\)\)/, onFull);
   });
 
   it('DATABASE_PREPARED_STATEMENTS=false sends every statement unnamed', async (t) => {

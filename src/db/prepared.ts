@@ -170,7 +170,7 @@ export class PreparingClient extends pg.Client {
     return this.generation === 0 ? base : `${base}_${this.generation}`;
   }
 
-  private wire(): WireConnection {
+  protected wire(): WireConnection {
     return (this as unknown as { connection: WireConnection }).connection;
   }
 
@@ -294,7 +294,7 @@ export class JobFetchPreparingClient extends PreparingClient {
    * Its failure (the old statement's own Parse failed) leaves nothing to deallocate.
    */
   private deallocate(name: string): void {
-    const wire = (this as unknown as { connection: WireConnection }).connection;
+    const wire = this.wire();
     (pg.Client.prototype.query as (text: string, cb: (err: Error | null) => void) => void).call(this, `DEALLOCATE ${name}`, () => {
       delete wire.parsedStatements[name];
     });

@@ -77,8 +77,12 @@ export class TokenService {
   private readonly verification: VerificationKey[];
   private readonly publicJwks: JWK[];
   private readonly config: Config;
-  /** by type, keyed by the token itself: a hit builds no key (one of type and token would copy the token) */
-  private readonly verified: Record<TokenType, Map<string, TokenClaims>> = { access: new Map(), refresh: new Map() };
+  /**
+   * Keyed by the token itself, so a hit builds no key. A token verifies as the one type its claims
+   * and header name, so its cached claims say which: the same token asked for as the other type is
+   * not valid, cached or not.
+   */
+  private readonly verified = new Map<string, TokenClaims>();
 
   private constructor(config: Config, signing: TokenService['signing'], verification: VerificationKey[], jwks: JWK[]) {
     this.config = config;
@@ -145,17 +149,17 @@ export class TokenService {
 
   /** Returns the verified claims, or null for any token that is not a valid token of this type. */
   async verify(token: string, typ: TokenType): Promise<TokenClaims | null> {
-    const verified = this.verified[typ];
-    const known = verified.get(token);
+    const known = this.verified.get(token);
     if (known) {
+      if (known.typ !== typ) return null;
       if (known.exp + CLOCK_TOLERANCE_SECONDS > Date.now() / 1000) return known;
-      verified.delete(token);
+      this.verified.delete(token);
       return null;
     }
     const claims = await this.verifyUncached(token, typ);
     if (claims) {
-      if (verified.size >= VERIFIED_CACHE_SIZE) verified.delete(verified.keys().next().value!);
-      verified.set(token, Object.freeze(claims));
+      if (this.verified.size >= VERIFIED_CACHE_SIZE) this.verified.delete(this.verified.keys().next().value!);
+      this.verified.set(token, Object.freeze(claims));
     }
     return claims;
   }

@@ -59,6 +59,23 @@ export function readyToFetch(alias: string): string {
 /** How old the jobs ready in a queue may be for a new job to send no NOTIFY (see `linkedJobCtes`). */
 export const QUIET_NOTIFY_MS = 100;
 
+/** How far back a new job looks for jobs ready in its queue (see `recentReadyJobs`). */
+export const READY_LOOKBACK_MS = 10 * QUIET_NOTIFY_MS;
+
+/**
+ * The creation time of the oldest job of default priority in `queue` (of table `table`) that was
+ * sent in the last READY_LOOKBACK_MS and is ready to fetch, or no row. The bounds make it a short
+ * range of pg-boss's fetch index (name, priority, created_on): the index keeps an entry for every
+ * job that was ever ready until VACUUM removes it, and a scan from the queue's oldest entry, as the
+ * fetch's order gives it, reads every job fetched since (bench/README.md, finding 64).
+ */
+export function recentReadyJobs(table: string, queue: unknown): RawBuilder<Date> {
+  return sql<Date>`SELECT w.created_on FROM ${sql.raw(table)} AS w
+    WHERE w.name = ${queue} AND w.priority = 0 AND w.created_on > now() - ${sql.lit(`${READY_LOOKBACK_MS} milliseconds`)}::interval
+      AND ${sql.raw(readyToFetch('w'))}
+    ORDER BY w.priority DESC, w.created_on LIMIT 1`;
+}
+
 /** The insert of a job into `queue`'s table `table` in pg-boss's schema `schema`. */
 export function jobInsertOf(schema: string, queue: { name: string; table: string; notify: boolean }): JobInsert {
   const text = insertJobs(schema, { table: queue.table, name: queue.name, returnId: true, notify: false });
@@ -101,10 +118,11 @@ export function linkedJobCtes(
   // A job that no fetch took in time (sent by a transaction whose snapshot predates the fetch that
   // took the others, and committed after it) ages past the bound, and the next job's NOTIFY wakes
   // the workers for both: without the bound, every job sent behind it would stay silent too, until
-  // the sweep.
-  const oldestReady = sql`SELECT w.created_on FROM ${sql.raw(insert.table)} AS w
-    WHERE w.name = ${insert.queue} AND ${sql.raw(readyToFetch('w'))}
-    ORDER BY w.priority DESC, w.created_on LIMIT 1`;
+  // the sweep. Only the jobs sent in the last READY_LOOKBACK_MS count (`recentReadyJobs`): a job
+  // left behind is met by the NOTIFY of the first job sent between its aging past the bound and
+  // its leaving the look-back; with no job sent in that time, it is the sweep's, as is a ready job
+  // of another priority.
+  const oldestReady = recentReadyJobs(insert.table, insert.queue);
   const woken =
     insert.notifyChannel === undefined
       ? sql`NULL`

@@ -5,7 +5,7 @@ import { setTimeout } from 'node:timers/promises';
 import { sql } from 'kysely';
 import pg from 'pg';
 import { notifyChannelSql } from 'pg-boss/dist/plans.js';
-import { QUIET_NOTIFY_MS } from '../../src/jobs/jobs.repository.ts';
+import { QUIET_NOTIFY_MS, READY_LOOKBACK_MS, recentReadyJobs } from '../../src/jobs/jobs.repository.ts';
 import { api, buildTestApp, createUser, errorBody, type TestUser } from '../helpers/app.ts';
 import { createProduct } from '../helpers/products.ts';
 import { waitForFinal } from '../helpers/orders.ts';
@@ -120,7 +120,7 @@ describe('the processing job linked by the order insert', () => {
       await settled();
       assert.deepEqual(notified.payloads.slice(2), ['marker 2'], 'jobs sent behind a ready one just sent send none');
       // a ready job older than the bound is one no fetch took in time: the next job wakes the workers for both
-      await sentAgo(`${QUIET_NOTIFY_MS * 10} milliseconds`);
+      await sentAgo(`${(QUIET_NOTIFY_MS + READY_LOOKBACK_MS) / 2} milliseconds`);
       await place();
       await settled();
       assert.deepEqual(notified.payloads.slice(3), ['order-process', 'marker 3']);
@@ -129,8 +129,40 @@ describe('the processing job linked by the order insert', () => {
       await place();
       await settled();
       assert.deepEqual(notified.payloads.slice(5), ['order-process', 'marker 4']);
+      // a ready job left behind longer than the look-back is the sweep's: the next job, with no
+      // other ready job sent in the look-back, wakes the workers, and one sent behind that, a
+      // moment later, sends none
+      await sentAgo(`${READY_LOOKBACK_MS * 3} milliseconds`);
+      await place();
+      await settled();
+      assert.deepEqual(notified.payloads.slice(7), ['order-process', 'marker 5']);
+      await sql`UPDATE pgboss.job SET created_on = now() + interval '10 seconds' WHERE id = (SELECT id FROM pgboss.job
+        WHERE name = 'order-process' AND state = 'created' ORDER BY created_on DESC LIMIT 1)`.execute(apiOnly.ctx.db);
+      await place();
+      await settled();
+      assert.deepEqual(notified.payloads.slice(9), ['marker 6']);
     } finally {
       await notified.stop();
+    }
+  });
+
+  it('reads only the jobs of the look-back, however many jobs the queue has had since the last VACUUM (PostgreSQL)', { skip: !process.env.TEST_DATABASE_URL && 'needs TEST_DATABASE_URL' }, async () => {
+    const queue = 'user-email-changed'; // a queue the test app never sends to
+    const check = sql<{ plan: string }>`EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF, SUMMARY OFF) ${recentReadyJobs('pgboss.job_common', queue)}`;
+    const buffers = async () => {
+      const plan = (await check.execute(app.ctx.db)).rows.map((r) => Object.values(r)[0]).join('\n');
+      return { plan, read: Number(/Buffers: shared hit=(\d+)(?: read=(\d+))?/.exec(plan)?.slice(1).reduce((a, b) => a + Number(b ?? 0), 0) ?? NaN) };
+    };
+    const before = await buffers();
+    // 20,000 jobs that were ready and were fetched: each leaves its entry in the fetch index until VACUUM
+    await sql`INSERT INTO pgboss.job (name, created_on) SELECT ${queue}, now() - interval '1 hour' FROM generate_series(1, 20000)`.execute(app.ctx.db);
+    await sql`UPDATE pgboss.job SET state = 'active' WHERE name = ${queue}`.execute(app.ctx.db);
+    try {
+      const after = await buffers();
+      assert.match(after.plan, /Index Cond: .*created_on > \(now\(\) -/, after.plan);
+      assert.ok(after.read <= before.read + 3, `buffers read: ${before.read} on an empty queue, ${after.read} after 20,000 jobs\n${after.plan}`);
+    } finally {
+      await sql`DELETE FROM pgboss.job WHERE name = ${queue}`.execute(app.ctx.db);
     }
   });
 

@@ -148,9 +148,9 @@ describe('the processing job linked by the order insert', () => {
 
   it('reads only the jobs of the look-back, however many jobs the queue has had since the last VACUUM (PostgreSQL)', { skip: !process.env.TEST_DATABASE_URL && 'needs TEST_DATABASE_URL' }, async () => {
     const queue = 'user-email-changed'; // a queue the test app never sends to
-    const check = sql<{ plan: string }>`EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF, SUMMARY OFF) ${recentReadyJobs('pgboss.job_common', queue)}`;
+    const check = sql<{ 'QUERY PLAN': string }>`EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF, SUMMARY OFF) ${recentReadyJobs('pgboss.job_common', queue)}`;
     const buffers = async () => {
-      const plan = (await check.execute(app.ctx.db)).rows.map((r) => Object.values(r)[0]).join('\n');
+      const plan = (await check.execute(app.ctx.db)).rows.map((r) => r['QUERY PLAN']).join('\n');
       // the plan's top line counts its nodes' buffers; a plan that touched none prints no such line
       const top = /Buffers: shared ([^\n]*)/.exec(plan)?.[1] ?? '';
       return { plan, read: [...top.matchAll(/(?:hit|read)=(\d+)/g)].reduce((n, m) => n + Number(m[1]), 0) };

@@ -1,7 +1,7 @@
 import { sql, type Expression, type RawBuilder, type Transaction } from 'kysely';
 import type { Db } from '../db/database.ts';
 import type { Database } from '../db/schema.ts';
-import { insertJobs, notifyChannelSql } from 'pg-boss/dist/plans.js';
+import { notifyChannelSql } from 'pg-boss/dist/plans.js';
 import type { JobSubject } from './registry.ts';
 
 /**
@@ -27,25 +27,21 @@ export async function insertJobLink(db: Db | Transaction<Database>, jobId: strin
 const SUBJECT_COLUMN: Record<keyof JobSubject, string> = { orderId: 'order_id', inboundWebhookId: 'inbound_webhook_id', messageRowId: 'message_row_id' };
 
 /**
- * pg-boss's own insert of one job into a queue's table (`insertJobs` of pg-boss's plans, as its
- * `send` runs it), cut where its one parameter, the jobs as JSON text, goes: `linkedJobCtes` puts
- * SQL there that builds the payload from the row another statement creates. It is the insert
- * without pg-boss's NOTIFY wrapper, which is a WITH of its own and so cannot sit below the top level
- * of another statement; `linkedJobCtes` sends that NOTIFY itself.
+ * How a job is inserted into a queue of pg-boss's: its table, and the channel of the NOTIFY that
+ * wakes its workers. `linkedJobCtes` inserts the job as pg-boss's `send` does with no options (its
+ * `insertJobs`, every column from the queue's settings), as part of another statement.
  */
 export interface JobInsert {
   /** names what the insert's text depends on, for the key of a statement compiled once per shape */
   key: string;
   queue: string;
-  before: string;
-  after: string;
+  /** pg-boss's schema */
+  schema: string;
   /** the channel of pg-boss's NOTIFY for a new job, when the queue notifies */
   notifyChannel: string | undefined;
   /** the queue's table, schema-qualified */
   table: string;
 }
-
-const JOBS_PARAMETER = '$1::text::json';
 
 /**
  * A job of pg-boss's table (as `alias`) that a fetch would take now: waiting, not held back by its
@@ -78,19 +74,46 @@ export function recentReadyJobs(table: string, queue: unknown): RawBuilder<Date>
 
 /** The insert of a job into `queue`'s table `table` in pg-boss's schema `schema`. */
 export function jobInsertOf(schema: string, queue: { name: string; table: string; notify: boolean }): JobInsert {
-  const text = insertJobs(schema, { table: queue.table, name: queue.name, returnId: true, notify: false });
-  const parts = text.split(JOBS_PARAMETER);
-  // a pg-boss whose insert takes its jobs another way would be misused here: refuse at start-up
-  if (parts.length !== 2 || /\$\d/.test(parts.join(''))) throw new Error(`pg-boss's job insert for ${queue.name} has an unexpected shape`);
-  const key = `${schema} ${queue.table} ${queue.name} ${queue.notify}`;
   return {
-    key,
+    key: `${schema} ${queue.table} ${queue.name} ${queue.notify}`,
     queue: queue.name,
-    before: parts[0],
-    after: parts[1],
+    schema,
     notifyChannel: queue.notify ? notifyChannelSql(schema) : undefined,
     table: `${schema}.${queue.table}`,
   };
+}
+
+/**
+ * The columns of a new job of queue row `q`, as pg-boss's `send` sets them for a job sent with no
+ * options (its `insertJobs`: now is `job_now()`, every setting comes from the queue); the table's
+ * defaults fill the rest (state, retry count). One INSERT … SELECT of them costs the API's
+ * PostgreSQL backend less than pg-boss's own insert, which reads its jobs from a JSON array of
+ * 21 options through `json_to_recordset` (bench/README.md, finding 65). A test holds every column
+ * to a job of pg-boss's own send (test/jobs/linked-job.test.ts).
+ */
+function newJobColumns(schema: string, id: unknown, data: RawBuilder<unknown>): [column: string, value: RawBuilder<unknown>][] {
+  const now = sql.raw(`${schema}.job_now()`);
+  return [
+    ['id', sql`${id}::uuid`],
+    ['name', sql`q.name`],
+    ['data', data],
+    ['priority', sql`0`],
+    ['start_after', now],
+    ['created_on', now],
+    ['expire_seconds', sql`q.expire_seconds`],
+    ['deletion_seconds', sql`q.deletion_seconds`],
+    ['keep_until', sql`${now} + q.retention_seconds * interval '1s'`],
+    ['retry_limit', sql`q.retry_limit`],
+    ['retry_delay', sql`q.retry_delay`],
+    ['retry_backoff', sql`COALESCE(q.retry_backoff, false)`],
+    ['retry_delay_max', sql`q.retry_delay_max`],
+    ['policy', sql`q.policy`],
+    ['dead_letter', sql`q.dead_letter`],
+    ['heartbeat_seconds', sql`q.heartbeat_seconds`],
+    ['blocked', sql`false`],
+    ['blocking', sql`false`],
+    ['pending_dependencies', sql`0`],
+  ];
 }
 
 /**
@@ -98,18 +121,18 @@ export function jobInsertOf(schema: string, queue: { name: string; table: string
  * creates the job's subject: `subjects` yields the new subject's id as `id`, and no row means no
  * job and no link. The job's data is `{ [kind]: id }` with `extra`'s fields (the trace context).
  * `jobId` (a uuid) and `extra` (JSON text) are used as values only, so they may be `compileOnce`'s
- * stand-ins. The job is pg-boss's own insert (`JobInsert`), with its queue's defaults as `send` gives them, and
- * wakes the workers by the same NOTIFY in the same statement. The CTEs end with `alongside`, one row
+ * stand-ins. The job has the columns pg-boss's `send` gives a job sent with no options (`newJobColumns`),
+ * and wakes the workers by the same NOTIFY in the same statement. The CTEs end with `alongside`, one row
  * per job created, which the statement must read: that is what runs its NOTIFY (PostgreSQL runs a
- * SELECT in WITH only when it is read). A subject created without its job (the id taken: pg-boss's
- * insert skips it) fails the whole statement, in the link's insert, which runs in any case: a link
+ * SELECT in WITH only when it is read). A subject created without its job (the id taken: the
+ * insert skips it, as pg-boss's does) fails the whole statement, in the link's insert, which runs in any case: a link
  * never names a job that does not exist, whether the statement runs in a transaction or alone.
  */
 export function linkedJobCtes(
   insert: JobInsert,
   job: { jobId: unknown; kind: keyof JobSubject; subjects: Expression<{ id: number }>; extra: unknown },
 ): RawBuilder<unknown> {
-  const jobs = sql`(SELECT json_build_array(json_build_object('id', ${job.jobId}::uuid, 'data', jsonb_build_object(${job.kind}::text, s.id) || ${job.extra}::jsonb))::text FROM ${job.subjects} AS s)`;
+  const columns = newJobColumns(insert.schema, job.jobId, sql`jsonb_build_object(${job.kind}::text, s.id) || ${job.extra}::jsonb`);
   // No NOTIFY when the queue holds jobs ready to fetch and the oldest of them is younger than
   // QUIET_NOTIFY_MS: the NOTIFY of one of them (or the sweep for jobs come due) woke the workers a
   // moment ago, and the fetch that takes it, or the one after its batch (a loop fetches again after
@@ -130,7 +153,13 @@ export function linkedJobCtes(
   // the error names the subject (a column: the message cannot be folded into a constant and raised
   // while the statement is planned, whatever the CASE decides)
   const notCreated = sql`('job ' || ${job.jobId} || ' of ' || ${insert.queue} || ' for ' || s.id || ' was not created')::uuid`;
-  return sql`linked_job AS (${sql.raw(insert.before)}${jobs}::text::json${sql.raw(insert.after)}),
+  return sql`linked_job AS (
+      INSERT INTO ${sql.raw(insert.table)} (${sql.raw(columns.map(([column]) => column).join(', '))})
+      SELECT ${sql.join(columns.map(([, value]) => value))}
+      FROM ${job.subjects} AS s JOIN ${sql.raw(insert.schema)}.queue AS q ON q.name = ${insert.queue}
+      ON CONFLICT DO NOTHING
+      RETURNING id
+    ),
     linked_job_link AS (
       INSERT INTO job_links (job_id, queue, ${sql.ref(SUBJECT_COLUMN[job.kind])})
       SELECT CASE WHEN j.id IS NULL THEN ${notCreated} ELSE j.id END, ${insert.queue}, s.id

@@ -247,7 +247,7 @@ export class JobQueue {
   private readonly definitions = new Map<JobName, QueueDefinition>();
   private readonly workers: Worker[] = [];
   private readonly schedules: { name: JobName; cron: string }[] = [];
-  /** pg-boss's insert of a job, per queue (known once the queues are synced at start) */
+  /** how a job is inserted, per queue (known once the queues are synced at start) */
   private readonly inserts = new Map<JobName, JobInsert>();
   private started = false;
   /** the next sweep for jobs come due (`sweepDue`) */
@@ -527,7 +527,7 @@ export class JobQueue {
 
   /**
    * A job of `name` about a subject that does not exist yet, sent by the statement that creates the
-   * subject (`ctes`, in the caller's transaction, or alone): pg-boss's own insert of the job, its link and
+   * subject (`ctes`, in the caller's transaction, or alone): the job as pg-boss's send creates it, its link and
    * the NOTIFY that wakes the workers cost no statement of their own. Its data is `{ [kind]: the
    * subject's id }`, with the trace context when tracing is on.
    */

@@ -83,6 +83,15 @@ describe('the processing job linked by the order insert', () => {
       assert.ok('dead_letter' in linked && 'retry_limit' in linked && 'policy' in linked, JSON.stringify(linked));
       const data = await rows<{ data: unknown }>(`SELECT data FROM pgboss.job WHERE id = (SELECT job_id FROM job_links WHERE order_id = ${orderId})`);
       assert.deepEqual(data[0].data, { orderId });
+      // the dates: due at once, and kept for the queue's retention from then, as pg-boss's send keeps its own
+      const dates = async (where: string) =>
+        (await rows<{ due_at_once: boolean; kept_for: string; state: string }>(`SELECT start_after = created_on AS due_at_once,
+           extract(epoch FROM keep_until - start_after)::text AS kept_for, state::text AS state FROM pgboss.job WHERE ${where}`))[0];
+      const linkedDates = await dates(`id = (SELECT job_id FROM job_links WHERE order_id = ${orderId})`);
+      const referenceDates = await dates(`id = '${reference}'`);
+      assert.equal(linkedDates.due_at_once, true);
+      assert.equal(linkedDates.kept_for, referenceDates.kept_for);
+      assert.equal(referenceDates.state, 'created');
     } finally {
       await sql`DELETE FROM pgboss.job WHERE id = ${reference}::uuid`.execute(app.ctx.db);
     }
@@ -175,7 +184,7 @@ describe('the processing job linked by the order insert', () => {
     await app.ctx.queue.boss.send('order-process', { orderId: 0 }, { id: taken.id, startAfter: 3600 });
     const linksBefore = await count('SELECT count(*) AS n FROM job_links');
     const productsBefore = await count(`SELECT count(*) AS n FROM products WHERE id = ${product.id} AND name = 'renamed'`);
-    // pg-boss's insert skips an id already taken (ON CONFLICT DO NOTHING): the statement fails
+    // the job's insert skips an id already taken (ON CONFLICT DO NOTHING, as pg-boss's does): the statement fails
     await assert.rejects(
       app.ctx.db.transaction().execute(async (trx) => {
         await sql`UPDATE products SET name = 'renamed' WHERE id = ${product.id}`.execute(trx);

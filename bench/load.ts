@@ -143,6 +143,7 @@ function result(job: LoadJob, durationSec: number, latencies: number[], statuses
     statuses,
     errors,
     timeouts,
+    ...(job.keepSamples ? { samples: latencies } : {}),
   };
 }
 

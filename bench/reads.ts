@@ -1,8 +1,12 @@
-/** The reads phase: each read scenario on the service, right after the same query on the bare baseline. */
+/**
+ * The reads phase: each read scenario on the service, between two halves of the same query's run on
+ * the bare baseline.
+ */
 import { elapsed, log } from './context.ts';
 import { costLine } from './cpu.ts';
 import { f1, failures, summaryLine } from './report.ts';
 import { job, meter, runOne, sent, type Bench } from './scenario.ts';
+import { joinResults } from './stats.ts';
 
 /** Each read's throughput against the bare Fastify + pg baseline's on the same query. */
 export const READ_RATIO_GOAL = 1.0;
@@ -11,10 +15,17 @@ export async function readsPhase(b: Bench): Promise<void> {
   const { ctx, rows, targets } = b;
   for (const [name, p] of Object.entries(b.reads)) {
     log(`[${elapsed(ctx)}] ${name}`);
-    const base = await runOne(b, job(b, `${name} (baseline)`, ctx.baselineUrl, p.baseline));
+    // The baseline's measured time is split around the service's run, each half after its own
+    // warm-up (its pool closes connections idle for 10 s, the service's run can be longer): this
+    // host's speed drifts by up to a factor of two within minutes (bench/README.md, finding 66),
+    // and a drift during the pair then weighs on both sides alike instead of on one.
+    const half = ctx.opts.duration / 2;
+    const baseJob = job(b, `${name} (baseline)`, ctx.baselineUrl, p.baseline, { durationSec: half, keepSamples: true });
+    const baseBefore = await runOne(b, baseJob);
     const cpu = await meter(b);
     const svc = await runOne(b, job(b, name, ctx.serviceUrl, p.service));
     const cost = await cpu.stop(sent(b, svc));
+    const base = joinResults(baseBefore, await runOne(b, baseJob));
     rows.push({ name, service: svc, baseline: base, cpu: cost });
     const baseFailures = failures(base);
     log(`  service ${Math.round(svc.okRps)} req/s ${summaryLine(svc.latency)} ${failures(svc)} | baseline ${Math.round(base.okRps)} req/s ${summaryLine(base.latency)} ${baseFailures}`);

@@ -1,4 +1,4 @@
-import type { LoadSummary } from './types.ts';
+import type { LoadResult, LoadSummary } from './types.ts';
 
 /** Nearest-rank percentile of an ascending array. */
 export function percentile(sorted: Float64Array | number[], p: number): number {
@@ -17,5 +17,29 @@ export function summarise(samples: number[]): LoadSummary {
     p99: percentile(sorted, 99),
     max: sorted.length ? sorted[sorted.length - 1] : NaN,
     mean: sorted.length ? sum / sorted.length : NaN,
+  };
+}
+
+/**
+ * Two runs of the same job as one: their requests over their time together, and the percentiles of
+ * their latencies together (both runs need `LoadJob.keepSamples`). The samples are not kept.
+ */
+export function joinResults(a: LoadResult, b: LoadResult): LoadResult {
+  if (!a.samples || !b.samples) throw new Error(`joinResults: ${a.name} was run without its samples`);
+  const durationSec = a.durationSec + b.durationSec;
+  const requests = a.requests + b.requests;
+  const statuses = { ...a.statuses };
+  for (const [code, n] of Object.entries(b.statuses)) statuses[code] = (statuses[code] ?? 0) + n;
+  return {
+    name: a.name,
+    connections: a.connections,
+    durationSec,
+    requests,
+    rps: requests / durationSec,
+    okRps: (a.okRps * a.durationSec + b.okRps * b.durationSec) / durationSec,
+    latency: summarise([...a.samples, ...b.samples]),
+    statuses,
+    errors: a.errors + b.errors,
+    timeouts: a.timeouts + b.timeouts,
   };
 }

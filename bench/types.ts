@@ -41,6 +41,8 @@ export interface LoadJob {
    * its answer).
    */
   rate?: number;
+  /** the result carries every latency (`LoadResult.samples`), so that two runs can be joined (`joinResults`) */
+  keepSamples?: boolean;
 }
 
 export interface LoadSummary {
@@ -64,4 +66,6 @@ export interface LoadResult {
   statuses: Record<string, number>;
   errors: number;
   timeouts: number;
+  /** each response's latency, ms, when the job asked for them (`LoadJob.keepSamples`) */
+  samples?: number[];
 }

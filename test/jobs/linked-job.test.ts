@@ -85,13 +85,11 @@ describe('the processing job linked by the order insert', () => {
       assert.deepEqual(data[0].data, { orderId });
       // the dates: due at once, and kept for the queue's retention from then, as pg-boss's send keeps its own
       const dates = async (where: string) =>
-        (await rows<{ due_at_once: boolean; kept_for: string; state: string }>(`SELECT start_after = created_on AS due_at_once,
-           extract(epoch FROM keep_until - start_after)::text AS kept_for, state::text AS state FROM pgboss.job WHERE ${where}`))[0];
+        (await rows<{ due_at_once: boolean; kept_for: string }>(`SELECT start_after = created_on AS due_at_once,
+           extract(epoch FROM keep_until - start_after)::text AS kept_for FROM pgboss.job WHERE ${where}`))[0];
       const linkedDates = await dates(`id = (SELECT job_id FROM job_links WHERE order_id = ${orderId})`);
-      const referenceDates = await dates(`id = '${reference}'`);
       assert.equal(linkedDates.due_at_once, true);
-      assert.equal(linkedDates.kept_for, referenceDates.kept_for);
-      assert.equal(referenceDates.state, 'created');
+      assert.equal(linkedDates.kept_for, (await dates(`id = '${reference}'`)).kept_for);
     } finally {
       await sql`DELETE FROM pgboss.job WHERE id = ${reference}::uuid`.execute(app.ctx.db);
     }

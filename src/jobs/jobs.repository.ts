@@ -41,6 +41,10 @@ export interface JobInsert {
   notifyChannel: string | undefined;
   /** the queue's table, schema-qualified */
   table: string;
+  /** the columns the insert sets: `id`, `data`, then those of `settings` */
+  columns: string;
+  /** the values of the columns after `id` and `data`, from the queue's row `q` (`jobSettings`) */
+  settings: string;
 }
 
 /**
@@ -72,48 +76,49 @@ export function recentReadyJobs(table: string, queue: unknown): RawBuilder<Date>
     ORDER BY w.priority DESC, w.created_on LIMIT 1`;
 }
 
-/** The insert of a job into `queue`'s table `table` in pg-boss's schema `schema`. */
+/**
+ * The columns of a new job besides its id and data, from queue row `q`, as pg-boss's `send` sets
+ * them for a job sent with no options (its `insertJobs`: now is `job_now()`, every setting comes
+ * from the queue); the table's defaults fill the rest (state, retry count). One INSERT … SELECT of
+ * them costs the API's PostgreSQL backend less than pg-boss's own insert, which reads its jobs from
+ * a JSON array of 21 options through `json_to_recordset` (bench/README.md, finding 65). A test
+ * holds every column to a job of pg-boss's own send (test/jobs/linked-job.test.ts).
+ */
+function jobSettings(schema: string): [column: string, value: string][] {
+  const now = `${schema}.job_now()`;
+  return [
+    ['name', 'q.name'],
+    ['priority', '0'],
+    ['start_after', now],
+    ['created_on', now],
+    ['expire_seconds', 'q.expire_seconds'],
+    ['deletion_seconds', 'q.deletion_seconds'],
+    ['keep_until', `${now} + q.retention_seconds * interval '1s'`],
+    ['retry_limit', 'q.retry_limit'],
+    ['retry_delay', 'q.retry_delay'],
+    ['retry_backoff', 'COALESCE(q.retry_backoff, false)'],
+    ['retry_delay_max', 'q.retry_delay_max'],
+    ['policy', 'q.policy'],
+    ['dead_letter', 'q.dead_letter'],
+    ['heartbeat_seconds', 'q.heartbeat_seconds'],
+    ['blocked', 'false'],
+    ['blocking', 'false'],
+    ['pending_dependencies', '0'],
+  ];
+}
+
+/** The insert of a job into `queue`'s table `table` in pg-boss's schema `schema`, its text worked out once. */
 export function jobInsertOf(schema: string, queue: { name: string; table: string; notify: boolean }): JobInsert {
+  const settings = jobSettings(schema);
   return {
     key: `${schema} ${queue.table} ${queue.name} ${queue.notify}`,
     queue: queue.name,
     schema,
     notifyChannel: queue.notify ? notifyChannelSql(schema) : undefined,
     table: `${schema}.${queue.table}`,
+    columns: ['id', 'data', ...settings.map(([column]) => column)].join(', '),
+    settings: settings.map(([, value]) => value).join(', '),
   };
-}
-
-/**
- * The columns of a new job of queue row `q`, as pg-boss's `send` sets them for a job sent with no
- * options (its `insertJobs`: now is `job_now()`, every setting comes from the queue); the table's
- * defaults fill the rest (state, retry count). One INSERT … SELECT of them costs the API's
- * PostgreSQL backend less than pg-boss's own insert, which reads its jobs from a JSON array of
- * 21 options through `json_to_recordset` (bench/README.md, finding 65). A test holds every column
- * to a job of pg-boss's own send (test/jobs/linked-job.test.ts).
- */
-function newJobColumns(schema: string, id: unknown, data: RawBuilder<unknown>): [column: string, value: RawBuilder<unknown>][] {
-  const now = sql.raw(`${schema}.job_now()`);
-  return [
-    ['id', sql`${id}::uuid`],
-    ['name', sql`q.name`],
-    ['data', data],
-    ['priority', sql`0`],
-    ['start_after', now],
-    ['created_on', now],
-    ['expire_seconds', sql`q.expire_seconds`],
-    ['deletion_seconds', sql`q.deletion_seconds`],
-    ['keep_until', sql`${now} + q.retention_seconds * interval '1s'`],
-    ['retry_limit', sql`q.retry_limit`],
-    ['retry_delay', sql`q.retry_delay`],
-    ['retry_backoff', sql`COALESCE(q.retry_backoff, false)`],
-    ['retry_delay_max', sql`q.retry_delay_max`],
-    ['policy', sql`q.policy`],
-    ['dead_letter', sql`q.dead_letter`],
-    ['heartbeat_seconds', sql`q.heartbeat_seconds`],
-    ['blocked', sql`false`],
-    ['blocking', sql`false`],
-    ['pending_dependencies', sql`0`],
-  ];
 }
 
 /**
@@ -121,7 +126,7 @@ function newJobColumns(schema: string, id: unknown, data: RawBuilder<unknown>): 
  * creates the job's subject: `subjects` yields the new subject's id as `id`, and no row means no
  * job and no link. The job's data is `{ [kind]: id }` with `extra`'s fields (the trace context).
  * `jobId` (a uuid) and `extra` (JSON text) are used as values only, so they may be `compileOnce`'s
- * stand-ins. The job has the columns pg-boss's `send` gives a job sent with no options (`newJobColumns`),
+ * stand-ins. The job has the columns pg-boss's `send` gives a job sent with no options (`jobSettings`),
  * and wakes the workers by the same NOTIFY in the same statement. The CTEs end with `alongside`, one row
  * per job created, which the statement must read: that is what runs its NOTIFY (PostgreSQL runs a
  * SELECT in WITH only when it is read). A subject created without its job (the id taken: the
@@ -132,7 +137,6 @@ export function linkedJobCtes(
   insert: JobInsert,
   job: { jobId: unknown; kind: keyof JobSubject; subjects: Expression<{ id: number }>; extra: unknown },
 ): RawBuilder<unknown> {
-  const columns = newJobColumns(insert.schema, job.jobId, sql`jsonb_build_object(${job.kind}::text, s.id) || ${job.extra}::jsonb`);
   // No NOTIFY when the queue holds jobs ready to fetch and the oldest of them is younger than
   // QUIET_NOTIFY_MS: the NOTIFY of one of them (or the sweep for jobs come due) woke the workers a
   // moment ago, and the fetch that takes it, or the one after its batch (a loop fetches again after
@@ -154,8 +158,8 @@ export function linkedJobCtes(
   // while the statement is planned, whatever the CASE decides)
   const notCreated = sql`('job ' || ${job.jobId} || ' of ' || ${insert.queue} || ' for ' || s.id || ' was not created')::uuid`;
   return sql`linked_job AS (
-      INSERT INTO ${sql.raw(insert.table)} (${sql.raw(columns.map(([column]) => column).join(', '))})
-      SELECT ${sql.join(columns.map(([, value]) => value))}
+      INSERT INTO ${sql.raw(insert.table)} (${sql.raw(insert.columns)})
+      SELECT ${job.jobId}::uuid, jsonb_build_object(${job.kind}::text, s.id) || ${job.extra}::jsonb, ${sql.raw(insert.settings)}
       FROM ${job.subjects} AS s JOIN ${sql.raw(insert.schema)}.queue AS q ON q.name = ${insert.queue}
       ON CONFLICT DO NOTHING
       RETURNING id

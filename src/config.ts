@@ -72,6 +72,8 @@ export interface Config {
   readonly orderWorkerConcurrency: number;
   /** the longest the order jobs' fetch loop waits after a batch that was not full (0: not at all); see WorkOptions.lingerMs */
   readonly orderWorkerLingerMs: number;
+  /** the same wait for the platform webhooks' processing jobs (0: not at all) */
+  readonly inboundWorkerLingerMs: number;
   /** idle seconds after which a process whose resident set grew gives the memory back (0: never) */
   readonly memoryReleaseIdleSeconds: number;
   /** how long an API process may serve a user row from memory (0: never); see user-cache.ts */
@@ -312,6 +314,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     // PGlite runs one transaction at a time: more jobs at once would only queue in front of requests
     orderWorkerConcurrency: int(env, 'ORDER_WORKER_CONCURRENCY', embedded ? 4 : 12, 1, 64),
     orderWorkerLingerMs: int(env, 'ORDER_WORKER_LINGER_MS', 250, 0, 1000),
+    inboundWorkerLingerMs: int(env, 'INBOUND_WORKER_LINGER_MS', 250, 0, 1000),
     userCacheTtlSeconds: num(env, 'USER_CACHE_TTL_SECONDS', 10, 0),
     memoryReleaseIdleSeconds: int(env, 'MEMORY_RELEASE_IDLE_SECONDS', 10, 0, 86400),
     webConcurrency: int(env, 'WEB_CONCURRENCY', 1, 1, 64),

@@ -55,10 +55,25 @@ export async function findInboundWebhook(db: Db, id: number): Promise<InboundWeb
   return db.selectFrom('inbound_webhooks').selectAll().where('id', '=', id).executeTakeFirst();
 }
 
-/** Locks the stored event for its processing transaction and returns its current status. */
-export async function lockInboundWebhook(trx: Transaction<Database>, id: number): Promise<InboundWebhookRow['status'] | undefined> {
-  const row = await trx.selectFrom('inbound_webhooks').select('status').where('id', '=', id).forUpdate().executeTakeFirst();
-  return row?.status;
+/**
+ * Locks the stored event for its processing transaction and returns its current status, or
+ * undefined when there is no such event. With it, in the same statement, the lock that serialises
+ * the processing of platform order `externalId`'s webhooks (its creation, its cancellation) until
+ * `trx` ends: a cancellation processed while its order is being created either finds the order or
+ * leaves its record for the creation to find, never neither. The event's row is locked first (the
+ * CTE is read before the outer query's target list runs), then the order's; the statements after
+ * this one see what the transactions that held either lock committed.
+ */
+export async function lockForPlatformOrder(
+  trx: Transaction<Database>,
+  id: number,
+  source: string,
+  externalId: string,
+): Promise<InboundWebhookRow['status'] | undefined> {
+  const { rows } = await sql<{ status: InboundWebhookRow['status'] }>`
+    WITH w AS MATERIALIZED (SELECT status FROM inbound_webhooks WHERE id = ${id} FOR UPDATE)
+    SELECT w.status, pg_advisory_xact_lock(hashtext(${`platform-order:${source}:${externalId}`})) AS locked FROM w`.execute(trx);
+  return rows[0]?.status;
 }
 
 /** Records the outcome once: a stored event that is already processed or failed stays as it is. */
@@ -164,15 +179,6 @@ export async function purgeProcessedPayloads(db: Db, before: Date, limit: number
   return Number(res.numUpdatedRows);
 }
 
-/**
- * Serialises the processing of one platform order's webhooks (its creation, its cancellation) until
- * `trx` ends: a cancellation processed while its order is being created either finds the order or
- * leaves its record for the creation to find, never neither.
- */
-export async function lockPlatformOrder(trx: Transaction<Database>, source: string, externalId: string): Promise<void> {
-  await sql`SELECT pg_advisory_xact_lock(hashtext(${`platform-order:${source}:${externalId}`}))`.execute(trx);
-}
-
 /** Records a cancellation of an order not seen yet (the first one kept when the platform repeats it). */
 export async function recordPlatformCancellation(
   trx: Transaction<Database>,
@@ -185,20 +191,30 @@ export async function recordPlatformCancellation(
     .execute();
 }
 
-/** The cancellation waiting for this platform order, marked applied (undefined: none waits). */
-export async function takeWaitingCancellation(
+/**
+ * Records the stored event `id` processed into order `orderId` (as `settleInboundWebhook`), and in
+ * the same statement takes the cancellation of platform order `externalId` that arrived before the
+ * order did, if one waits: returns it, marked applied, for the caller to apply in `trx`.
+ */
+export async function settleTakingWaitingCancellation(
   trx: Transaction<Database>,
+  id: number,
+  orderId: number,
   source: string,
   externalId: string,
 ): Promise<{ inbound_webhook_id: number; reason: string | null } | undefined> {
-  return trx
-    .updateTable('platform_cancellations')
-    .set({ applied_at: new Date() })
-    .where('source', '=', source)
-    .where('external_id', '=', externalId)
-    .where('applied_at', 'is', null)
-    .returning(['inbound_webhook_id', 'reason'])
-    .executeTakeFirst();
+  const now = new Date();
+  const { rows } = await sql<{ inbound_webhook_id: number; reason: string | null }>`
+    WITH waiting AS (
+      UPDATE platform_cancellations SET applied_at = ${now}
+      WHERE source = ${source} AND external_id = ${externalId} AND applied_at IS NULL
+      RETURNING inbound_webhook_id, reason
+    ), settled AS (
+      UPDATE inbound_webhooks SET status = 'processed', order_id = ${orderId}, error = NULL, processed_at = ${now}
+      WHERE id = ${id} AND status = 'received'
+    )
+    SELECT inbound_webhook_id, reason FROM waiting`.execute(trx);
+  return rows[0];
 }
 
 /** Links a stored cancellation webhook to the order it cancelled, once that order exists. */

@@ -17,11 +17,10 @@ import {
   findInboundWebhook,
   insertInboundWebhook,
   linkInboundWebhook,
-  lockInboundWebhook,
-  lockPlatformOrder,
+  lockForPlatformOrder,
   recordPlatformCancellation,
   settleInboundWebhook,
-  takeWaitingCancellation,
+  settleTakingWaitingCancellation,
 } from './inbound-webhooks.repository.ts';
 import { verifyShopifyHmac } from './shopify-hmac.ts';
 import {
@@ -236,9 +235,8 @@ export class InboundWebhookService {
   private async createOrLinkOrder(inboundId: number, mapped: MappedShopifyOrder): Promise<void> {
     await this.db.transaction().execute(async (trx) => {
       // one processor per stored event at a time; a repeated job finds it settled
-      const status = await lockInboundWebhook(trx, inboundId);
+      const status = await lockForPlatformOrder(trx, inboundId, SHOPIFY_SOURCE, mapped.externalId);
       if (status !== 'received') return;
-      await lockPlatformOrder(trx, SHOPIFY_SOURCE, mapped.externalId);
       const existing = await this.orders.findIdByExternalId(trx, SHOPIFY_SOURCE, mapped.externalId);
       if (existing !== undefined) {
         await settleInboundWebhook(trx, inboundId, { status: 'processed', orderId: existing, error: null });
@@ -262,13 +260,13 @@ export class InboundWebhookService {
         source: SHOPIFY_SOURCE,
         externalId: mapped.externalId,
       });
-      // the platform cancelled it before its creation arrived: it is cancelled before any processing
-      const waiting = await takeWaitingCancellation(trx, SHOPIFY_SOURCE, mapped.externalId);
+      // the event is settled, and, when the platform cancelled the order before its creation
+      // arrived, the order is cancelled before any processing: all in this transaction
+      const waiting = await settleTakingWaitingCancellation(trx, inboundId, order.id, SHOPIFY_SOURCE, mapped.externalId);
       if (waiting) {
         await this.orders.cancelByExternalId(trx, SHOPIFY_SOURCE, mapped.externalId, waiting.reason);
         await linkInboundWebhook(trx, waiting.inbound_webhook_id, order.id);
       }
-      await settleInboundWebhook(trx, inboundId, { status: 'processed', orderId: order.id, error: null });
     });
   }
 
@@ -280,9 +278,8 @@ export class InboundWebhookService {
    */
   private async applyCancellation(inboundId: number, mapped: MappedShopifyCancellation): Promise<void> {
     await this.db.transaction().execute(async (trx) => {
-      const status = await lockInboundWebhook(trx, inboundId);
+      const status = await lockForPlatformOrder(trx, inboundId, SHOPIFY_SOURCE, mapped.externalId);
       if (status !== 'received') return;
-      await lockPlatformOrder(trx, SHOPIFY_SOURCE, mapped.externalId);
       const result = await this.orders.cancelByExternalId(trx, SHOPIFY_SOURCE, mapped.externalId, mapped.reason);
       if (result === undefined) {
         await recordPlatformCancellation(trx, { source: SHOPIFY_SOURCE, externalId: mapped.externalId, inboundWebhookId: inboundId, reason: mapped.reason });

@@ -1,4 +1,4 @@
-import { sql, type Transaction } from 'kysely';
+import { sql, type QueryCreator, type Transaction } from 'kysely';
 import type { Database, InboundBodyEncoding, InboundWebhookRow, InboundWebhookStatus } from '../../db/schema.ts';
 import type { Db } from '../../db/database.ts';
 import { THEN_COMMIT } from '../../db/prepared.ts';
@@ -76,18 +76,20 @@ export async function lockForPlatformOrder(
   return rows[0]?.status;
 }
 
-/** Records the outcome once: a stored event that is already processed or failed stays as it is. */
-export async function settleInboundWebhook(
-  db: Db,
-  id: number,
-  outcome: { status: 'processed' | 'failed'; orderId: number | null; error: string | null },
-): Promise<boolean> {
-  const res = await db
+type Outcome = { status: 'processed' | 'failed'; orderId: number | null; error: string | null };
+
+/** The update that records the outcome once, at `at`: a stored event already processed or failed is left as it is. */
+function settleStatement(db: QueryCreator<Database>, id: number, outcome: Outcome, at: Date) {
+  return db
     .updateTable('inbound_webhooks')
-    .set({ status: outcome.status, order_id: outcome.orderId, error: outcome.error, processed_at: new Date() })
+    .set({ status: outcome.status, order_id: outcome.orderId, error: outcome.error, processed_at: at })
     .where('id', '=', id)
-    .where('status', '=', 'received')
-    .executeTakeFirst();
+    .where('status', '=', 'received');
+}
+
+/** Records the outcome once: a stored event that is already processed or failed stays as it is. */
+export async function settleInboundWebhook(db: Db, id: number, outcome: Outcome): Promise<boolean> {
+  const res = await settleStatement(db, id, outcome, new Date()).executeTakeFirst();
   return Number(res.numUpdatedRows) > 0;
 }
 
@@ -192,7 +194,7 @@ export async function recordPlatformCancellation(
 }
 
 /**
- * Records the stored event `id` processed into order `orderId` (as `settleInboundWebhook`), and in
+ * Records the stored event `id` processed into order `orderId` (`settleStatement`), and in
  * the same statement takes the cancellation of platform order `externalId` that arrived before the
  * order did, if one waits: returns it, marked applied, for the caller to apply in `trx`.
  */
@@ -204,17 +206,16 @@ export async function settleTakingWaitingCancellation(
   externalId: string,
 ): Promise<{ inbound_webhook_id: number; reason: string | null } | undefined> {
   const now = new Date();
-  const { rows } = await sql<{ inbound_webhook_id: number; reason: string | null }>`
-    WITH waiting AS (
-      UPDATE platform_cancellations SET applied_at = ${now}
-      WHERE source = ${source} AND external_id = ${externalId} AND applied_at IS NULL
-      RETURNING inbound_webhook_id, reason
-    ), settled AS (
-      UPDATE inbound_webhooks SET status = 'processed', order_id = ${orderId}, error = NULL, processed_at = ${now}
-      WHERE id = ${id} AND status = 'received'
-    )
-    SELECT inbound_webhook_id, reason FROM waiting`.execute(trx);
-  return rows[0];
+  // the settling is a data-modifying CTE: PostgreSQL runs it whether or not the statement reads it
+  return trx
+    .with('settled', (db) => settleStatement(db, id, { status: 'processed', orderId, error: null }, now))
+    .updateTable('platform_cancellations')
+    .set({ applied_at: now })
+    .where('source', '=', source)
+    .where('external_id', '=', externalId)
+    .where('applied_at', 'is', null)
+    .returning(['inbound_webhook_id', 'reason'])
+    .executeTakeFirst();
 }
 
 /** Links a stored cancellation webhook to the order it cancelled, once that order exists. */

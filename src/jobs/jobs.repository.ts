@@ -139,16 +139,17 @@ export function linkedJobCtes(
 ): RawBuilder<unknown> {
   // No NOTIFY when the queue holds jobs ready to fetch and the oldest of them is younger than
   // QUIET_NOTIFY_MS: the NOTIFY of one of them (or the sweep for jobs come due) woke the workers a
-  // moment ago, and the fetch that takes it, or the one after its batch (a loop fetches again after
-  // every batch it got), takes this job too. Jobs sent every few milliseconds then wake the workers,
-  // and every listening backend, once per batch and not once per job (bench/README.md, finding 61).
-  // A job that no fetch took in time (sent by a transaction whose snapshot predates the fetch that
-  // took the others, and committed after it) ages past the bound, and the next job's NOTIFY wakes
-  // the workers for both: without the bound, every job sent behind it would stay silent too, until
-  // the sweep. Only the jobs sent in the last READY_LOOKBACK_MS count (`recentReadyJobs`): a job
-  // left behind is met by the NOTIFY of the first job sent between its aging past the bound and
-  // its leaving the look-back; with no job sent in that time, it is the sweep's, as is a ready job
-  // of another priority.
+  // moment ago, and the fetch that takes it, or the one after its batch (the loop of a queue
+  // fetched in batches, as the queues of linked jobs are, fetches again after every batch it got:
+  // `JobQueue.start`), takes this job too. Jobs sent every few milliseconds then wake the workers,
+  // and every listening backend, once per batch and not once per job (bench/README.md, findings 61
+  // and 68). A job that neither fetch took (sent by a transaction whose snapshot predates the fetch
+  // that took the others, and committed after the fetch behind it) ages past the bound, and the
+  // next job's NOTIFY wakes the workers for both: without the bound, every job sent behind it would
+  // stay silent too, until the sweep. Only the jobs sent in the last READY_LOOKBACK_MS count
+  // (`recentReadyJobs`): a job left behind is met by the NOTIFY of the first job sent between its
+  // aging past the bound and its leaving the look-back; with no job sent in that time, it is the
+  // sweep's, as is a ready job of another priority.
   const oldestReady = recentReadyJobs(insert.table, insert.queue);
   const woken =
     insert.notifyChannel === undefined

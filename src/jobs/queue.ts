@@ -116,6 +116,8 @@ interface Worker {
   fetchedAt: number | undefined;
   perMs: number;
   batch: ((jobs: JobWithMetadata<unknown>[]) => Promise<ReadonlySet<string>>) | undefined;
+  /** the id pg-boss gave its fetch loop (of a batched queue: its only worker), for `notifyWorker`; set once `work` returns */
+  loop: string | undefined;
 }
 
 export interface WorkOptions {
@@ -311,6 +313,7 @@ export class JobQueue {
       fetchedAt: undefined,
       perMs: 0,
       batch: opts.batch as Worker['batch'],
+      loop: undefined,
     });
   }
 
@@ -355,7 +358,7 @@ export class JobQueue {
         // delayed jobs once they come due: this poll of each loop is only the backstop of both
         notifyPollingIntervalSeconds: BACKSTOP_POLL_SECONDS,
       } as const;
-      await this.boss.work<unknown, unknown, typeof options>(w.name, options, async (jobs) => {
+      w.loop = await this.boss.work<unknown, unknown, typeof options>(w.name, options, async (jobs) => {
         const fetchedAt = performance.now();
         // the rate jobs come in at: half this fetch's (its jobs over the time since the previous
         // fetch), half the earlier ones', so one short interval (the fetch right after a full batch)
@@ -370,9 +373,17 @@ export class JobQueue {
         const rest = w.batch !== undefined && jobs.length > 1 ? await this.runTogether(w, w.batch, jobs) : jobs;
         await eachLimited(rest, oneByOne ? 1 : w.concurrency, (job) => this.run(w, job));
         // a full batch fetches again at once (burstWhenBatchFull): a backlog is batched already
-        if (w.lingerMs > 0 && jobs.length < options.batchSize) {
-          const ms = lingerFor({ lingerMs: w.lingerMs, batchSize: options.batchSize, perMs: w.perMs, sinceFetchMs: performance.now() - fetchedAt });
-          if (ms > 0) await this.linger(ms);
+        if (jobs.length < options.batchSize) {
+          if (w.lingerMs > 0) {
+            const ms = lingerFor({ lingerMs: w.lingerMs, batchSize: options.batchSize, perMs: w.perMs, sinceFetchMs: performance.now() - fetchedAt });
+            if (ms > 0) await this.linger(ms);
+          }
+          // After a batch that was not full, pg-boss's loop fetches again only on a NOTIFY, and a
+          // job sent while an earlier one was ready sends none (`linkedJobCtes`): one that committed
+          // just after this batch's fetch took its predecessor would wait for its NOTIFY's bound or
+          // the sweep, and every job sent behind it with it. The loop fetches once more instead;
+          // only an empty fetch waits for a NOTIFY.
+          if (w.loop !== undefined) this.boss.notifyWorker(w.loop);
         }
       });
     }

@@ -1,4 +1,4 @@
-import { createQueryId, type Compilable, type CompiledQuery, type Expression, type Kysely, type RawBuilder } from 'kysely';
+import { createQueryId, sql, type Compilable, type CompiledQuery, type Expression, type Kysely, type RawBuilder } from 'kysely';
 import type { Database } from './schema.ts';
 
 const SLOT = Symbol('compiled query argument');
@@ -102,4 +102,37 @@ function compileWithSlots<A extends Record<string, unknown>, R>(
   const unbound = [...asked].filter((key) => !bound.has(key));
   if (unbound.length > 0) throw new Error(`compileOnce: argument(s) ${unbound.join(', ')} did not become query parameters`);
   return compiled;
+}
+
+/** The smallest reach `compilePaged` compiles for: a page of the default size, and the next one. */
+const MIN_REACH = 64;
+
+/**
+ * How far into its list a page at `offset` of `limit` rows reaches, rounded up to a power of two
+ * (at least MIN_REACH): at most a few dozen values, whatever the pages asked for.
+ */
+export function pageReach(limit: number, offset: number): number {
+  return Math.max(MIN_REACH, 2 ** Math.ceil(Math.log2(Math.max(1, limit + offset))));
+}
+
+/**
+ * `compileOnce` for a statement that reads one page of an ordered list: `build` gets, besides the
+ * stand-ins for `args`, the page's reach (`pageReach`) as a literal, for an inner query that takes
+ * the list's first `reach` rows, around which the page's own LIMIT and OFFSET (parameters) cut the
+ * page; compiled once per reach.
+ *
+ * A prepared statement's generic plan costs a LIMIT or OFFSET parameter at a tenth of the rows
+ * the filter matches each: for a user with a thousand orders it costs a page of twenty at five
+ * times the plan made for the values, so PostgreSQL plans the statement anew at every execution
+ * (bench/README.md, finding 69). Under a literal reach the generic plan costs what the page reads,
+ * and PostgreSQL keeps it.
+ */
+export function compilePaged<A extends Record<string, unknown> & { limit: number; offset: number }, R>(
+  build: (db: Kysely<Database>, args: A, reach: RawBuilder<number>) => Compilable<R>,
+): (db: Kysely<Database>, args: A) => Promise<R[]> {
+  const byReach = compileByShape();
+  return (db, args) => {
+    const reach = pageReach(args.limit, args.offset);
+    return byReach(db, String(reach), args, (d, slots) => build(d, slots, sql.lit(reach)));
+  };
 }

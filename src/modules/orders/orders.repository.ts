@@ -1,5 +1,5 @@
 import { sql, type Compilable, type Expression, type ExpressionBuilder, type Kysely, type RawBuilder, type Transaction, type Updateable } from 'kysely';
-import { addPartArgs, buildPart, compileByShape, compileOnce, type SqlPart } from '../../db/compiled.ts';
+import { addPartArgs, buildPart, compileByShape, compileOnce, compilePaged, type SqlPart } from '../../db/compiled.ts';
 import { jsonArrayText } from '../../db/json-text.ts';
 import { THEN_COMMIT } from '../../db/prepared.ts';
 import type { Database, OrderEventRow, OrderRow, OrderStatus, OrdersTable } from '../../db/schema.ts';
@@ -180,6 +180,8 @@ const SHAPES: readonly StatusShape[] = ['all', 'ofStatus', 'ofStatuses'];
  * that always answers one row, past the end of the list too. The count is an uncorrelated
  * subquery over the user's counter rows (`user_order_counts`), which PostgreSQL runs once. The API
  * process parses no rows and runs no serializer for the page (bench/README.md, finding 48).
+ * The page is cut from the user's first orders up to its reach, a literal (`compilePaged`), so the
+ * prepared statement keeps one generic plan however many orders the user has.
  * The objects are joined in the order of the rows they render: their timestamps are cut to the
  * millisecond, so they could not order the page exactly themselves.
  */
@@ -187,14 +189,21 @@ function orderPageJsonQuery(shape: StatusShape, version: ApiVersion) {
   const mine = ownOrders(shape);
   const count = orderCountQuery(shape);
   const columns = orderSummarySql(version);
-  return compileOnce((db, a: OrderPageArgs) => {
+  return compilePaged((db, a: OrderPageArgs, reach) => {
     // the page first, then its rendering: rows that the offset skips are never rendered
-    const page = db
+    const reached = db
       .selectFrom('orders')
       .selectAll()
       .where((eb) => mine(eb, a))
       .orderBy('created_at', 'desc')
       .orderBy('id', 'desc')
+      .limit(reach)
+      .as('reached');
+    const page = db
+      .selectFrom(reached)
+      .selectAll()
+      .orderBy('reached.created_at', 'desc')
+      .orderBy('reached.id', 'desc')
       .limit(a.limit)
       .offset(a.offset)
       .as('orders');

@@ -104,7 +104,7 @@ function compileWithSlots<A extends Record<string, unknown>, R>(
   return compiled;
 }
 
-/** The smallest reach `compilePaged` compiles for: a page of the default size, and the next one. */
+/** The smallest reach `compilePaged` compiles for: the first three pages of the default size (20) share it. */
 const MIN_REACH = 64;
 
 /**

@@ -11,6 +11,8 @@ declare module 'autocannon' {
       requests?: { setupRequest?: (req: Record<string, unknown>, context: unknown) => Record<string, unknown> }[];
     }
     interface Result {
+      /** seconds from the start to the stop, which comes at the first one-second sample after `duration` */
+      duration: number;
       errors: number;
       timeouts: number;
       non2xx: number;

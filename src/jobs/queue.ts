@@ -142,6 +142,7 @@ export interface WorkOptions {
    * a few milliseconds apart are then fetched, run (with `batch`) and completed together, a
    * statement each per batch instead of per job. The handler has run by then: the wait delays only
    * pg-boss's completion of those jobs, and the start of jobs sent during it, by at most this long.
+   * The first batch after a quiet spell does not wait (`lingerFor`).
    * 0: no wait. Only for queues fetched in batches (batchSize above 1).
    */
   lingerMs?: number;
@@ -199,13 +200,21 @@ function jobSpanAttributes(w: { name: JobName }, job: JobWithMetadata<unknown>) 
   };
 }
 
+/** A fetch this many `lingerMs` after the loop's previous one (that got jobs) ends a quiet spell. */
+const QUIET_SPELL_LINGERS = 4;
+
 /**
  * How long a fetch loop waits after a batch that was not full (`WorkOptions.lingerMs`): until the
  * jobs that keep coming at the rate they have lately (`perMs`, jobs per millisecond) fill a batch,
  * counted from this batch's fetch, and at most `lingerMs`. Jobs every few milliseconds fill a batch
- * soon, and wait little; a trickle, or the first job after a quiet spell, gets the whole wait.
+ * soon, and wait little; a trickle gets the whole wait. The first batch after a quiet spell (its
+ * fetch `sincePreviousFetchMs` after the one before, more than QUIET_SPELL_LINGERS waits) does not
+ * wait: no recent rate says whether a trickle or a burst has begun, and the loop fetches again at
+ * once (`JobQueue.start`), which measures it; a burst would otherwise pile up behind a whole wait
+ * (bench/README.md, finding 71).
  */
-export function lingerFor(w: { lingerMs: number; batchSize: number; perMs: number; sinceFetchMs: number }): number {
+export function lingerFor(w: { lingerMs: number; batchSize: number; perMs: number; sinceFetchMs: number; sincePreviousFetchMs: number }): number {
+  if (w.sincePreviousFetchMs > QUIET_SPELL_LINGERS * w.lingerMs) return 0;
   const untilFull = w.batchSize / w.perMs - w.sinceFetchMs;
   return Math.min(w.lingerMs, Math.max(0, untilFull));
 }
@@ -375,7 +384,7 @@ export class JobQueue {
         // a full batch fetches again at once (burstWhenBatchFull): a backlog is batched already
         if (jobs.length < options.batchSize) {
           if (w.lingerMs > 0) {
-            const ms = lingerFor({ lingerMs: w.lingerMs, batchSize: options.batchSize, perMs: w.perMs, sinceFetchMs: performance.now() - fetchedAt });
+            const ms = lingerFor({ lingerMs: w.lingerMs, batchSize: options.batchSize, perMs: w.perMs, sinceFetchMs: performance.now() - fetchedAt, sincePreviousFetchMs });
             if (ms > 0) await this.linger(ms);
           }
           // After a batch that was not full, pg-boss's loop fetches again only on a NOTIFY, and a

@@ -39,6 +39,12 @@ describe("platform webhooks' processing jobs are fetched and completed in batche
     await seedProduct(app, 'MUG-CERAMIC-350', { stock: 100 });
     await seedProduct(app, 'TEA-EARLGREY-100', { stock: 100 });
 
+    // the first webhook after the start is processed and completed at once (no rate yet, lingerFor);
+    // one a second later waits as a trickle's does
+    const opening = await deliver(app, 8100000000000);
+    await waitFor(async () => ((await jobStateOf(app, opening)) === 'completed' ? true : undefined));
+    await sleep(1000);
+
     const first = await deliver(app, 8100000000001);
     await waitFor(async () => ((await statusOf(app, first)) === 'processed' ? true : undefined));
     // processed at once; its job stays active while the loop waits for company

@@ -184,6 +184,7 @@ function buildOrderSchemas(version: ApiVersion) {
       ...PageQuery,
       status: statusFilter,
       user_id: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_ID, description: "the owner's id" })),
+      customer_email: Type.Optional(Type.String({ minLength: 1, maxLength: 254, description: "the owner's e-mail, in any case" })),
       source: Type.Optional(Type.Union([Type.Literal('api'), Type.Literal('platform')], { description: '`platform`: orders from any inbound platform' })),
       external_id: Type.Optional(Type.String({ minLength: 1, maxLength: 255, description: "a platform's order id" })),
       created_from: Type.Optional(Instant('created at or after: `2026-01-31T08:00:00Z`, or a date for the start of that day (UTC)')),

@@ -151,6 +151,7 @@ interface OpenApiResponse {
 }
 interface OpenApiOperation {
   parameters?: { in: string; name: string; required?: boolean; schema?: { default?: unknown } }[];
+  requestBody?: { required?: boolean; content?: Record<string, { schema?: { anyOf?: { type?: unknown }[] } }> };
   responses?: Record<string, OpenApiResponse>;
 }
 interface OpenApiDocument {
@@ -168,8 +169,9 @@ const RETRY_AFTER = { 'Retry-After': integerHeader('seconds to wait before tryin
 /**
  * What the route schemas cannot say by themselves: a query parameter with a default is optional
  * (the validator fills the default in; the schema lists it as required only so the handler's type
- * has it), every response of a rate-limited route carries the X-RateLimit-* headers, and its 429
- * carries Retry-After.
+ * has it), a body whose schema admits `null` is optional (@fastify/swagger marks every body
+ * required, but the JSON parser reads an empty body as none), every response of a rate-limited
+ * route carries the X-RateLimit-* headers, and its 429 carries Retry-After.
  */
 function preciseDocument(doc: OpenApiDocument, routes: readonly RouteInfo[]): void {
   const limited = new Set(
@@ -180,10 +182,15 @@ function preciseDocument(doc: OpenApiDocument, routes: readonly RouteInfo[]): vo
       for (const p of op.parameters ?? []) {
         if (p.in !== 'path' && p.schema?.default !== undefined) delete p.required;
       }
+      if (op.requestBody && admitsNull(op.requestBody.content?.['application/json']?.schema)) op.requestBody.required = false;
       if (!limited.has(`${method} ${path}`) || !op.responses) continue;
       for (const [status, response] of Object.entries(op.responses)) {
         response.headers = { ...response.headers, ...RATE_LIMIT_HEADERS, ...(status === '429' ? RETRY_AFTER : {}) };
       }
     }
   }
+}
+
+function admitsNull(schema: { anyOf?: { type?: unknown }[] } | undefined): boolean {
+  return schema?.anyOf?.some((s) => s.type === 'null') ?? false;
 }

@@ -1640,6 +1640,134 @@ export interface paths {
         };
         trace?: never;
     };
+    "/api/v2/admin/users": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Search the users by e-mail, with their roles (administrators)
+         * @description `email` selects the users whose e-mail contains the text, in any case; `is_active` those active or not. Each user is shown as GET /users/{user_id} shows it. An administrator activates or deactivates a user with PATCH /users/{user_id}.
+         */
+        get: {
+            parameters: {
+                query?: {
+                    page?: number;
+                    page_size?: number;
+                    /** @description users whose e-mail contains this text, in any case (`acme.com`, `jane`) */
+                    email?: string;
+                    is_active?: boolean;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description A page of users with their roles, ordered by id */
+                200: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            items: {
+                                id: number;
+                                email: string;
+                                full_name: string;
+                                is_active: boolean;
+                                is_admin: boolean;
+                                /** Format: date-time */
+                                created_at: string;
+                                updated_at: string | null;
+                            }[];
+                            total: number;
+                            page: number;
+                            page_size: number;
+                            has_next: boolean;
+                        };
+                    };
+                };
+                /** @description Every error has this shape; 422 adds `errors`. */
+                401: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Every error has this shape; 422 adds `errors`. */
+                403: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Every error has this shape; 422 adds `errors`. */
+                422: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Every error has this shape; 422 adds `errors`. */
+                429: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        /** @description seconds to wait before trying again */
+                        "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v2/products": {
         parameters: {
             query?: never;
@@ -3037,7 +3165,7 @@ export interface paths {
         };
         /**
          * List every user's orders, newest first (administrators)
-         * @description Filters combine. `source=platform` selects the orders created from an e-commerce platform's webhooks, `source=api` those placed through POST /orders. `created_from` and `created_to` are inclusive: an ISO 8601 date-time with its offset, or a date for the whole of that day in UTC.
+         * @description Filters combine. `source=platform` selects the orders created from an e-commerce platform's webhooks, `source=api` those placed through POST /orders. `created_from` and `created_to` are inclusive: an ISO 8601 date-time with its offset, or a date for the whole of that day in UTC. `customer_email` selects the orders of the user with that e-mail (compared in any case).
          */
         get: {
             parameters: {
@@ -3048,6 +3176,8 @@ export interface paths {
                     status?: "pending" | "processing" | "completed" | "failed" | "cancelled";
                     /** @description the owner's id */
                     user_id?: number;
+                    /** @description the owner's e-mail, in any case */
+                    customer_email?: string;
                     /** @description `platform`: orders from any inbound platform */
                     source?: "api" | "platform";
                     /** @description a platform's order id */

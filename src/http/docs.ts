@@ -10,8 +10,8 @@ export const SECURITY_SCHEME = 'OAuth2PasswordBearer';
 
 const DOCS_TITLE = 'Order and Account Service';
 
-/** The docs page's icon: a plain monogram, no third-party mark. */
-const FAVICON =
+/** The icon of the docs page and the console: a plain monogram, no third-party mark. */
+export const FAVICON =
   '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"><rect width="32" height="32" rx="6" fill="#1f3a5f"/>' +
   '<text x="16" y="22" font-family="sans-serif" font-size="16" font-weight="bold" fill="#fff" text-anchor="middle">OA</text></svg>';
 

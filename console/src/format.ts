@@ -35,8 +35,8 @@ export function reasonText(reason: string | null | undefined): string {
   return REASONS[reason] ?? reason;
 }
 
-/** A datetime-local input's value (local time, to the minute) for a moment. */
+/** A datetime-local input's value (local time, to the second) for a moment. */
 export function localInput(d: Date): string {
   const pad = (n: number) => String(n).padStart(2, '0');
-  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}`;
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
 }

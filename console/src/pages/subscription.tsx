@@ -68,7 +68,7 @@ export function SubscriptionPage({ id }: { id: number }) {
     });
   };
   const remove = () =>
-    act(async () => {
+    action.run(async () => {
       await ok(api.DELETE('/api/v2/webhooks/subscriptions/{subscription_id}', path));
       setDeleting(false);
       navigate(href('/webhooks'));
@@ -123,7 +123,7 @@ export function SubscriptionPage({ id }: { id: number }) {
           <h2>Recover failed messages</h2>
           <form class="card inline-form" onSubmit={recover}>
             <label for="recover-since">Failed since</label>
-            <input id="recover-since" type="datetime-local" required value={since} onInput={(e) => setSince(e.currentTarget.value)} />
+            <input id="recover-since" type="datetime-local" step="1" required value={since} onInput={(e) => setSince(e.currentTarget.value)} />
             <button type="submit" disabled={action.busy}>
               Recover
             </button>

@@ -3,6 +3,12 @@ import { href } from '../router.ts';
 import { Badge } from './notice.tsx';
 import { Head } from './table.tsx';
 
+/** The order statuses API v2 knows, in a filter's order. */
+export const ORDER_STATUSES = ['pending', 'processing', 'completed', 'failed', 'cancelled'] as const;
+export type OrderStatus = (typeof ORDER_STATUSES)[number];
+
+export const statusOf = (value: string | null): OrderStatus | undefined => ORDER_STATUSES.find((s) => s === value);
+
 interface Row {
   id: number;
   status: string;

@@ -1,7 +1,7 @@
 import { ok } from '../api.ts';
-import { FilterForm, ORDER_STATUSES, queryValues, statusOf } from '../components/order-filters.tsx';
+import { FilterForm, queryValues } from '../components/filter-form.tsx';
 import { ErrorNotice } from '../components/notice.tsx';
-import { OrdersTable } from '../components/orders-table.tsx';
+import { ORDER_STATUSES, OrdersTable, statusOf } from '../components/orders-table.tsx';
 import { Page } from '../components/page.tsx';
 import { Pager } from '../components/pager.tsx';
 import { href, navigate, pageOf, useLocation } from '../router.ts';

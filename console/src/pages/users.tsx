@@ -1,5 +1,5 @@
 import { ok } from '../api.ts';
-import { FilterForm, queryValues } from '../components/order-filters.tsx';
+import { FilterForm, queryValues } from '../components/filter-form.tsx';
 import { ErrorNotice, Notice } from '../components/notice.tsx';
 import { Page } from '../components/page.tsx';
 import { Pager } from '../components/pager.tsx';

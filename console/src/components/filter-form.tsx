@@ -1,11 +1,5 @@
 import { useEffect, useState } from 'preact/hooks';
 
-/** The order statuses a filter offers. */
-export const ORDER_STATUSES = ['pending', 'processing', 'completed', 'failed', 'cancelled'] as const;
-export type OrderStatus = (typeof ORDER_STATUSES)[number];
-
-export const statusOf = (value: string | null): OrderStatus | undefined => ORDER_STATUSES.find((s) => s === value);
-
 /**
  * A filter form over query parameters: its fields start from the address, and applying it goes to
  * the address with the new values (page 1).

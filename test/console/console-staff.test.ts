@@ -212,6 +212,33 @@ describe('the console for staff, in Chromium', { skip: skipWithoutChromium, time
     assert.equal((await stored()).is_active, true);
   });
 
+  it('lists are paged by the API: a page of 20, then the next page asked for', async () => {
+    for (let i = 1; i <= 23; i++) await createUser(app, { email: `pager-${String(i).padStart(2, '0')}@console.test`, login: false });
+    const asked: string[] = [];
+    const listener = (r: { url: () => string }) => {
+      if (r.url().includes('/api/v2/admin/users?')) asked.push(new URL(r.url()).search);
+    };
+    page.on('request', listener);
+    await page.goto(`${base}/console/users?email=pager-`);
+    const table = page.getByRole('table', { name: 'Users' });
+    await table.getByRole('row').filter({ hasText: 'pager-20@console.test' }).waitFor();
+    assert.equal(await table.getByRole('row').count(), 21, 'the heading row and 20 users');
+    const pages = page.getByRole('navigation', { name: 'Pages of users' });
+    await pages.getByText('Page 1 of 2 · 23 users').waitFor();
+    await pages.getByRole('link', { name: 'Next page' }).click();
+    await table.getByRole('row').filter({ hasText: 'pager-23@console.test' }).waitFor();
+    assert.equal(await table.getByRole('row').count(), 4, 'the heading row and the last 3 users');
+    await pages.getByRole('link', { name: 'Previous page' }).waitFor();
+    page.off('request', listener);
+    assert.deepEqual(
+      asked.map((q) => Object.fromEntries(new URLSearchParams(q))),
+      [
+        { page: '1', page_size: '20', email: 'pager-' },
+        { page: '2', page_size: '20', email: 'pager-' },
+      ],
+    );
+  });
+
   it('products: stock shown; price and stock edited in place', async () => {
     await openFromNavigation(page, 'Products');
     const table = page.getByRole('table', { name: 'Products' });

@@ -82,6 +82,9 @@ describe('the console for a subscriber (not staff), in Chromium', { skip: skipWi
       assert.equal(await page.getByRole('table').count(), 0, path);
     }
     await assertAccessible(page, 'a staff page refused');
+    await page.goto(`${base}/console/no-such-page`);
+    await page.getByRole('heading', { level: 1, name: 'Page not found' }).waitFor();
+    await assertAccessible(page, 'an unknown console address');
     const token = await consoleAccessToken(page);
     for (const [method, url] of [['GET', '/api/v2/admin/orders'], ['GET', '/api/v2/admin/inbound-webhooks'], ['GET', '/api/v2/admin/users'], ['PATCH', `/api/v2/products/${productId}`]] as const) {
       const res = await app.inject({ method, url, headers: { authorization: `Bearer ${token}` }, ...(method === 'PATCH' ? { payload: { stock: 1 } } : {}) });
@@ -233,6 +236,19 @@ describe('the console for a subscriber (not staff), in Chromium', { skip: skipWi
     await page.getByRole('dialog').getByRole('button', { name: 'Yes, cancel the order' }).click();
     await page.getByRole('status', { name: 'Order status' }).filter({ hasText: 'cancelled' }).waitFor();
     await timeline.getByText('Status changed: completed → cancelled').waitFor();
-    assertNoTrouble(trouble);
+  });
+
+  it('a session ended elsewhere (signed out everywhere): the next request brings back the sign-in form, saying why', async () => {
+    // from a page that does not poll, so the click below makes the first request after the cut-off
+    await openFromNavigation(page, 'My orders');
+    const token = await consoleAccessToken(page);
+    const everywhere = await app.inject({ method: 'POST', url: '/api/v2/auth/logout-all', headers: { authorization: `Bearer ${token}` } });
+    assert.equal(everywhere.statusCode, 204, everywhere.body);
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Webhooks' }).click();
+    await page.getByRole('status').filter({ hasText: 'Your session has ended. Sign in again.' }).waitFor();
+    await page.getByRole('button', { name: 'Sign in' }).waitFor();
+    assert.equal(await page.evaluate(() => sessionStorage.getItem('oas-console-session')), null);
+    // the refused request, and the refresh the client tried once
+    assertNoTrouble(trouble, [/^401 GET \/api\/v2\/webhooks\/subscriptions$/, /^401 POST \/api\/v2\/auth\/refresh$/]);
   });
 });

@@ -1,3 +1,4 @@
+import type { ComponentChildren } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { forgetSession, ok, onSessionEnded, serviceClient, type Console } from './api.ts';
 import { BASE, href, navigate, useLocation } from './router.ts';
@@ -90,7 +91,7 @@ function Frame(props: {
   onSignOut?: () => void;
   links?: readonly (readonly [string, string])[];
   current?: string;
-  children: preact.ComponentChildren;
+  children: ComponentChildren;
 }) {
   return (
     <>

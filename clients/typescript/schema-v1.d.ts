@@ -21,7 +21,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -59,7 +59,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description Ready (`ok`), or ready without Redis (`degraded`: rate limits count per process) */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -73,7 +73,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Not ready: the database or the job queue is unreachable; `checks` says which */
                 503: {
                     headers: {
                         [name: string]: unknown;
@@ -126,7 +126,7 @@ export interface paths {
                         "text/plain": string;
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`) */
                 401: {
                     headers: {
                         [name: string]: unknown;
@@ -135,7 +135,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Internal error (`INTERNAL_ERROR`) */
                 500: {
                     headers: {
                         [name: string]: unknown;
@@ -171,7 +171,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -210,7 +210,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Sign in with e-mail (as `username`) and password
+         * Sign in with your e-mail address (as username) and password
          * @description Accepts JSON or an OAuth2 password-flow form (application/x-www-form-urlencoded).
          *
          *     After `LOGIN_THROTTLE_MAX_FAILURES` (10) failed sign-ins for one e-mail within `LOGIN_THROTTLE_WINDOW_SECONDS` (15 minutes), further sign-ins for that e-mail answer 429 `LOGIN_THROTTLED` with `Retry-After` until the window ends, whichever client they come from, whether or not an account has that e-mail. A successful sign-in or a password reset clears the count. Always counted against the client IP (429 `RATE_LIMITED`), whatever `Authorization` header is sent.
@@ -224,6 +224,12 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "username": "admin@example.com",
+                     *       "password": "the password npm start printed"
+                     *     }
+                     */
                     "application/json": {
                         /** @description the e-mail address (an empty or unknown one is 401) */
                         username: string;
@@ -233,6 +239,12 @@ export interface paths {
                         client_id?: string;
                         client_secret?: string;
                     };
+                    /**
+                     * @example {
+                     *       "username": "admin@example.com",
+                     *       "password": "the password npm start printed"
+                     *     }
+                     */
                     "application/x-www-form-urlencoded": {
                         /** @description the e-mail address (an empty or unknown one is 401) */
                         username: string;
@@ -245,7 +257,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -265,7 +277,22 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`BAD_REQUEST`) */
+                400: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Not authenticated (`INVALID_CREDENTIALS`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -280,7 +307,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -295,7 +322,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -310,7 +367,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`LOGIN_THROTTLED`, `RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -321,6 +378,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -354,13 +426,19 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "refresh_token": "the refresh_token of your sign-in"
+                     *     }
+                     */
                     "application/json": {
+                        /** @description the `refresh_token` POST /auth/login answered */
                         refresh_token: string;
                     };
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -379,7 +457,22 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`BAD_REQUEST`) */
+                400: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Not authenticated (`INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -394,7 +487,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -409,7 +532,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -420,6 +543,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -453,7 +591,13 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "refresh_token": "the refresh_token of your sign-in"
+                     *     }
+                     */
                     "application/json": {
+                        /** @description the `refresh_token` POST /auth/login answered */
                         refresh_token: string;
                     };
                 };
@@ -472,7 +616,22 @@ export interface paths {
                     };
                     content?: never;
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`BAD_REQUEST`) */
+                400: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Not authenticated (`INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -487,7 +646,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -502,7 +691,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -513,6 +702,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -562,7 +766,22 @@ export interface paths {
                     };
                     content?: never;
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`BAD_REQUEST`) */
+                400: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -577,7 +796,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -592,7 +811,52 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                422: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -603,6 +867,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -634,7 +913,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -657,7 +936,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -672,7 +951,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -687,7 +966,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -698,6 +977,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -736,6 +1030,12 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "current_password": "your current password",
+                     *       "new_password": "staple-horse-battery-correct"
+                     *     }
+                     */
                     "application/json": {
                         current_password: string;
                         /** @description 8 to 72 bytes (bcrypt hashes only the first 72 bytes, so longer passwords are refused) */
@@ -757,7 +1057,22 @@ export interface paths {
                     };
                     content?: never;
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`BAD_REQUEST`) */
+                400: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Not authenticated (`INVALID_CREDENTIALS`, `NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -772,7 +1087,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -787,7 +1102,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -802,7 +1147,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -813,6 +1158,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -849,6 +1209,11 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "email": "jane.doe@example.com"
+                     *     }
+                     */
                     "application/json": {
                         /** @description the e-mail address of the account */
                         email: string;
@@ -856,7 +1221,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description Accepted */
                 202: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -874,7 +1239,52 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`BAD_REQUEST`) */
+                400: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -889,7 +1299,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -900,6 +1310,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -936,6 +1361,12 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "token": "the token from the recovery e-mail",
+                     *       "new_password": "staple-horse-battery-correct"
+                     *     }
+                     */
                     "application/json": {
                         /** @description the token from the recovery e-mail */
                         token: string;
@@ -945,7 +1376,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -963,7 +1394,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`INVALID_RESET_TOKEN`, `RESET_TOKEN_USED`, `RESET_TOKEN_EXPIRED`, `RESET_TOKEN_SUPERSEDED`, `BAD_REQUEST`) */
                 400: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -978,7 +1409,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -993,7 +1454,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1004,6 +1465,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1031,6 +1507,7 @@ export interface paths {
                 query?: {
                     page?: number;
                     page_size?: number;
+                    /** @example true */
                     is_active?: boolean;
                 };
                 header?: never;
@@ -1067,7 +1544,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1082,7 +1559,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1097,7 +1574,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1112,7 +1589,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1123,6 +1600,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1142,6 +1634,13 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "email": "jane.doe@example.com",
+                     *       "full_name": "Jane Doe",
+                     *       "password": "correct-horse-battery"
+                     *     }
+                     */
                     "application/json": {
                         /**
                          * Format: email
@@ -1155,7 +1654,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description Created */
                 201: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1178,7 +1677,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`EMAIL_EXISTS`, `BAD_REQUEST`) */
                 400: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1193,7 +1692,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1208,7 +1707,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`, `ADMIN_REQUIRED`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1223,7 +1722,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1238,7 +1767,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1249,6 +1778,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1276,13 +1820,14 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 2 */
                     user_id: number;
                 };
                 cookie?: never;
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1306,7 +1851,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1321,7 +1866,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1336,7 +1881,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1351,7 +1896,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1366,7 +1911,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1383,6 +1928,21 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
             };
         };
         put?: never;
@@ -1393,6 +1953,7 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 2 */
                     user_id: number;
                 };
                 cookie?: never;
@@ -1412,7 +1973,22 @@ export interface paths {
                     };
                     content?: never;
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`BAD_REQUEST`) */
+                400: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1427,7 +2003,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`FORBIDDEN`, `INACTIVE_USER`, `ADMIN_REQUIRED`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1442,7 +2018,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1457,7 +2033,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1472,7 +2078,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1489,6 +2095,21 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
             };
         };
         options?: never;
@@ -1499,12 +2120,18 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 2 */
                     user_id: number;
                 };
                 cookie?: never;
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "full_name": "Jane Q. Doe"
+                     *     }
+                     */
                     "application/json": {
                         full_name?: string;
                         /**
@@ -1520,7 +2147,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1544,7 +2171,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`EMAIL_EXISTS`, `BAD_REQUEST`) */
                 400: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1559,7 +2186,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1574,7 +2201,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`FORBIDDEN`, `INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1589,7 +2216,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1604,7 +2231,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1619,7 +2276,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1630,6 +2287,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1653,7 +2325,10 @@ export interface paths {
                 query?: {
                     page?: number;
                     page_size?: number;
-                    /** @description administrators only; everyone else sees active products */
+                    /**
+                     * @description administrators only; everyone else sees active products
+                     * @example true
+                     */
                     is_active?: boolean;
                 };
                 header?: never;
@@ -1694,7 +2369,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1709,7 +2384,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1724,7 +2399,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1739,7 +2414,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1750,6 +2425,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1769,6 +2459,14 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "sku": "SCARF-WOOL-GREY",
+                     *       "name": "Grey Wool Scarf",
+                     *       "price": 29.5,
+                     *       "stock": 40
+                     *     }
+                     */
                     "application/json": {
                         /** @description unique; letters, digits, . _ - */
                         sku: string;
@@ -1783,7 +2481,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description Created */
                 201: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1809,7 +2507,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`SKU_EXISTS`, `BAD_REQUEST`) */
                 400: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1824,7 +2522,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1839,7 +2537,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`, `ADMIN_REQUIRED`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1854,7 +2552,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1869,7 +2597,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1880,6 +2608,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1907,13 +2650,14 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 1 */
                     product_id: number;
                 };
                 cookie?: never;
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1939,7 +2683,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1954,7 +2698,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1969,7 +2713,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1984,7 +2728,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1999,7 +2743,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2010,6 +2754,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2029,12 +2788,18 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 1 */
                     product_id: number;
                 };
                 cookie?: never;
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "stock": 120
+                     *     }
+                     */
                     "application/json": {
                         /** @description unique; letters, digits, . _ - */
                         sku?: string;
@@ -2048,7 +2813,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2074,7 +2839,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`SKU_EXISTS`, `BAD_REQUEST`) */
                 400: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2089,7 +2854,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2104,7 +2869,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`, `ADMIN_REQUIRED`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2119,7 +2884,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2134,7 +2899,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2149,7 +2944,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2160,6 +2955,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2183,7 +2993,10 @@ export interface paths {
                 query?: {
                     page?: number;
                     page_size?: number;
-                    /** @description `failed` includes the orders that will not be fulfilled for any reason */
+                    /**
+                     * @description `failed` includes the orders that will not be fulfilled for any reason
+                     * @example completed
+                     */
                     status?: "pending" | "processing" | "completed" | "failed";
                 };
                 header?: never;
@@ -2222,7 +3035,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2237,7 +3050,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2252,7 +3065,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2267,7 +3080,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2278,6 +3091,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2300,12 +3128,23 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "product_id": 1,
+                     *           "quantity": 1
+                     *         }
+                     *       ],
+                     *       "shipping_address": "221B Baker Street, London NW1 6XE, United Kingdom"
+                     *     }
+                     */
                     "application/json": {
                         /** @description 1 to 100 lines */
                         items: {
-                            /** @description an active product */
+                            /** @description an active product (otherwise 400 `INVALID_PRODUCT`) */
                             product_id: number;
-                            /** @description 1 to 1000 */
+                            /** @description 1 to 1000 (otherwise 400 `INVALID_QUANTITY`) */
                             quantity: number;
                         }[];
                         /** @description 1 to 500 characters */
@@ -2314,7 +3153,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description Created */
                 201: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2343,7 +3182,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`INVALID_PRODUCT`, `INVALID_QUANTITY`, `BAD_REQUEST`) */
                 400: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2358,7 +3197,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2373,7 +3212,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2388,7 +3227,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`, `IDEMPOTENCY_KEY_REUSED`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2403,7 +3272,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2414,6 +3283,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2441,13 +3325,14 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 1 */
                     order_id: number;
                 };
                 cookie?: never;
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2479,7 +3364,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2494,7 +3379,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`FORBIDDEN`, `INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2509,7 +3394,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2524,7 +3409,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2539,7 +3424,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2550,6 +3435,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2582,6 +3482,7 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 1 */
                     order_id: number;
                 };
                 cookie?: never;
@@ -2625,7 +3526,7 @@ export interface paths {
                         }[];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2640,7 +3541,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`FORBIDDEN`, `INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2655,7 +3556,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2670,7 +3571,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2685,7 +3586,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2696,6 +3597,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2727,13 +3643,14 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 1 */
                     order_id: number;
                 };
                 cookie?: never;
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description Accepted */
                 202: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2752,7 +3669,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`INVALID_STATE`, `BAD_REQUEST`) */
                 400: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2767,7 +3684,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2782,7 +3699,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`FORBIDDEN`, `INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2797,7 +3714,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2812,7 +3729,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2827,7 +3774,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2838,6 +3785,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2868,17 +3830,35 @@ export interface paths {
                 query?: {
                     page?: number;
                     page_size?: number;
-                    /** @description `failed` includes the orders that will not be fulfilled for any reason */
+                    /**
+                     * @description `failed` includes the orders that will not be fulfilled for any reason
+                     * @example completed
+                     */
                     status?: "pending" | "processing" | "completed" | "failed";
-                    /** @description the owner's id */
+                    /**
+                     * @description the owner's id
+                     * @example 1
+                     */
                     user_id?: number;
-                    /** @description `platform`: orders from any inbound platform */
+                    /**
+                     * @description `platform`: orders from any inbound platform
+                     * @example api
+                     */
                     source?: "api" | "platform";
-                    /** @description a platform's order id */
+                    /**
+                     * @description a platform's order id
+                     * @example 820982911946154508
+                     */
                     external_id?: string;
-                    /** @description created at or after: `2026-01-31T08:00:00Z`, or a date for the start of that day (UTC) */
+                    /**
+                     * @description created at or after: `2026-01-31T08:00:00Z`, or a date for the start of that day (UTC)
+                     * @example 2026-01-01
+                     */
                     created_from?: string;
-                    /** @description created at or before: `2026-01-31T18:00:00+02:00`, or a date for the whole of that day (UTC) */
+                    /**
+                     * @description created at or before: `2026-01-31T18:00:00+02:00`, or a date for the whole of that day (UTC)
+                     * @example 2030-12-31
+                     */
                     created_to?: string;
                 };
                 header?: never;
@@ -2923,7 +3903,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2938,7 +3918,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`, `ADMIN_REQUIRED`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2953,7 +3933,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2968,7 +3948,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2979,6 +3959,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3008,13 +4003,14 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 1 */
                     order_id: number;
                 };
                 cookie?: never;
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3076,7 +4072,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3091,7 +4087,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`, `ADMIN_REQUIRED`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3106,7 +4102,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3121,7 +4117,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3136,7 +4132,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3147,6 +4143,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3176,6 +4187,7 @@ export interface paths {
                 query?: {
                     skip?: number;
                     limit?: number;
+                    /** @example true */
                     is_active?: boolean;
                 };
                 header?: never;
@@ -3208,7 +4220,7 @@ export interface paths {
                         }[];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3223,7 +4235,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3238,7 +4250,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3253,7 +4265,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3264,6 +4276,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3283,6 +4310,13 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "name": "Reading lamp",
+                     *       "description": "Brass desk lamp with a linen shade",
+                     *       "price": 34.9
+                     *     }
+                     */
                     "application/json": {
                         /** @description 1 to 100 characters */
                         name: string;
@@ -3296,7 +4330,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description Created */
                 201: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3320,7 +4354,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`BAD_REQUEST`) */
                 400: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3335,7 +4369,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3350,7 +4384,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3365,7 +4399,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3380,7 +4444,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3391,6 +4455,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3418,13 +4497,14 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 1 */
                     item_id: number;
                 };
                 cookie?: never;
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3448,7 +4528,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3463,7 +4543,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`FORBIDDEN`, `INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3478,7 +4558,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3493,7 +4573,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3508,7 +4588,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3525,6 +4605,21 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
             };
         };
         put?: never;
@@ -3535,6 +4630,7 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 1 */
                     item_id: number;
                 };
                 cookie?: never;
@@ -3554,7 +4650,22 @@ export interface paths {
                     };
                     content?: never;
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`BAD_REQUEST`) */
+                400: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3569,7 +4680,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`FORBIDDEN`, `INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3584,7 +4695,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3599,7 +4710,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3614,7 +4755,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3625,6 +4766,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3644,12 +4800,18 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 1 */
                     item_id: number;
                 };
                 cookie?: never;
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "price": 29.9
+                     *     }
+                     */
                     "application/json": {
                         /** @description 1 to 100 characters */
                         name?: string;
@@ -3662,7 +4824,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3686,7 +4848,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`INVALID_INPUT`, `BAD_REQUEST`) */
                 400: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3701,7 +4863,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3716,7 +4878,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`FORBIDDEN`, `INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3731,7 +4893,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3746,7 +4908,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3761,7 +4953,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3772,6 +4964,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3812,7 +5019,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3834,7 +5041,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`INVALID_SIGNATURE`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3849,7 +5056,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
                 413: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3864,7 +5071,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3879,7 +5086,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3896,7 +5103,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Internal error (`INTERNAL_ERROR`) */
                 500: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3911,7 +5118,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Service unavailable: retry after `Retry-After` seconds (`WEBHOOK_NOT_CONFIGURED`, `SERVICE_UNAVAILABLE`) */
                 503: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3964,7 +5171,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3986,7 +5193,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`INVALID_SIGNATURE`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4001,7 +5208,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
                 413: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4016,7 +5223,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4031,7 +5238,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4048,7 +5255,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Internal error (`INTERNAL_ERROR`) */
                 500: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4063,7 +5270,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Service unavailable: retry after `Retry-After` seconds (`WEBHOOK_NOT_CONFIGURED`, `SERVICE_UNAVAILABLE`) */
                 503: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4099,9 +5306,15 @@ export interface paths {
                 query?: {
                     page?: number;
                     page_size?: number;
-                    /** @description `received`: waiting to be processed; `processed`: it became (or was linked to) an order; `failed`: see `error` */
+                    /**
+                     * @description `received`: waiting to be processed; `processed`: it became (or was linked to) an order; `failed`: see `error`
+                     * @example processed
+                     */
                     status?: "received" | "processed" | "failed";
-                    /** @description e.g. `orders/create` */
+                    /**
+                     * @description e.g. `orders/create`
+                     * @example orders/create
+                     */
                     topic?: string;
                 };
                 header?: never;
@@ -4148,7 +5361,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4163,7 +5376,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`, `ADMIN_REQUIRED`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4178,7 +5391,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4193,7 +5406,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4204,6 +5417,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -4236,13 +5464,14 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 1 */
                     id: number;
                 };
                 cookie?: never;
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4284,7 +5513,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4299,7 +5528,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`, `ADMIN_REQUIRED`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4314,7 +5543,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4329,7 +5558,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4344,7 +5573,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4355,6 +5584,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -4389,13 +5633,14 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 1 */
                     id: number;
                 };
                 cookie?: never;
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description Accepted */
                 202: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4416,7 +5661,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`INVALID_STATE`, `BAD_REQUEST`) */
                 400: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4431,7 +5676,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4446,7 +5691,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`, `ADMIN_REQUIRED`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4461,7 +5706,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4476,7 +5721,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4491,7 +5766,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4502,6 +5777,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -4572,7 +5862,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4587,7 +5877,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4602,7 +5892,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4617,7 +5907,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4628,6 +5918,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -4650,6 +5955,15 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "url": "https://example.com/webhooks/orders",
+                     *       "events": [
+                     *         "order.status_changed"
+                     *       ],
+                     *       "description": "Order updates for the warehouse"
+                     *     }
+                     */
                     "application/json": {
                         /**
                          * Format: uri
@@ -4663,7 +5977,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description Created */
                 201: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4695,7 +6009,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`SUBSCRIPTION_LIMIT_REACHED`, `SUBSCRIPTION_URL_EXISTS`, `BAD_REQUEST`) */
                 400: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4710,7 +6024,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4725,7 +6039,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4740,7 +6054,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4755,7 +6099,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4766,6 +6110,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -4793,13 +6152,14 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 1 */
                     subscription_id: number;
                 };
                 cookie?: never;
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4829,7 +6189,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4844,7 +6204,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`FORBIDDEN`, `INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4859,7 +6219,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4874,7 +6234,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4889,7 +6249,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4906,6 +6266,21 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
             };
         };
         put?: never;
@@ -4916,6 +6291,7 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 1 */
                     subscription_id: number;
                 };
                 cookie?: never;
@@ -4935,7 +6311,22 @@ export interface paths {
                     };
                     content?: never;
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`BAD_REQUEST`) */
+                400: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4950,7 +6341,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`FORBIDDEN`, `INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4965,7 +6356,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4980,7 +6371,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4995,7 +6416,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5006,6 +6427,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -5025,12 +6461,18 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 1 */
                     subscription_id: number;
                 };
                 cookie?: never;
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "description": "Order updates for the warehouse team"
+                     *     }
+                     */
                     "application/json": {
                         /**
                          * Format: uri
@@ -5046,7 +6488,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5076,7 +6518,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`SUBSCRIPTION_URL_EXISTS`, `BAD_REQUEST`) */
                 400: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5091,7 +6533,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5106,7 +6548,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`FORBIDDEN`, `INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5121,7 +6563,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5136,7 +6578,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5151,7 +6623,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5162,6 +6634,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -5188,14 +6675,22 @@ export interface paths {
                 query?: {
                     page?: number;
                     page_size?: number;
-                    /** @description attempts whose message is now in this state */
+                    /**
+                     * @description attempts whose message is now in this state
+                     * @example delivered
+                     */
                     status?: "pending" | "delivered" | "failed";
+                    /** @example order.status_changed */
                     event_type?: "order.created" | "order.status_changed" | "webhook.test";
-                    /** @description attempts of the messages of this order */
+                    /**
+                     * @description attempts of the messages of this order
+                     * @example 1
+                     */
                     order_id?: number;
                 };
                 header?: never;
                 path: {
+                    /** @example 1 */
                     subscription_id: number;
                 };
                 cookie?: never;
@@ -5241,7 +6736,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5256,7 +6751,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`FORBIDDEN`, `INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5271,7 +6766,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5286,7 +6781,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5301,7 +6796,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5312,6 +6807,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -5341,15 +6851,19 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 1 */
                     subscription_id: number;
-                    /** @description the message id (`webhook-id` header, `msg_…`) */
+                    /**
+                     * @description the message id (`webhook-id` header, `msg_…`): the `message_id` of a delivery
+                     * @example msg_2tR9ZqW1yK0bX4mE7pLs3Jd
+                     */
                     message_id: string;
                 };
                 cookie?: never;
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5401,7 +6915,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5416,7 +6930,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`FORBIDDEN`, `INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5431,7 +6945,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5446,7 +6960,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5461,7 +6975,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5472,6 +6986,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -5506,15 +7035,19 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 1 */
                     subscription_id: number;
-                    /** @description the message id (`webhook-id` header, `msg_…`) */
+                    /**
+                     * @description the message id (`webhook-id` header, `msg_…`): the `message_id` of a delivery
+                     * @example msg_2tR9ZqW1yK0bX4mE7pLs3Jd
+                     */
                     message_id: string;
                 };
                 cookie?: never;
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description Accepted */
                 202: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5533,7 +7066,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`INVALID_STATE`, `BAD_REQUEST`) */
                 400: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5548,7 +7081,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5563,7 +7096,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`FORBIDDEN`, `INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5578,7 +7111,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5593,7 +7126,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5608,7 +7171,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5619,6 +7182,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -5651,12 +7229,18 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 1 */
                     subscription_id: number;
                 };
                 cookie?: never;
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "since": "2026-01-01T00:00:00Z"
+                     *     }
+                     */
                     "application/json": {
                         /**
                          * Format: date-time
@@ -5667,7 +7251,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description Accepted */
                 202: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5689,7 +7273,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`INVALID_STATE`, `BAD_REQUEST`) */
                 400: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5704,7 +7288,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5719,7 +7303,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`FORBIDDEN`, `INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5734,7 +7318,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5749,7 +7333,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5764,7 +7378,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5775,6 +7389,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -5798,19 +7427,20 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Send a `webhook.test` event to the subscription */
+        /** Send a webhook.test event to the subscription */
         post: {
             parameters: {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 1 */
                     subscription_id: number;
                 };
                 cookie?: never;
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description Accepted */
                 202: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5829,7 +7459,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`INVALID_STATE`, `BAD_REQUEST`) */
                 400: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5844,7 +7474,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5859,7 +7489,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`FORBIDDEN`, `INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5874,7 +7504,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5889,7 +7519,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5904,7 +7564,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5915,6 +7575,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -5947,13 +7622,19 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 1 */
                     subscription_id: number;
                 };
                 cookie?: never;
             };
-            /** @description optional */
+            /** @description optional: no body keeps the replaced secret signing for the default overlap */
             requestBody?: {
                 content: {
+                    /**
+                     * @example {
+                     *       "overlap_seconds": 3600
+                     *     }
+                     */
                     "application/json": {
                         /**
                          * @description how long the replaced secret keeps signing beside the new one (0: not at all)
@@ -5964,7 +7645,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5996,7 +7677,22 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`BAD_REQUEST`) */
+                400: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -6011,7 +7707,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`FORBIDDEN`, `INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -6026,7 +7722,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -6041,7 +7737,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -6056,7 +7782,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -6067,6 +7793,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -6097,6 +7838,7 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 1 */
                     order_id: number;
                 };
                 cookie?: never;
@@ -6252,7 +7994,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -6267,7 +8009,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`, `ADMIN_REQUIRED`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -6282,7 +8024,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -6297,7 +8039,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -6312,7 +8054,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -6323,6 +8065,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {

@@ -21,7 +21,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -59,7 +59,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description Ready (`ok`), or ready without Redis (`degraded`: rate limits count per process) */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -73,7 +73,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Not ready: the database or the job queue is unreachable; `checks` says which */
                 503: {
                     headers: {
                         [name: string]: unknown;
@@ -126,7 +126,7 @@ export interface paths {
                         "text/plain": string;
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`) */
                 401: {
                     headers: {
                         [name: string]: unknown;
@@ -135,7 +135,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Internal error (`INTERNAL_ERROR`) */
                 500: {
                     headers: {
                         [name: string]: unknown;
@@ -171,7 +171,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -210,7 +210,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Sign in with e-mail (as `username`) and password
+         * Sign in with your e-mail address (as username) and password
          * @description Accepts JSON or an OAuth2 password-flow form (application/x-www-form-urlencoded).
          *
          *     After `LOGIN_THROTTLE_MAX_FAILURES` (10) failed sign-ins for one e-mail within `LOGIN_THROTTLE_WINDOW_SECONDS` (15 minutes), further sign-ins for that e-mail answer 429 `LOGIN_THROTTLED` with `Retry-After` until the window ends, whichever client they come from, whether or not an account has that e-mail. A successful sign-in or a password reset clears the count. Always counted against the client IP (429 `RATE_LIMITED`), whatever `Authorization` header is sent.
@@ -224,6 +224,12 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "username": "admin@example.com",
+                     *       "password": "the password npm start printed"
+                     *     }
+                     */
                     "application/json": {
                         /** @description the e-mail address (an empty or unknown one is 401) */
                         username: string;
@@ -233,6 +239,12 @@ export interface paths {
                         client_id?: string;
                         client_secret?: string;
                     };
+                    /**
+                     * @example {
+                     *       "username": "admin@example.com",
+                     *       "password": "the password npm start printed"
+                     *     }
+                     */
                     "application/x-www-form-urlencoded": {
                         /** @description the e-mail address (an empty or unknown one is 401) */
                         username: string;
@@ -245,7 +257,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -265,7 +277,22 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`BAD_REQUEST`) */
+                400: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Not authenticated (`INVALID_CREDENTIALS`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -280,7 +307,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -295,7 +322,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -310,7 +367,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`LOGIN_THROTTLED`, `RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -321,6 +378,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -354,13 +426,19 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "refresh_token": "the refresh_token of your sign-in"
+                     *     }
+                     */
                     "application/json": {
+                        /** @description the `refresh_token` POST /auth/login answered */
                         refresh_token: string;
                     };
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -379,7 +457,22 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`BAD_REQUEST`) */
+                400: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Not authenticated (`INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -394,7 +487,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -409,7 +532,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -420,6 +543,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -453,7 +591,13 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "refresh_token": "the refresh_token of your sign-in"
+                     *     }
+                     */
                     "application/json": {
+                        /** @description the `refresh_token` POST /auth/login answered */
                         refresh_token: string;
                     };
                 };
@@ -472,7 +616,22 @@ export interface paths {
                     };
                     content?: never;
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`BAD_REQUEST`) */
+                400: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Not authenticated (`INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -487,7 +646,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -502,7 +691,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -513,6 +702,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -562,7 +766,22 @@ export interface paths {
                     };
                     content?: never;
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`BAD_REQUEST`) */
+                400: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -577,7 +796,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -592,7 +811,52 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                422: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -603,6 +867,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -634,7 +913,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -657,7 +936,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -672,7 +951,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -687,7 +966,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -698,6 +977,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -736,6 +1030,12 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "current_password": "your current password",
+                     *       "new_password": "staple-horse-battery-correct"
+                     *     }
+                     */
                     "application/json": {
                         current_password: string;
                         /** @description 8 to 72 bytes (bcrypt hashes only the first 72 bytes, so longer passwords are refused) */
@@ -757,7 +1057,22 @@ export interface paths {
                     };
                     content?: never;
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`BAD_REQUEST`) */
+                400: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Not authenticated (`INVALID_CREDENTIALS`, `NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -772,7 +1087,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -787,7 +1102,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -802,7 +1147,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -813,6 +1158,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -849,6 +1209,11 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "email": "jane.doe@example.com"
+                     *     }
+                     */
                     "application/json": {
                         /** @description the e-mail address of the account */
                         email: string;
@@ -856,7 +1221,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description Accepted */
                 202: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -874,7 +1239,52 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`BAD_REQUEST`) */
+                400: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -889,7 +1299,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -900,6 +1310,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -936,6 +1361,12 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "token": "the token from the recovery e-mail",
+                     *       "new_password": "staple-horse-battery-correct"
+                     *     }
+                     */
                     "application/json": {
                         /** @description the token from the recovery e-mail */
                         token: string;
@@ -945,7 +1376,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -963,7 +1394,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`INVALID_RESET_TOKEN`, `RESET_TOKEN_USED`, `RESET_TOKEN_EXPIRED`, `RESET_TOKEN_SUPERSEDED`, `BAD_REQUEST`) */
                 400: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -978,7 +1409,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -993,7 +1454,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1004,6 +1465,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1031,6 +1507,7 @@ export interface paths {
                 query?: {
                     page?: number;
                     page_size?: number;
+                    /** @example true */
                     is_active?: boolean;
                 };
                 header?: never;
@@ -1067,7 +1544,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1082,7 +1559,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1097,7 +1574,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1112,7 +1589,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1123,6 +1600,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1142,6 +1634,13 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "email": "jane.doe@example.com",
+                     *       "full_name": "Jane Doe",
+                     *       "password": "correct-horse-battery"
+                     *     }
+                     */
                     "application/json": {
                         /**
                          * Format: email
@@ -1155,7 +1654,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description Created */
                 201: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1178,7 +1677,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`EMAIL_EXISTS`, `BAD_REQUEST`) */
                 400: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1193,7 +1692,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1208,7 +1707,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`, `ADMIN_REQUIRED`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1223,7 +1722,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1238,7 +1767,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1249,6 +1778,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1276,13 +1820,14 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 2 */
                     user_id: number;
                 };
                 cookie?: never;
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1306,7 +1851,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1321,7 +1866,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1336,7 +1881,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1351,7 +1896,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1366,7 +1911,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1383,6 +1928,21 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
             };
         };
         put?: never;
@@ -1393,6 +1953,7 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 2 */
                     user_id: number;
                 };
                 cookie?: never;
@@ -1412,7 +1973,22 @@ export interface paths {
                     };
                     content?: never;
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`BAD_REQUEST`) */
+                400: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1427,7 +2003,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`FORBIDDEN`, `INACTIVE_USER`, `ADMIN_REQUIRED`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1442,7 +2018,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1457,7 +2033,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1472,7 +2078,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1489,6 +2095,21 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
             };
         };
         options?: never;
@@ -1499,12 +2120,18 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 2 */
                     user_id: number;
                 };
                 cookie?: never;
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "full_name": "Jane Q. Doe"
+                     *     }
+                     */
                     "application/json": {
                         full_name?: string;
                         /**
@@ -1520,7 +2147,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1544,7 +2171,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`EMAIL_EXISTS`, `BAD_REQUEST`) */
                 400: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1559,7 +2186,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1574,7 +2201,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`FORBIDDEN`, `INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1589,7 +2216,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1604,7 +2231,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1619,7 +2276,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1630,6 +2287,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1653,7 +2325,10 @@ export interface paths {
                 query?: {
                     page?: number;
                     page_size?: number;
-                    /** @description administrators only; everyone else sees active products */
+                    /**
+                     * @description administrators only; everyone else sees active products
+                     * @example true
+                     */
                     is_active?: boolean;
                 };
                 header?: never;
@@ -1694,7 +2369,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1709,7 +2384,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1724,7 +2399,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1739,7 +2414,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1750,6 +2425,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1769,6 +2459,14 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "sku": "SCARF-WOOL-GREY",
+                     *       "name": "Grey Wool Scarf",
+                     *       "price": 29.5,
+                     *       "stock": 40
+                     *     }
+                     */
                     "application/json": {
                         /** @description unique; letters, digits, . _ - */
                         sku: string;
@@ -1783,7 +2481,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description Created */
                 201: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1809,7 +2507,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`SKU_EXISTS`, `BAD_REQUEST`) */
                 400: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1824,7 +2522,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1839,7 +2537,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`, `ADMIN_REQUIRED`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1854,7 +2552,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1869,7 +2597,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1880,6 +2608,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1907,13 +2650,14 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 1 */
                     product_id: number;
                 };
                 cookie?: never;
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1939,7 +2683,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1954,7 +2698,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1969,7 +2713,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1984,7 +2728,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1999,7 +2743,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2010,6 +2754,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2029,12 +2788,18 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 1 */
                     product_id: number;
                 };
                 cookie?: never;
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "stock": 120
+                     *     }
+                     */
                     "application/json": {
                         /** @description unique; letters, digits, . _ - */
                         sku?: string;
@@ -2048,7 +2813,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2074,7 +2839,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`SKU_EXISTS`, `BAD_REQUEST`) */
                 400: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2089,7 +2854,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2104,7 +2869,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`, `ADMIN_REQUIRED`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2119,7 +2884,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2134,7 +2899,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2149,7 +2944,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2160,6 +2955,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2183,7 +2993,10 @@ export interface paths {
                 query?: {
                     page?: number;
                     page_size?: number;
-                    /** @description one status */
+                    /**
+                     * @description one status
+                     * @example completed
+                     */
                     status?: "pending" | "processing" | "completed" | "failed" | "cancelled";
                 };
                 header?: never;
@@ -2226,7 +3039,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2241,7 +3054,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2256,7 +3069,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2271,7 +3084,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2282,6 +3095,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2304,12 +3132,23 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "product_id": 1,
+                     *           "quantity": 1
+                     *         }
+                     *       ],
+                     *       "shipping_address": "221B Baker Street, London NW1 6XE, United Kingdom"
+                     *     }
+                     */
                     "application/json": {
                         /** @description 1 to 100 lines */
                         items: {
-                            /** @description an active product */
+                            /** @description an active product (otherwise 400 `INVALID_PRODUCT`) */
                             product_id: number;
-                            /** @description 1 to 1000 */
+                            /** @description 1 to 1000 (otherwise 400 `INVALID_QUANTITY`) */
                             quantity: number;
                         }[];
                         /** @description 1 to 500 characters */
@@ -2318,7 +3157,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description Created */
                 201: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2347,7 +3186,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`INVALID_PRODUCT`, `INVALID_QUANTITY`, `BAD_REQUEST`) */
                 400: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2362,7 +3201,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2377,7 +3216,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2392,7 +3231,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`, `IDEMPOTENCY_KEY_REUSED`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2407,7 +3276,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2418,6 +3287,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2445,13 +3329,14 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 1 */
                     order_id: number;
                 };
                 cookie?: never;
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2487,7 +3372,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2502,7 +3387,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`FORBIDDEN`, `INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2517,7 +3402,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2532,7 +3417,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2547,7 +3432,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2558,6 +3443,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2590,6 +3490,7 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 1 */
                     order_id: number;
                 };
                 cookie?: never;
@@ -2633,7 +3534,7 @@ export interface paths {
                         }[];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2648,7 +3549,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`FORBIDDEN`, `INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2663,7 +3564,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2678,7 +3579,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2693,7 +3594,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2704,6 +3605,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2735,13 +3651,14 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 1 */
                     order_id: number;
                 };
                 cookie?: never;
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description Accepted */
                 202: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2760,7 +3677,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`INVALID_STATE`, `BAD_REQUEST`) */
                 400: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2775,7 +3692,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2790,7 +3707,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`FORBIDDEN`, `INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2805,7 +3722,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2820,7 +3737,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2835,7 +3782,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2846,6 +3793,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2878,13 +3840,19 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 1 */
                     order_id: number;
                 };
                 cookie?: never;
             };
-            /** @description optional */
+            /** @description optional: no body cancels without a reason */
             requestBody?: {
                 content: {
+                    /**
+                     * @example {
+                     *       "reason": "Ordered the wrong size by mistake."
+                     *     }
+                     */
                     "application/json": {
                         /** @description why the order is cancelled (up to 500 characters) */
                         reason?: string;
@@ -2892,7 +3860,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2928,7 +3896,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`ORDER_NOT_CANCELLABLE`, `BAD_REQUEST`) */
                 400: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2943,7 +3911,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2958,7 +3926,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`FORBIDDEN`, `INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2973,7 +3941,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2988,7 +3956,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3003,7 +4001,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3014,6 +4012,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3044,17 +4057,35 @@ export interface paths {
                 query?: {
                     page?: number;
                     page_size?: number;
-                    /** @description one status */
+                    /**
+                     * @description one status
+                     * @example completed
+                     */
                     status?: "pending" | "processing" | "completed" | "failed" | "cancelled";
-                    /** @description the owner's id */
+                    /**
+                     * @description the owner's id
+                     * @example 1
+                     */
                     user_id?: number;
-                    /** @description `platform`: orders from any inbound platform */
+                    /**
+                     * @description `platform`: orders from any inbound platform
+                     * @example api
+                     */
                     source?: "api" | "platform";
-                    /** @description a platform's order id */
+                    /**
+                     * @description a platform's order id
+                     * @example 820982911946154508
+                     */
                     external_id?: string;
-                    /** @description created at or after: `2026-01-31T08:00:00Z`, or a date for the start of that day (UTC) */
+                    /**
+                     * @description created at or after: `2026-01-31T08:00:00Z`, or a date for the start of that day (UTC)
+                     * @example 2026-01-01
+                     */
                     created_from?: string;
-                    /** @description created at or before: `2026-01-31T18:00:00+02:00`, or a date for the whole of that day (UTC) */
+                    /**
+                     * @description created at or before: `2026-01-31T18:00:00+02:00`, or a date for the whole of that day (UTC)
+                     * @example 2030-12-31
+                     */
                     created_to?: string;
                 };
                 header?: never;
@@ -3101,7 +4132,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3116,7 +4147,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`, `ADMIN_REQUIRED`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3131,7 +4162,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3146,7 +4177,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3157,6 +4188,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3186,13 +4232,14 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 1 */
                     order_id: number;
                 };
                 cookie?: never;
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3256,7 +4303,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3271,7 +4318,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`, `ADMIN_REQUIRED`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3286,7 +4333,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3301,7 +4348,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3316,7 +4363,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3327,6 +4374,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3356,6 +4418,7 @@ export interface paths {
                 query?: {
                     skip?: number;
                     limit?: number;
+                    /** @example true */
                     is_active?: boolean;
                 };
                 header?: never;
@@ -3388,7 +4451,7 @@ export interface paths {
                         }[];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3403,7 +4466,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3418,7 +4481,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3433,7 +4496,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3444,6 +4507,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3463,6 +4541,13 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "name": "Reading lamp",
+                     *       "description": "Brass desk lamp with a linen shade",
+                     *       "price": 34.9
+                     *     }
+                     */
                     "application/json": {
                         /** @description 1 to 100 characters */
                         name: string;
@@ -3476,7 +4561,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description Created */
                 201: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3500,7 +4585,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`BAD_REQUEST`) */
                 400: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3515,7 +4600,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3530,7 +4615,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3545,7 +4630,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3560,7 +4675,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3571,6 +4686,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3598,13 +4728,14 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 1 */
                     item_id: number;
                 };
                 cookie?: never;
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3628,7 +4759,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3643,7 +4774,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`FORBIDDEN`, `INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3658,7 +4789,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3673,7 +4804,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3688,7 +4819,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3705,6 +4836,21 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
             };
         };
         put?: never;
@@ -3715,6 +4861,7 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 1 */
                     item_id: number;
                 };
                 cookie?: never;
@@ -3734,7 +4881,22 @@ export interface paths {
                     };
                     content?: never;
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`BAD_REQUEST`) */
+                400: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3749,7 +4911,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`FORBIDDEN`, `INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3764,7 +4926,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3779,7 +4941,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3794,7 +4986,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3805,6 +4997,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3824,12 +5031,18 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 1 */
                     item_id: number;
                 };
                 cookie?: never;
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "price": 29.9
+                     *     }
+                     */
                     "application/json": {
                         /** @description 1 to 100 characters */
                         name?: string;
@@ -3842,7 +5055,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3866,7 +5079,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`INVALID_INPUT`, `BAD_REQUEST`) */
                 400: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3881,7 +5094,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3896,7 +5109,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`FORBIDDEN`, `INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3911,7 +5124,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3926,7 +5139,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3941,7 +5184,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3952,6 +5195,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3992,7 +5250,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4014,7 +5272,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`INVALID_SIGNATURE`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4029,7 +5287,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
                 413: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4044,7 +5302,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4059,7 +5317,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4076,7 +5334,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Internal error (`INTERNAL_ERROR`) */
                 500: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4091,7 +5349,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Service unavailable: retry after `Retry-After` seconds (`WEBHOOK_NOT_CONFIGURED`, `SERVICE_UNAVAILABLE`) */
                 503: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4144,7 +5402,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4166,7 +5424,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`INVALID_SIGNATURE`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4181,7 +5439,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
                 413: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4196,7 +5454,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4211,7 +5469,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4228,7 +5486,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Internal error (`INTERNAL_ERROR`) */
                 500: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4243,7 +5501,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Service unavailable: retry after `Retry-After` seconds (`WEBHOOK_NOT_CONFIGURED`, `SERVICE_UNAVAILABLE`) */
                 503: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4279,9 +5537,15 @@ export interface paths {
                 query?: {
                     page?: number;
                     page_size?: number;
-                    /** @description `received`: waiting to be processed; `processed`: it became (or was linked to) an order; `failed`: see `error` */
+                    /**
+                     * @description `received`: waiting to be processed; `processed`: it became (or was linked to) an order; `failed`: see `error`
+                     * @example processed
+                     */
                     status?: "received" | "processed" | "failed";
-                    /** @description e.g. `orders/create` */
+                    /**
+                     * @description e.g. `orders/create`
+                     * @example orders/create
+                     */
                     topic?: string;
                 };
                 header?: never;
@@ -4328,7 +5592,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4343,7 +5607,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`, `ADMIN_REQUIRED`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4358,7 +5622,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4373,7 +5637,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4384,6 +5648,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -4416,13 +5695,14 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 1 */
                     id: number;
                 };
                 cookie?: never;
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4464,7 +5744,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4479,7 +5759,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`, `ADMIN_REQUIRED`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4494,7 +5774,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4509,7 +5789,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4524,7 +5804,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4535,6 +5815,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -4569,13 +5864,14 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 1 */
                     id: number;
                 };
                 cookie?: never;
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description Accepted */
                 202: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4596,7 +5892,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`INVALID_STATE`, `BAD_REQUEST`) */
                 400: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4611,7 +5907,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4626,7 +5922,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`, `ADMIN_REQUIRED`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4641,7 +5937,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4656,7 +5952,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4671,7 +5997,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4682,6 +6008,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -4754,7 +6095,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4769,7 +6110,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4784,7 +6125,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4799,7 +6140,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4810,6 +6151,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -4832,6 +6188,15 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "url": "https://example.com/webhooks/orders",
+                     *       "events": [
+                     *         "order.status_changed"
+                     *       ],
+                     *       "description": "Order updates for the warehouse"
+                     *     }
+                     */
                     "application/json": {
                         /**
                          * Format: uri
@@ -4845,7 +6210,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description Created */
                 201: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4879,7 +6244,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`SUBSCRIPTION_LIMIT_REACHED`, `SUBSCRIPTION_URL_EXISTS`, `BAD_REQUEST`) */
                 400: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4894,7 +6259,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4909,7 +6274,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4924,7 +6289,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4939,7 +6334,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4950,6 +6345,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -4977,13 +6387,14 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 1 */
                     subscription_id: number;
                 };
                 cookie?: never;
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5015,7 +6426,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5030,7 +6441,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`FORBIDDEN`, `INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5045,7 +6456,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5060,7 +6471,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5075,7 +6486,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5092,6 +6503,21 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
             };
         };
         put?: never;
@@ -5102,6 +6528,7 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 1 */
                     subscription_id: number;
                 };
                 cookie?: never;
@@ -5121,7 +6548,22 @@ export interface paths {
                     };
                     content?: never;
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`BAD_REQUEST`) */
+                400: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5136,7 +6578,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`FORBIDDEN`, `INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5151,7 +6593,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5166,7 +6608,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5181,7 +6653,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5192,6 +6664,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -5211,12 +6698,18 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 1 */
                     subscription_id: number;
                 };
                 cookie?: never;
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "description": "Order updates for the warehouse team"
+                     *     }
+                     */
                     "application/json": {
                         /**
                          * Format: uri
@@ -5232,7 +6725,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5264,7 +6757,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`SUBSCRIPTION_URL_EXISTS`, `BAD_REQUEST`) */
                 400: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5279,7 +6772,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5294,7 +6787,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`FORBIDDEN`, `INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5309,7 +6802,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5324,7 +6817,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5339,7 +6862,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5350,6 +6873,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -5376,14 +6914,22 @@ export interface paths {
                 query?: {
                     page?: number;
                     page_size?: number;
-                    /** @description attempts whose message is now in this state */
+                    /**
+                     * @description attempts whose message is now in this state
+                     * @example delivered
+                     */
                     status?: "pending" | "delivered" | "failed";
+                    /** @example order.status_changed */
                     event_type?: "order.created" | "order.status_changed" | "order.cancelled" | "webhook.test";
-                    /** @description attempts of the messages of this order */
+                    /**
+                     * @description attempts of the messages of this order
+                     * @example 1
+                     */
                     order_id?: number;
                 };
                 header?: never;
                 path: {
+                    /** @example 1 */
                     subscription_id: number;
                 };
                 cookie?: never;
@@ -5429,7 +6975,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5444,7 +6990,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`FORBIDDEN`, `INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5459,7 +7005,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5474,7 +7020,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5489,7 +7035,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5500,6 +7046,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -5529,15 +7090,19 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 1 */
                     subscription_id: number;
-                    /** @description the message id (`webhook-id` header, `msg_…`) */
+                    /**
+                     * @description the message id (`webhook-id` header, `msg_…`): the `message_id` of a delivery
+                     * @example msg_2tR9ZqW1yK0bX4mE7pLs3Jd
+                     */
                     message_id: string;
                 };
                 cookie?: never;
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5589,7 +7154,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5604,7 +7169,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`FORBIDDEN`, `INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5619,7 +7184,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5634,7 +7199,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5649,7 +7214,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5660,6 +7225,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -5694,15 +7274,19 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 1 */
                     subscription_id: number;
-                    /** @description the message id (`webhook-id` header, `msg_…`) */
+                    /**
+                     * @description the message id (`webhook-id` header, `msg_…`): the `message_id` of a delivery
+                     * @example msg_2tR9ZqW1yK0bX4mE7pLs3Jd
+                     */
                     message_id: string;
                 };
                 cookie?: never;
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description Accepted */
                 202: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5721,7 +7305,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`INVALID_STATE`, `BAD_REQUEST`) */
                 400: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5736,7 +7320,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5751,7 +7335,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`FORBIDDEN`, `INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5766,7 +7350,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5781,7 +7365,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5796,7 +7410,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5807,6 +7421,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -5839,12 +7468,18 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 1 */
                     subscription_id: number;
                 };
                 cookie?: never;
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "since": "2026-01-01T00:00:00Z"
+                     *     }
+                     */
                     "application/json": {
                         /**
                          * Format: date-time
@@ -5855,7 +7490,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description Accepted */
                 202: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5877,7 +7512,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`INVALID_STATE`, `BAD_REQUEST`) */
                 400: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5892,7 +7527,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5907,7 +7542,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`FORBIDDEN`, `INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5922,7 +7557,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5937,7 +7572,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5952,7 +7617,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5963,6 +7628,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -5986,19 +7666,20 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Send a `webhook.test` event to the subscription */
+        /** Send a webhook.test event to the subscription */
         post: {
             parameters: {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 1 */
                     subscription_id: number;
                 };
                 cookie?: never;
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description Accepted */
                 202: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -6017,7 +7698,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`INVALID_STATE`, `BAD_REQUEST`) */
                 400: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -6032,7 +7713,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -6047,7 +7728,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`FORBIDDEN`, `INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -6062,7 +7743,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -6077,7 +7758,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -6092,7 +7803,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -6103,6 +7814,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -6135,13 +7861,19 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 1 */
                     subscription_id: number;
                 };
                 cookie?: never;
             };
-            /** @description optional */
+            /** @description optional: no body keeps the replaced secret signing for the default overlap */
             requestBody?: {
                 content: {
+                    /**
+                     * @example {
+                     *       "overlap_seconds": 3600
+                     *     }
+                     */
                     "application/json": {
                         /**
                          * @description how long the replaced secret keeps signing beside the new one (0: not at all)
@@ -6152,7 +7884,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -6186,7 +7918,22 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`BAD_REQUEST`) */
+                400: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -6201,7 +7948,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`FORBIDDEN`, `INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -6216,7 +7963,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -6231,7 +7978,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -6246,7 +8023,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -6257,6 +8034,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -6287,6 +8079,7 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 1 */
                     order_id: number;
                 };
                 cookie?: never;
@@ -6444,7 +8237,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -6459,7 +8252,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`, `ADMIN_REQUIRED`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -6474,7 +8267,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -6489,7 +8282,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -6504,7 +8297,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -6515,6 +8308,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {

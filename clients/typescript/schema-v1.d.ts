@@ -21,7 +21,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -59,7 +59,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description Ready (`ok`), or ready without Redis (`degraded`: rate limits count per process) */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -73,7 +73,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Not ready: the database or the job queue is unreachable; `checks` says which */
                 503: {
                     headers: {
                         [name: string]: unknown;
@@ -126,7 +126,7 @@ export interface paths {
                         "text/plain": string;
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`) */
                 401: {
                     headers: {
                         [name: string]: unknown;
@@ -135,7 +135,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Internal error (`INTERNAL_ERROR`) */
                 500: {
                     headers: {
                         [name: string]: unknown;
@@ -171,7 +171,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -210,7 +210,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Sign in with e-mail (as `username`) and password
+         * Sign in with your e-mail address (as username) and password
          * @description Accepts JSON or an OAuth2 password-flow form (application/x-www-form-urlencoded).
          *
          *     After `LOGIN_THROTTLE_MAX_FAILURES` (10) failed sign-ins for one e-mail within `LOGIN_THROTTLE_WINDOW_SECONDS` (15 minutes), further sign-ins for that e-mail answer 429 `LOGIN_THROTTLED` with `Retry-After` until the window ends, whichever client they come from, whether or not an account has that e-mail. A successful sign-in or a password reset clears the count. Always counted against the client IP (429 `RATE_LIMITED`), whatever `Authorization` header is sent.
@@ -224,6 +224,12 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "username": "admin@example.com",
+                     *       "password": "the password npm start printed"
+                     *     }
+                     */
                     "application/json": {
                         /** @description the e-mail address (an empty or unknown one is 401) */
                         username: string;
@@ -233,6 +239,12 @@ export interface paths {
                         client_id?: string;
                         client_secret?: string;
                     };
+                    /**
+                     * @example {
+                     *       "username": "admin@example.com",
+                     *       "password": "the password npm start printed"
+                     *     }
+                     */
                     "application/x-www-form-urlencoded": {
                         /** @description the e-mail address (an empty or unknown one is 401) */
                         username: string;
@@ -245,7 +257,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -265,7 +277,22 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`BAD_REQUEST`) */
+                400: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Not authenticated (`INVALID_CREDENTIALS`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -280,7 +307,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -295,7 +322,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -310,7 +367,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`LOGIN_THROTTLED`, `RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -321,6 +378,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -354,13 +426,19 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "refresh_token": "the refresh_token of your sign-in"
+                     *     }
+                     */
                     "application/json": {
+                        /** @description the `refresh_token` POST /auth/login answered */
                         refresh_token: string;
                     };
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -379,7 +457,22 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`BAD_REQUEST`) */
+                400: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Not authenticated (`INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -394,7 +487,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -409,7 +532,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -420,6 +543,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -453,7 +591,13 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "refresh_token": "the refresh_token of your sign-in"
+                     *     }
+                     */
                     "application/json": {
+                        /** @description the `refresh_token` POST /auth/login answered */
                         refresh_token: string;
                     };
                 };
@@ -472,7 +616,22 @@ export interface paths {
                     };
                     content?: never;
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`BAD_REQUEST`) */
+                400: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Not authenticated (`INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -487,7 +646,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -502,7 +691,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -513,6 +702,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -562,7 +766,22 @@ export interface paths {
                     };
                     content?: never;
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`BAD_REQUEST`) */
+                400: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -577,7 +796,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -592,7 +811,52 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                422: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -603,6 +867,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -634,7 +913,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -657,7 +936,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -672,7 +951,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -687,7 +966,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -698,6 +977,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -736,6 +1030,12 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "current_password": "your current password",
+                     *       "new_password": "staple-horse-battery-correct"
+                     *     }
+                     */
                     "application/json": {
                         current_password: string;
                         /** @description 8 to 72 bytes (bcrypt hashes only the first 72 bytes, so longer passwords are refused) */
@@ -757,7 +1057,22 @@ export interface paths {
                     };
                     content?: never;
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`BAD_REQUEST`) */
+                400: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Not authenticated (`INVALID_CREDENTIALS`, `NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -772,7 +1087,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -787,7 +1102,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -802,7 +1147,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -813,6 +1158,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -849,6 +1209,11 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "email": "jane.doe@example.com"
+                     *     }
+                     */
                     "application/json": {
                         /** @description the e-mail address of the account */
                         email: string;
@@ -856,7 +1221,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description Accepted */
                 202: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -874,7 +1239,52 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`BAD_REQUEST`) */
+                400: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -889,7 +1299,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -900,6 +1310,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -936,6 +1361,12 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "token": "the token from the recovery e-mail",
+                     *       "new_password": "staple-horse-battery-correct"
+                     *     }
+                     */
                     "application/json": {
                         /** @description the token from the recovery e-mail */
                         token: string;
@@ -945,7 +1376,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -963,7 +1394,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`INVALID_RESET_TOKEN`, `RESET_TOKEN_USED`, `RESET_TOKEN_EXPIRED`, `RESET_TOKEN_SUPERSEDED`, `BAD_REQUEST`) */
                 400: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -978,7 +1409,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -993,7 +1454,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1004,6 +1465,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1031,6 +1507,7 @@ export interface paths {
                 query?: {
                     page?: number;
                     page_size?: number;
+                    /** @example true */
                     is_active?: boolean;
                 };
                 header?: never;
@@ -1067,7 +1544,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1082,7 +1559,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1097,7 +1574,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1112,7 +1589,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1123,6 +1600,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1142,6 +1634,13 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "email": "jane.doe@example.com",
+                     *       "full_name": "Jane Doe",
+                     *       "password": "correct-horse-battery"
+                     *     }
+                     */
                     "application/json": {
                         /**
                          * Format: email
@@ -1155,7 +1654,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description Created */
                 201: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1178,7 +1677,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`EMAIL_EXISTS`, `BAD_REQUEST`) */
                 400: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1193,7 +1692,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1208,7 +1707,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`, `ADMIN_REQUIRED`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1223,7 +1722,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1238,7 +1767,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1249,6 +1778,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1276,13 +1820,14 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 2 */
                     user_id: number;
                 };
                 cookie?: never;
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1306,7 +1851,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1321,7 +1866,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1336,7 +1881,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1351,7 +1896,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1366,7 +1911,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1383,6 +1928,21 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
             };
         };
         put?: never;
@@ -1393,6 +1953,7 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 2 */
                     user_id: number;
                 };
                 cookie?: never;
@@ -1412,7 +1973,22 @@ export interface paths {
                     };
                     content?: never;
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`BAD_REQUEST`) */
+                400: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1427,7 +2003,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`FORBIDDEN`, `INACTIVE_USER`, `ADMIN_REQUIRED`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1442,7 +2018,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1457,7 +2033,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1472,7 +2078,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1489,6 +2095,21 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
             };
         };
         options?: never;
@@ -1499,12 +2120,18 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 2 */
                     user_id: number;
                 };
                 cookie?: never;
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "full_name": "Jane Q. Doe"
+                     *     }
+                     */
                     "application/json": {
                         full_name?: string;
                         /**
@@ -1520,7 +2147,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1544,7 +2171,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`EMAIL_EXISTS`, `BAD_REQUEST`) */
                 400: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1559,7 +2186,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1574,7 +2201,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`FORBIDDEN`, `INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1589,7 +2216,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1604,7 +2231,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1619,7 +2276,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1630,6 +2287,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1656,8 +2328,12 @@ export interface paths {
                 query?: {
                     page?: number;
                     page_size?: number;
-                    /** @description users whose e-mail contains this text, in any case (`acme.com`, `jane`) */
+                    /**
+                     * @description users whose e-mail contains this text, in any case (`acme.com`, `jane`)
+                     * @example example.com
+                     */
                     email?: string;
+                    /** @example true */
                     is_active?: boolean;
                 };
                 header?: never;
@@ -1696,7 +2372,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1711,7 +2387,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`, `ADMIN_REQUIRED`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1726,7 +2402,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1741,7 +2417,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1752,6 +2428,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1781,7 +2472,10 @@ export interface paths {
                 query?: {
                     page?: number;
                     page_size?: number;
-                    /** @description administrators only; everyone else sees active products */
+                    /**
+                     * @description administrators only; everyone else sees active products
+                     * @example true
+                     */
                     is_active?: boolean;
                 };
                 header?: never;
@@ -1822,7 +2516,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1837,7 +2531,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1852,7 +2546,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1867,7 +2561,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1878,6 +2572,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1897,6 +2606,14 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "sku": "SCARF-WOOL-GREY",
+                     *       "name": "Grey Wool Scarf",
+                     *       "price": 29.5,
+                     *       "stock": 40
+                     *     }
+                     */
                     "application/json": {
                         /** @description unique; letters, digits, . _ - */
                         sku: string;
@@ -1911,7 +2628,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description Created */
                 201: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1937,7 +2654,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`SKU_EXISTS`, `BAD_REQUEST`) */
                 400: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1952,7 +2669,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1967,7 +2684,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`, `ADMIN_REQUIRED`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1982,7 +2699,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1997,7 +2744,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2008,6 +2755,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2035,13 +2797,14 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 1 */
                     product_id: number;
                 };
                 cookie?: never;
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2067,7 +2830,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2082,7 +2845,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2097,7 +2860,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2112,7 +2875,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2127,7 +2890,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2138,6 +2901,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2157,12 +2935,18 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 1 */
                     product_id: number;
                 };
                 cookie?: never;
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "stock": 120
+                     *     }
+                     */
                     "application/json": {
                         /** @description unique; letters, digits, . _ - */
                         sku?: string;
@@ -2176,7 +2960,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2202,7 +2986,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`SKU_EXISTS`, `BAD_REQUEST`) */
                 400: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2217,7 +3001,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2232,7 +3016,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`, `ADMIN_REQUIRED`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2247,7 +3031,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2262,7 +3046,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2277,7 +3091,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2288,6 +3102,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2311,7 +3140,10 @@ export interface paths {
                 query?: {
                     page?: number;
                     page_size?: number;
-                    /** @description `failed` includes the orders that will not be fulfilled for any reason */
+                    /**
+                     * @description `failed` includes the orders that will not be fulfilled for any reason
+                     * @example completed
+                     */
                     status?: "pending" | "processing" | "completed" | "failed";
                 };
                 header?: never;
@@ -2350,7 +3182,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2365,7 +3197,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2380,7 +3212,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2395,7 +3227,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2406,6 +3238,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2428,12 +3275,23 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "product_id": 1,
+                     *           "quantity": 1
+                     *         }
+                     *       ],
+                     *       "shipping_address": "221B Baker Street, London NW1 6XE, United Kingdom"
+                     *     }
+                     */
                     "application/json": {
                         /** @description 1 to 100 lines */
                         items: {
-                            /** @description an active product */
+                            /** @description an active product (otherwise 400 `INVALID_PRODUCT`) */
                             product_id: number;
-                            /** @description 1 to 1000 */
+                            /** @description 1 to 1000 (otherwise 400 `INVALID_QUANTITY`) */
                             quantity: number;
                         }[];
                         /** @description 1 to 500 characters */
@@ -2442,7 +3300,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description Created */
                 201: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2471,7 +3329,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`INVALID_PRODUCT`, `INVALID_QUANTITY`, `BAD_REQUEST`) */
                 400: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2486,7 +3344,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2501,7 +3359,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2516,7 +3374,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`, `IDEMPOTENCY_KEY_REUSED`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2531,7 +3419,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2542,6 +3430,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2569,13 +3472,14 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 1 */
                     order_id: number;
                 };
                 cookie?: never;
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2607,7 +3511,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2622,7 +3526,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`FORBIDDEN`, `INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2637,7 +3541,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2652,7 +3556,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2667,7 +3571,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2678,6 +3582,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2710,6 +3629,7 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 1 */
                     order_id: number;
                 };
                 cookie?: never;
@@ -2753,7 +3673,7 @@ export interface paths {
                         }[];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2768,7 +3688,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`FORBIDDEN`, `INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2783,7 +3703,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2798,7 +3718,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2813,7 +3733,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2824,6 +3744,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2855,13 +3790,14 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 1 */
                     order_id: number;
                 };
                 cookie?: never;
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description Accepted */
                 202: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2880,7 +3816,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`INVALID_STATE`, `BAD_REQUEST`) */
                 400: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2895,7 +3831,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2910,7 +3846,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`FORBIDDEN`, `INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2925,7 +3861,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2940,7 +3876,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2955,7 +3921,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2966,6 +3932,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2996,19 +3977,40 @@ export interface paths {
                 query?: {
                     page?: number;
                     page_size?: number;
-                    /** @description `failed` includes the orders that will not be fulfilled for any reason */
+                    /**
+                     * @description `failed` includes the orders that will not be fulfilled for any reason
+                     * @example completed
+                     */
                     status?: "pending" | "processing" | "completed" | "failed";
-                    /** @description the owner's id */
+                    /**
+                     * @description the owner's id
+                     * @example 1
+                     */
                     user_id?: number;
-                    /** @description the owner's e-mail, in any case */
+                    /**
+                     * @description the owner's e-mail, in any case
+                     * @example admin@example.com
+                     */
                     customer_email?: string;
-                    /** @description `platform`: orders from any inbound platform */
+                    /**
+                     * @description `platform`: orders from any inbound platform
+                     * @example api
+                     */
                     source?: "api" | "platform";
-                    /** @description a platform's order id */
+                    /**
+                     * @description a platform's order id
+                     * @example 820982911946154508
+                     */
                     external_id?: string;
-                    /** @description created at or after: `2026-01-31T08:00:00Z`, or a date for the start of that day (UTC) */
+                    /**
+                     * @description created at or after: `2026-01-31T08:00:00Z`, or a date for the start of that day (UTC)
+                     * @example 2026-01-01
+                     */
                     created_from?: string;
-                    /** @description created at or before: `2026-01-31T18:00:00+02:00`, or a date for the whole of that day (UTC) */
+                    /**
+                     * @description created at or before: `2026-01-31T18:00:00+02:00`, or a date for the whole of that day (UTC)
+                     * @example 2030-12-31
+                     */
                     created_to?: string;
                 };
                 header?: never;
@@ -3053,7 +4055,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3068,7 +4070,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`, `ADMIN_REQUIRED`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3083,7 +4085,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3098,7 +4100,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3109,6 +4111,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3138,13 +4155,14 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 1 */
                     order_id: number;
                 };
                 cookie?: never;
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3206,7 +4224,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3221,7 +4239,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`, `ADMIN_REQUIRED`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3236,7 +4254,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3251,7 +4269,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3266,7 +4284,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3277,6 +4295,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3306,6 +4339,7 @@ export interface paths {
                 query?: {
                     skip?: number;
                     limit?: number;
+                    /** @example true */
                     is_active?: boolean;
                 };
                 header?: never;
@@ -3338,7 +4372,7 @@ export interface paths {
                         }[];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3353,7 +4387,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3368,7 +4402,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3383,7 +4417,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3394,6 +4428,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3413,6 +4462,13 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "name": "Reading lamp",
+                     *       "description": "Brass desk lamp with a linen shade",
+                     *       "price": 34.9
+                     *     }
+                     */
                     "application/json": {
                         /** @description 1 to 100 characters */
                         name: string;
@@ -3426,7 +4482,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description Created */
                 201: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3450,7 +4506,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`BAD_REQUEST`) */
                 400: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3465,7 +4521,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3480,7 +4536,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3495,7 +4551,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3510,7 +4596,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3521,6 +4607,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3548,13 +4649,14 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 1 */
                     item_id: number;
                 };
                 cookie?: never;
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3578,7 +4680,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3593,7 +4695,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`FORBIDDEN`, `INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3608,7 +4710,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3623,7 +4725,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3638,7 +4740,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3655,6 +4757,21 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
             };
         };
         put?: never;
@@ -3665,6 +4782,7 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 1 */
                     item_id: number;
                 };
                 cookie?: never;
@@ -3684,7 +4802,22 @@ export interface paths {
                     };
                     content?: never;
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`BAD_REQUEST`) */
+                400: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3699,7 +4832,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`FORBIDDEN`, `INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3714,7 +4847,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3729,7 +4862,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3744,7 +4907,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3755,6 +4918,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3774,12 +4952,18 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 1 */
                     item_id: number;
                 };
                 cookie?: never;
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "price": 29.9
+                     *     }
+                     */
                     "application/json": {
                         /** @description 1 to 100 characters */
                         name?: string;
@@ -3792,7 +4976,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3816,7 +5000,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`INVALID_INPUT`, `BAD_REQUEST`) */
                 400: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3831,7 +5015,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3846,7 +5030,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`FORBIDDEN`, `INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3861,7 +5045,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3876,7 +5060,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3891,7 +5105,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3902,6 +5116,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3942,7 +5171,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3964,7 +5193,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`INVALID_SIGNATURE`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3979,7 +5208,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
                 413: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3994,7 +5223,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4009,7 +5238,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4026,7 +5255,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Internal error (`INTERNAL_ERROR`) */
                 500: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4041,7 +5270,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Service unavailable: retry after `Retry-After` seconds (`WEBHOOK_NOT_CONFIGURED`, `SERVICE_UNAVAILABLE`) */
                 503: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4094,7 +5323,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4116,7 +5345,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`INVALID_SIGNATURE`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4131,7 +5360,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
                 413: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4146,7 +5375,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4161,7 +5390,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4178,7 +5407,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Internal error (`INTERNAL_ERROR`) */
                 500: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4193,7 +5422,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Service unavailable: retry after `Retry-After` seconds (`WEBHOOK_NOT_CONFIGURED`, `SERVICE_UNAVAILABLE`) */
                 503: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4229,9 +5458,15 @@ export interface paths {
                 query?: {
                     page?: number;
                     page_size?: number;
-                    /** @description `received`: waiting to be processed; `processed`: it became (or was linked to) an order; `failed`: see `error` */
+                    /**
+                     * @description `received`: waiting to be processed; `processed`: it became (or was linked to) an order; `failed`: see `error`
+                     * @example processed
+                     */
                     status?: "received" | "processed" | "failed";
-                    /** @description e.g. `orders/create` */
+                    /**
+                     * @description e.g. `orders/create`
+                     * @example orders/create
+                     */
                     topic?: string;
                 };
                 header?: never;
@@ -4278,7 +5513,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4293,7 +5528,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`, `ADMIN_REQUIRED`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4308,7 +5543,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4323,7 +5558,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4334,6 +5569,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -4366,13 +5616,14 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 1 */
                     id: number;
                 };
                 cookie?: never;
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4414,7 +5665,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4429,7 +5680,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`, `ADMIN_REQUIRED`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4444,7 +5695,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4459,7 +5710,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4474,7 +5725,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4485,6 +5736,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -4519,13 +5785,14 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 1 */
                     id: number;
                 };
                 cookie?: never;
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description Accepted */
                 202: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4546,7 +5813,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`INVALID_STATE`, `BAD_REQUEST`) */
                 400: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4561,7 +5828,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4576,7 +5843,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`, `ADMIN_REQUIRED`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4591,7 +5858,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4606,7 +5873,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4621,7 +5918,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4632,6 +5929,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -4702,7 +6014,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4717,7 +6029,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4732,7 +6044,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4747,7 +6059,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4758,6 +6070,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -4780,6 +6107,15 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "url": "https://example.com/webhooks/orders",
+                     *       "events": [
+                     *         "order.status_changed"
+                     *       ],
+                     *       "description": "Order updates for the warehouse"
+                     *     }
+                     */
                     "application/json": {
                         /**
                          * Format: uri
@@ -4793,7 +6129,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description Created */
                 201: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4825,7 +6161,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`SUBSCRIPTION_LIMIT_REACHED`, `SUBSCRIPTION_URL_EXISTS`, `BAD_REQUEST`) */
                 400: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4840,7 +6176,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4855,7 +6191,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4870,7 +6206,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4885,7 +6251,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4896,6 +6262,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -4923,13 +6304,14 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 1 */
                     subscription_id: number;
                 };
                 cookie?: never;
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4959,7 +6341,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4974,7 +6356,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`FORBIDDEN`, `INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4989,7 +6371,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5004,7 +6386,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5019,7 +6401,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5036,6 +6418,21 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
             };
         };
         put?: never;
@@ -5046,6 +6443,7 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 1 */
                     subscription_id: number;
                 };
                 cookie?: never;
@@ -5065,7 +6463,22 @@ export interface paths {
                     };
                     content?: never;
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`BAD_REQUEST`) */
+                400: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5080,7 +6493,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`FORBIDDEN`, `INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5095,7 +6508,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5110,7 +6523,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5125,7 +6568,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5136,6 +6579,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -5155,12 +6613,18 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 1 */
                     subscription_id: number;
                 };
                 cookie?: never;
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "description": "Order updates for the warehouse team"
+                     *     }
+                     */
                     "application/json": {
                         /**
                          * Format: uri
@@ -5176,7 +6640,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5206,7 +6670,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`SUBSCRIPTION_URL_EXISTS`, `BAD_REQUEST`) */
                 400: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5221,7 +6685,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5236,7 +6700,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`FORBIDDEN`, `INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5251,7 +6715,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5266,7 +6730,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5281,7 +6775,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5292,6 +6786,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -5318,14 +6827,22 @@ export interface paths {
                 query?: {
                     page?: number;
                     page_size?: number;
-                    /** @description attempts whose message is now in this state */
+                    /**
+                     * @description attempts whose message is now in this state
+                     * @example delivered
+                     */
                     status?: "pending" | "delivered" | "failed";
+                    /** @example order.status_changed */
                     event_type?: "order.created" | "order.status_changed" | "webhook.test";
-                    /** @description attempts of the messages of this order */
+                    /**
+                     * @description attempts of the messages of this order
+                     * @example 1
+                     */
                     order_id?: number;
                 };
                 header?: never;
                 path: {
+                    /** @example 1 */
                     subscription_id: number;
                 };
                 cookie?: never;
@@ -5371,7 +6888,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5386,7 +6903,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`FORBIDDEN`, `INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5401,7 +6918,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5416,7 +6933,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5431,7 +6948,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5442,6 +6959,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -5471,15 +7003,19 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 1 */
                     subscription_id: number;
-                    /** @description the message id (`webhook-id` header, `msg_…`) */
+                    /**
+                     * @description the message id (`webhook-id` header, `msg_…`): the `message_id` of a delivery
+                     * @example msg_2tR9ZqW1yK0bX4mE7pLs3Jd
+                     */
                     message_id: string;
                 };
                 cookie?: never;
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5531,7 +7067,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5546,7 +7082,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`FORBIDDEN`, `INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5561,7 +7097,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5576,7 +7112,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5591,7 +7127,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5602,6 +7138,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -5636,15 +7187,19 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 1 */
                     subscription_id: number;
-                    /** @description the message id (`webhook-id` header, `msg_…`) */
+                    /**
+                     * @description the message id (`webhook-id` header, `msg_…`): the `message_id` of a delivery
+                     * @example msg_2tR9ZqW1yK0bX4mE7pLs3Jd
+                     */
                     message_id: string;
                 };
                 cookie?: never;
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description Accepted */
                 202: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5663,7 +7218,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`INVALID_STATE`, `BAD_REQUEST`) */
                 400: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5678,7 +7233,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5693,7 +7248,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`FORBIDDEN`, `INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5708,7 +7263,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5723,7 +7278,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5738,7 +7323,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5749,6 +7334,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -5781,12 +7381,18 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 1 */
                     subscription_id: number;
                 };
                 cookie?: never;
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "since": "2026-01-01T00:00:00Z"
+                     *     }
+                     */
                     "application/json": {
                         /**
                          * Format: date-time
@@ -5797,7 +7403,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description Accepted */
                 202: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5819,7 +7425,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`INVALID_STATE`, `BAD_REQUEST`) */
                 400: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5834,7 +7440,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5849,7 +7455,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`FORBIDDEN`, `INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5864,7 +7470,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5879,7 +7485,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5894,7 +7530,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5905,6 +7541,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -5928,19 +7579,20 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Send a `webhook.test` event to the subscription */
+        /** Send a webhook.test event to the subscription */
         post: {
             parameters: {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 1 */
                     subscription_id: number;
                 };
                 cookie?: never;
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description Accepted */
                 202: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5959,7 +7611,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`INVALID_STATE`, `BAD_REQUEST`) */
                 400: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5974,7 +7626,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5989,7 +7641,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`FORBIDDEN`, `INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -6004,7 +7656,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -6019,7 +7671,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -6034,7 +7716,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -6045,6 +7727,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -6077,13 +7774,19 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 1 */
                     subscription_id: number;
                 };
                 cookie?: never;
             };
-            /** @description optional */
+            /** @description optional: no body keeps the replaced secret signing for the default overlap */
             requestBody?: {
                 content: {
+                    /**
+                     * @example {
+                     *       "overlap_seconds": 3600
+                     *     }
+                     */
                     "application/json": {
                         /**
                          * @description how long the replaced secret keeps signing beside the new one (0: not at all)
@@ -6094,7 +7797,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -6126,7 +7829,22 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`BAD_REQUEST`) */
+                400: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -6141,7 +7859,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`FORBIDDEN`, `INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -6156,7 +7874,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -6171,7 +7889,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -6186,7 +7934,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -6197,6 +7945,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -6227,6 +7990,7 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 1 */
                     order_id: number;
                 };
                 cookie?: never;
@@ -6382,7 +8146,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -6397,7 +8161,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`, `ADMIN_REQUIRED`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -6412,7 +8176,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -6427,7 +8191,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -6442,7 +8206,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -6453,6 +8217,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {

@@ -21,7 +21,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -59,7 +59,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description Ready (`ok`), or ready without Redis (`degraded`: rate limits count per process) */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -73,7 +73,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Not ready: the database or the job queue is unreachable; `checks` says which */
                 503: {
                     headers: {
                         [name: string]: unknown;
@@ -126,7 +126,7 @@ export interface paths {
                         "text/plain": string;
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`) */
                 401: {
                     headers: {
                         [name: string]: unknown;
@@ -135,7 +135,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Internal error (`INTERNAL_ERROR`) */
                 500: {
                     headers: {
                         [name: string]: unknown;
@@ -171,7 +171,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -210,7 +210,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Sign in with e-mail (as `username`) and password
+         * Sign in with your e-mail address (as username) and password
          * @description Accepts JSON or an OAuth2 password-flow form (application/x-www-form-urlencoded).
          *
          *     After `LOGIN_THROTTLE_MAX_FAILURES` (10) failed sign-ins for one e-mail within `LOGIN_THROTTLE_WINDOW_SECONDS` (15 minutes), further sign-ins for that e-mail answer 429 `LOGIN_THROTTLED` with `Retry-After` until the window ends, whichever client they come from, whether or not an account has that e-mail. A successful sign-in or a password reset clears the count. Always counted against the client IP (429 `RATE_LIMITED`), whatever `Authorization` header is sent.
@@ -224,6 +224,12 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "username": "admin@example.com",
+                     *       "password": "the password npm start printed"
+                     *     }
+                     */
                     "application/json": {
                         /** @description the e-mail address (an empty or unknown one is 401) */
                         username: string;
@@ -233,6 +239,12 @@ export interface paths {
                         client_id?: string;
                         client_secret?: string;
                     };
+                    /**
+                     * @example {
+                     *       "username": "admin@example.com",
+                     *       "password": "the password npm start printed"
+                     *     }
+                     */
                     "application/x-www-form-urlencoded": {
                         /** @description the e-mail address (an empty or unknown one is 401) */
                         username: string;
@@ -245,7 +257,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -265,7 +277,22 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`BAD_REQUEST`) */
+                400: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Not authenticated (`INVALID_CREDENTIALS`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -280,7 +307,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -295,7 +322,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -310,7 +367,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`LOGIN_THROTTLED`, `RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -321,6 +378,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -354,13 +426,19 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "refresh_token": "the refresh_token of your sign-in"
+                     *     }
+                     */
                     "application/json": {
+                        /** @description the `refresh_token` POST /auth/login answered */
                         refresh_token: string;
                     };
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -379,7 +457,22 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`BAD_REQUEST`) */
+                400: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Not authenticated (`INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -394,7 +487,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -409,7 +532,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -420,6 +543,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -453,7 +591,13 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "refresh_token": "the refresh_token of your sign-in"
+                     *     }
+                     */
                     "application/json": {
+                        /** @description the `refresh_token` POST /auth/login answered */
                         refresh_token: string;
                     };
                 };
@@ -472,7 +616,22 @@ export interface paths {
                     };
                     content?: never;
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`BAD_REQUEST`) */
+                400: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Not authenticated (`INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -487,7 +646,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -502,7 +691,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -513,6 +702,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -562,7 +766,22 @@ export interface paths {
                     };
                     content?: never;
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`BAD_REQUEST`) */
+                400: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -577,7 +796,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -592,7 +811,52 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                422: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -603,6 +867,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -634,7 +913,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -657,7 +936,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -672,7 +951,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -687,7 +966,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -698,6 +977,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -736,6 +1030,12 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "current_password": "your current password",
+                     *       "new_password": "staple-horse-battery-correct"
+                     *     }
+                     */
                     "application/json": {
                         current_password: string;
                         /** @description 8 to 72 bytes (bcrypt hashes only the first 72 bytes, so longer passwords are refused) */
@@ -757,7 +1057,22 @@ export interface paths {
                     };
                     content?: never;
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`BAD_REQUEST`) */
+                400: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Not authenticated (`INVALID_CREDENTIALS`, `NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -772,7 +1087,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -787,7 +1102,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -802,7 +1147,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -813,6 +1158,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -849,6 +1209,11 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "email": "jane.doe@example.com"
+                     *     }
+                     */
                     "application/json": {
                         /** @description the e-mail address of the account */
                         email: string;
@@ -856,7 +1221,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description Accepted */
                 202: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -874,7 +1239,52 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`BAD_REQUEST`) */
+                400: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -889,7 +1299,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -900,6 +1310,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -936,6 +1361,12 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "token": "the token from the recovery e-mail",
+                     *       "new_password": "staple-horse-battery-correct"
+                     *     }
+                     */
                     "application/json": {
                         /** @description the token from the recovery e-mail */
                         token: string;
@@ -945,7 +1376,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -963,7 +1394,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`INVALID_RESET_TOKEN`, `RESET_TOKEN_USED`, `RESET_TOKEN_EXPIRED`, `RESET_TOKEN_SUPERSEDED`, `BAD_REQUEST`) */
                 400: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -978,7 +1409,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -993,7 +1454,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1004,6 +1465,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1031,6 +1507,7 @@ export interface paths {
                 query?: {
                     page?: number;
                     page_size?: number;
+                    /** @example true */
                     is_active?: boolean;
                 };
                 header?: never;
@@ -1067,7 +1544,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1082,7 +1559,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1097,7 +1574,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1112,7 +1589,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1123,6 +1600,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1142,6 +1634,13 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "email": "jane.doe@example.com",
+                     *       "full_name": "Jane Doe",
+                     *       "password": "correct-horse-battery"
+                     *     }
+                     */
                     "application/json": {
                         /**
                          * Format: email
@@ -1155,7 +1654,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description Created */
                 201: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1178,7 +1677,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`EMAIL_EXISTS`, `BAD_REQUEST`) */
                 400: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1193,7 +1692,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1208,7 +1707,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`, `ADMIN_REQUIRED`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1223,7 +1722,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1238,7 +1767,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1249,6 +1778,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1276,13 +1820,14 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 2 */
                     user_id: number;
                 };
                 cookie?: never;
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1306,7 +1851,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1321,7 +1866,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1336,7 +1881,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1351,7 +1896,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1366,7 +1911,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1383,6 +1928,21 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
             };
         };
         put?: never;
@@ -1393,6 +1953,7 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 2 */
                     user_id: number;
                 };
                 cookie?: never;
@@ -1412,7 +1973,22 @@ export interface paths {
                     };
                     content?: never;
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`BAD_REQUEST`) */
+                400: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1427,7 +2003,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`FORBIDDEN`, `INACTIVE_USER`, `ADMIN_REQUIRED`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1442,7 +2018,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1457,7 +2033,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1472,7 +2078,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1489,6 +2095,21 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
             };
         };
         options?: never;
@@ -1499,12 +2120,18 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 2 */
                     user_id: number;
                 };
                 cookie?: never;
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "full_name": "Jane Q. Doe"
+                     *     }
+                     */
                     "application/json": {
                         full_name?: string;
                         /**
@@ -1520,7 +2147,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1544,7 +2171,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`EMAIL_EXISTS`, `BAD_REQUEST`) */
                 400: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1559,7 +2186,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1574,7 +2201,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`FORBIDDEN`, `INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1589,7 +2216,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1604,7 +2231,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1619,7 +2276,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1630,6 +2287,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1656,8 +2328,12 @@ export interface paths {
                 query?: {
                     page?: number;
                     page_size?: number;
-                    /** @description users whose e-mail contains this text, in any case (`acme.com`, `jane`) */
+                    /**
+                     * @description users whose e-mail contains this text, in any case (`acme.com`, `jane`)
+                     * @example example.com
+                     */
                     email?: string;
+                    /** @example true */
                     is_active?: boolean;
                 };
                 header?: never;
@@ -1696,7 +2372,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1711,7 +2387,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`, `ADMIN_REQUIRED`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1726,7 +2402,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1741,7 +2417,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1752,6 +2428,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1781,7 +2472,10 @@ export interface paths {
                 query?: {
                     page?: number;
                     page_size?: number;
-                    /** @description administrators only; everyone else sees active products */
+                    /**
+                     * @description administrators only; everyone else sees active products
+                     * @example true
+                     */
                     is_active?: boolean;
                 };
                 header?: never;
@@ -1822,7 +2516,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1837,7 +2531,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1852,7 +2546,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1867,7 +2561,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1878,6 +2572,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1897,6 +2606,14 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "sku": "SCARF-WOOL-GREY",
+                     *       "name": "Grey Wool Scarf",
+                     *       "price": 29.5,
+                     *       "stock": 40
+                     *     }
+                     */
                     "application/json": {
                         /** @description unique; letters, digits, . _ - */
                         sku: string;
@@ -1911,7 +2628,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description Created */
                 201: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1937,7 +2654,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`SKU_EXISTS`, `BAD_REQUEST`) */
                 400: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1952,7 +2669,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1967,7 +2684,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`, `ADMIN_REQUIRED`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1982,7 +2699,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1997,7 +2744,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2008,6 +2755,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2035,13 +2797,14 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 1 */
                     product_id: number;
                 };
                 cookie?: never;
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2067,7 +2830,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2082,7 +2845,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2097,7 +2860,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2112,7 +2875,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2127,7 +2890,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2138,6 +2901,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2157,12 +2935,18 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 1 */
                     product_id: number;
                 };
                 cookie?: never;
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "stock": 120
+                     *     }
+                     */
                     "application/json": {
                         /** @description unique; letters, digits, . _ - */
                         sku?: string;
@@ -2176,7 +2960,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2202,7 +2986,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`SKU_EXISTS`, `BAD_REQUEST`) */
                 400: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2217,7 +3001,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2232,7 +3016,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`, `ADMIN_REQUIRED`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2247,7 +3031,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2262,7 +3046,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2277,7 +3091,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2288,6 +3102,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2311,7 +3140,10 @@ export interface paths {
                 query?: {
                     page?: number;
                     page_size?: number;
-                    /** @description one status */
+                    /**
+                     * @description one status
+                     * @example completed
+                     */
                     status?: "pending" | "processing" | "completed" | "failed" | "cancelled";
                 };
                 header?: never;
@@ -2354,7 +3186,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2369,7 +3201,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2384,7 +3216,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2399,7 +3231,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2410,6 +3242,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2432,12 +3279,23 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "product_id": 1,
+                     *           "quantity": 1
+                     *         }
+                     *       ],
+                     *       "shipping_address": "221B Baker Street, London NW1 6XE, United Kingdom"
+                     *     }
+                     */
                     "application/json": {
                         /** @description 1 to 100 lines */
                         items: {
-                            /** @description an active product */
+                            /** @description an active product (otherwise 400 `INVALID_PRODUCT`) */
                             product_id: number;
-                            /** @description 1 to 1000 */
+                            /** @description 1 to 1000 (otherwise 400 `INVALID_QUANTITY`) */
                             quantity: number;
                         }[];
                         /** @description 1 to 500 characters */
@@ -2446,7 +3304,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description Created */
                 201: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2475,7 +3333,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`INVALID_PRODUCT`, `INVALID_QUANTITY`, `BAD_REQUEST`) */
                 400: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2490,7 +3348,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2505,7 +3363,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2520,7 +3378,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`, `IDEMPOTENCY_KEY_REUSED`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2535,7 +3423,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2546,6 +3434,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2573,13 +3476,14 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 1 */
                     order_id: number;
                 };
                 cookie?: never;
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2615,7 +3519,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2630,7 +3534,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`FORBIDDEN`, `INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2645,7 +3549,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2660,7 +3564,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2675,7 +3579,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2686,6 +3590,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2718,6 +3637,7 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 1 */
                     order_id: number;
                 };
                 cookie?: never;
@@ -2761,7 +3681,7 @@ export interface paths {
                         }[];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2776,7 +3696,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`FORBIDDEN`, `INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2791,7 +3711,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2806,7 +3726,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2821,7 +3741,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2832,6 +3752,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2863,13 +3798,14 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 1 */
                     order_id: number;
                 };
                 cookie?: never;
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description Accepted */
                 202: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2888,7 +3824,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`INVALID_STATE`, `BAD_REQUEST`) */
                 400: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2903,7 +3839,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2918,7 +3854,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`FORBIDDEN`, `INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2933,7 +3869,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2948,7 +3884,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2963,7 +3929,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2974,6 +3940,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3006,13 +3987,19 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 1 */
                     order_id: number;
                 };
                 cookie?: never;
             };
-            /** @description optional */
+            /** @description optional: no body cancels without a reason */
             requestBody?: {
                 content: {
+                    /**
+                     * @example {
+                     *       "reason": "Ordered the wrong size by mistake."
+                     *     }
+                     */
                     "application/json": {
                         /** @description why the order is cancelled (up to 500 characters) */
                         reason?: string;
@@ -3020,7 +4007,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3056,7 +4043,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`ORDER_NOT_CANCELLABLE`, `BAD_REQUEST`) */
                 400: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3071,7 +4058,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3086,7 +4073,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`FORBIDDEN`, `INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3101,7 +4088,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3116,7 +4103,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3131,7 +4148,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3142,6 +4159,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3172,19 +4204,40 @@ export interface paths {
                 query?: {
                     page?: number;
                     page_size?: number;
-                    /** @description one status */
+                    /**
+                     * @description one status
+                     * @example completed
+                     */
                     status?: "pending" | "processing" | "completed" | "failed" | "cancelled";
-                    /** @description the owner's id */
+                    /**
+                     * @description the owner's id
+                     * @example 1
+                     */
                     user_id?: number;
-                    /** @description the owner's e-mail, in any case */
+                    /**
+                     * @description the owner's e-mail, in any case
+                     * @example admin@example.com
+                     */
                     customer_email?: string;
-                    /** @description `platform`: orders from any inbound platform */
+                    /**
+                     * @description `platform`: orders from any inbound platform
+                     * @example api
+                     */
                     source?: "api" | "platform";
-                    /** @description a platform's order id */
+                    /**
+                     * @description a platform's order id
+                     * @example 820982911946154508
+                     */
                     external_id?: string;
-                    /** @description created at or after: `2026-01-31T08:00:00Z`, or a date for the start of that day (UTC) */
+                    /**
+                     * @description created at or after: `2026-01-31T08:00:00Z`, or a date for the start of that day (UTC)
+                     * @example 2026-01-01
+                     */
                     created_from?: string;
-                    /** @description created at or before: `2026-01-31T18:00:00+02:00`, or a date for the whole of that day (UTC) */
+                    /**
+                     * @description created at or before: `2026-01-31T18:00:00+02:00`, or a date for the whole of that day (UTC)
+                     * @example 2030-12-31
+                     */
                     created_to?: string;
                 };
                 header?: never;
@@ -3231,7 +4284,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3246,7 +4299,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`, `ADMIN_REQUIRED`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3261,7 +4314,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3276,7 +4329,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3287,6 +4340,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3316,13 +4384,14 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 1 */
                     order_id: number;
                 };
                 cookie?: never;
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3386,7 +4455,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3401,7 +4470,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`, `ADMIN_REQUIRED`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3416,7 +4485,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3431,7 +4500,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3446,7 +4515,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3457,6 +4526,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3486,6 +4570,7 @@ export interface paths {
                 query?: {
                     skip?: number;
                     limit?: number;
+                    /** @example true */
                     is_active?: boolean;
                 };
                 header?: never;
@@ -3518,7 +4603,7 @@ export interface paths {
                         }[];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3533,7 +4618,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3548,7 +4633,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3563,7 +4648,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3574,6 +4659,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3593,6 +4693,13 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "name": "Reading lamp",
+                     *       "description": "Brass desk lamp with a linen shade",
+                     *       "price": 34.9
+                     *     }
+                     */
                     "application/json": {
                         /** @description 1 to 100 characters */
                         name: string;
@@ -3606,7 +4713,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description Created */
                 201: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3630,7 +4737,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`BAD_REQUEST`) */
                 400: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3645,7 +4752,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3660,7 +4767,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3675,7 +4782,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3690,7 +4827,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3701,6 +4838,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3728,13 +4880,14 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 1 */
                     item_id: number;
                 };
                 cookie?: never;
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3758,7 +4911,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3773,7 +4926,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`FORBIDDEN`, `INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3788,7 +4941,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3803,7 +4956,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3818,7 +4971,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3835,6 +4988,21 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
             };
         };
         put?: never;
@@ -3845,6 +5013,7 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 1 */
                     item_id: number;
                 };
                 cookie?: never;
@@ -3864,7 +5033,22 @@ export interface paths {
                     };
                     content?: never;
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`BAD_REQUEST`) */
+                400: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3879,7 +5063,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`FORBIDDEN`, `INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3894,7 +5078,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3909,7 +5093,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3924,7 +5138,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3935,6 +5149,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3954,12 +5183,18 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 1 */
                     item_id: number;
                 };
                 cookie?: never;
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "price": 29.9
+                     *     }
+                     */
                     "application/json": {
                         /** @description 1 to 100 characters */
                         name?: string;
@@ -3972,7 +5207,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3996,7 +5231,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`INVALID_INPUT`, `BAD_REQUEST`) */
                 400: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4011,7 +5246,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4026,7 +5261,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`FORBIDDEN`, `INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4041,7 +5276,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4056,7 +5291,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4071,7 +5336,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4082,6 +5347,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -4122,7 +5402,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4144,7 +5424,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`INVALID_SIGNATURE`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4159,7 +5439,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
                 413: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4174,7 +5454,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4189,7 +5469,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4206,7 +5486,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Internal error (`INTERNAL_ERROR`) */
                 500: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4221,7 +5501,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Service unavailable: retry after `Retry-After` seconds (`WEBHOOK_NOT_CONFIGURED`, `SERVICE_UNAVAILABLE`) */
                 503: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4274,7 +5554,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4296,7 +5576,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`INVALID_SIGNATURE`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4311,7 +5591,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
                 413: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4326,7 +5606,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4341,7 +5621,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4358,7 +5638,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Internal error (`INTERNAL_ERROR`) */
                 500: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4373,7 +5653,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Service unavailable: retry after `Retry-After` seconds (`WEBHOOK_NOT_CONFIGURED`, `SERVICE_UNAVAILABLE`) */
                 503: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4409,9 +5689,15 @@ export interface paths {
                 query?: {
                     page?: number;
                     page_size?: number;
-                    /** @description `received`: waiting to be processed; `processed`: it became (or was linked to) an order; `failed`: see `error` */
+                    /**
+                     * @description `received`: waiting to be processed; `processed`: it became (or was linked to) an order; `failed`: see `error`
+                     * @example processed
+                     */
                     status?: "received" | "processed" | "failed";
-                    /** @description e.g. `orders/create` */
+                    /**
+                     * @description e.g. `orders/create`
+                     * @example orders/create
+                     */
                     topic?: string;
                 };
                 header?: never;
@@ -4458,7 +5744,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4473,7 +5759,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`, `ADMIN_REQUIRED`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4488,7 +5774,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4503,7 +5789,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4514,6 +5800,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -4546,13 +5847,14 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 1 */
                     id: number;
                 };
                 cookie?: never;
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4594,7 +5896,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4609,7 +5911,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`, `ADMIN_REQUIRED`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4624,7 +5926,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4639,7 +5941,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4654,7 +5956,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4665,6 +5967,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -4699,13 +6016,14 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 1 */
                     id: number;
                 };
                 cookie?: never;
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description Accepted */
                 202: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4726,7 +6044,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`INVALID_STATE`, `BAD_REQUEST`) */
                 400: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4741,7 +6059,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4756,7 +6074,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`, `ADMIN_REQUIRED`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4771,7 +6089,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4786,7 +6104,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4801,7 +6149,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4812,6 +6160,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -4884,7 +6247,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4899,7 +6262,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4914,7 +6277,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4929,7 +6292,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4940,6 +6303,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -4962,6 +6340,15 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "url": "https://example.com/webhooks/orders",
+                     *       "events": [
+                     *         "order.status_changed"
+                     *       ],
+                     *       "description": "Order updates for the warehouse"
+                     *     }
+                     */
                     "application/json": {
                         /**
                          * Format: uri
@@ -4975,7 +6362,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description Created */
                 201: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5009,7 +6396,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`SUBSCRIPTION_LIMIT_REACHED`, `SUBSCRIPTION_URL_EXISTS`, `BAD_REQUEST`) */
                 400: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5024,7 +6411,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5039,7 +6426,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5054,7 +6441,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5069,7 +6486,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5080,6 +6497,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -5107,13 +6539,14 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 1 */
                     subscription_id: number;
                 };
                 cookie?: never;
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5145,7 +6578,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5160,7 +6593,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`FORBIDDEN`, `INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5175,7 +6608,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5190,7 +6623,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5205,7 +6638,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5222,6 +6655,21 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
             };
         };
         put?: never;
@@ -5232,6 +6680,7 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 1 */
                     subscription_id: number;
                 };
                 cookie?: never;
@@ -5251,7 +6700,22 @@ export interface paths {
                     };
                     content?: never;
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`BAD_REQUEST`) */
+                400: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5266,7 +6730,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`FORBIDDEN`, `INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5281,7 +6745,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5296,7 +6760,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5311,7 +6805,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5322,6 +6816,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -5341,12 +6850,18 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 1 */
                     subscription_id: number;
                 };
                 cookie?: never;
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "description": "Order updates for the warehouse team"
+                     *     }
+                     */
                     "application/json": {
                         /**
                          * Format: uri
@@ -5362,7 +6877,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5394,7 +6909,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`SUBSCRIPTION_URL_EXISTS`, `BAD_REQUEST`) */
                 400: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5409,7 +6924,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5424,7 +6939,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`FORBIDDEN`, `INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5439,7 +6954,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5454,7 +6969,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5469,7 +7014,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5480,6 +7025,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -5506,14 +7066,22 @@ export interface paths {
                 query?: {
                     page?: number;
                     page_size?: number;
-                    /** @description attempts whose message is now in this state */
+                    /**
+                     * @description attempts whose message is now in this state
+                     * @example delivered
+                     */
                     status?: "pending" | "delivered" | "failed";
+                    /** @example order.status_changed */
                     event_type?: "order.created" | "order.status_changed" | "order.cancelled" | "webhook.test";
-                    /** @description attempts of the messages of this order */
+                    /**
+                     * @description attempts of the messages of this order
+                     * @example 1
+                     */
                     order_id?: number;
                 };
                 header?: never;
                 path: {
+                    /** @example 1 */
                     subscription_id: number;
                 };
                 cookie?: never;
@@ -5559,7 +7127,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5574,7 +7142,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`FORBIDDEN`, `INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5589,7 +7157,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5604,7 +7172,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5619,7 +7187,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5630,6 +7198,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -5659,15 +7242,19 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 1 */
                     subscription_id: number;
-                    /** @description the message id (`webhook-id` header, `msg_…`) */
+                    /**
+                     * @description the message id (`webhook-id` header, `msg_…`): the `message_id` of a delivery
+                     * @example msg_2tR9ZqW1yK0bX4mE7pLs3Jd
+                     */
                     message_id: string;
                 };
                 cookie?: never;
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5719,7 +7306,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5734,7 +7321,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`FORBIDDEN`, `INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5749,7 +7336,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5764,7 +7351,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5779,7 +7366,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5790,6 +7377,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -5824,15 +7426,19 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 1 */
                     subscription_id: number;
-                    /** @description the message id (`webhook-id` header, `msg_…`) */
+                    /**
+                     * @description the message id (`webhook-id` header, `msg_…`): the `message_id` of a delivery
+                     * @example msg_2tR9ZqW1yK0bX4mE7pLs3Jd
+                     */
                     message_id: string;
                 };
                 cookie?: never;
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description Accepted */
                 202: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5851,7 +7457,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`INVALID_STATE`, `BAD_REQUEST`) */
                 400: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5866,7 +7472,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5881,7 +7487,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`FORBIDDEN`, `INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5896,7 +7502,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5911,7 +7517,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5926,7 +7562,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5937,6 +7573,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -5969,12 +7620,18 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 1 */
                     subscription_id: number;
                 };
                 cookie?: never;
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "since": "2026-01-01T00:00:00Z"
+                     *     }
+                     */
                     "application/json": {
                         /**
                          * Format: date-time
@@ -5985,7 +7642,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description Accepted */
                 202: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -6007,7 +7664,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`INVALID_STATE`, `BAD_REQUEST`) */
                 400: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -6022,7 +7679,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -6037,7 +7694,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`FORBIDDEN`, `INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -6052,7 +7709,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -6067,7 +7724,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -6082,7 +7769,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -6093,6 +7780,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -6116,19 +7818,20 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Send a `webhook.test` event to the subscription */
+        /** Send a webhook.test event to the subscription */
         post: {
             parameters: {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 1 */
                     subscription_id: number;
                 };
                 cookie?: never;
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description Accepted */
                 202: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -6147,7 +7850,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`INVALID_STATE`, `BAD_REQUEST`) */
                 400: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -6162,7 +7865,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -6177,7 +7880,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`FORBIDDEN`, `INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -6192,7 +7895,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -6207,7 +7910,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -6222,7 +7955,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -6233,6 +7966,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -6265,13 +8013,19 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 1 */
                     subscription_id: number;
                 };
                 cookie?: never;
             };
-            /** @description optional */
+            /** @description optional: no body keeps the replaced secret signing for the default overlap */
             requestBody?: {
                 content: {
+                    /**
+                     * @example {
+                     *       "overlap_seconds": 3600
+                     *     }
+                     */
                     "application/json": {
                         /**
                          * @description how long the replaced secret keeps signing beside the new one (0: not at all)
@@ -6282,7 +8036,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -6316,7 +8070,22 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Bad request (`BAD_REQUEST`) */
+                400: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -6331,7 +8100,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`FORBIDDEN`, `INACTIVE_USER`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -6346,7 +8115,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -6361,7 +8130,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -6376,7 +8175,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -6387,6 +8186,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -6417,6 +8231,7 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example 1 */
                     order_id: number;
                 };
                 cookie?: never;
@@ -6574,7 +8389,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -6589,7 +8404,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Forbidden (`INACTIVE_USER`, `ADMIN_REQUIRED`) */
                 403: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -6604,7 +8419,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Not found (`NOT_FOUND`) */
                 404: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -6619,7 +8434,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -6634,7 +8449,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error has this shape; 422 adds `errors`. */
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
                 429: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -6645,6 +8460,21 @@ export interface paths {
                         "X-RateLimit-Reset"?: number;
                         /** @description seconds to wait before trying again */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {

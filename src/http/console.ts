@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { FAVICON } from './docs.ts';
+import { FAVICON } from './docs-page.ts';
 import { AppError } from './errors.ts';
 
 /** Where `npm ci` (scripts/build-console.ts) writes the console. */

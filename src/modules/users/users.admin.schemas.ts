@@ -5,9 +5,9 @@ import { UserDetail } from './users.schemas.ts';
 export const AdminUserListQuery = Type.Object({
   ...PageQuery,
   email: Type.Optional(
-    Type.String({ minLength: 1, maxLength: 254, description: 'users whose e-mail contains this text, in any case (`acme.com`, `jane`)' }),
+    Type.String({ minLength: 1, maxLength: 254, description: 'users whose e-mail contains this text, in any case (`acme.com`, `jane`)', examples: ['example.com'] }),
   ),
-  is_active: Type.Optional(Type.Boolean()),
+  is_active: Type.Optional(Type.Boolean({ examples: [true] })),
 });
 export type AdminUserListQuery = Static<typeof AdminUserListQuery>;
 

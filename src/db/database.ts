@@ -3,7 +3,7 @@ import path from 'node:path';
 import type { PGlite } from '@electric-sql/pglite';
 import { Kysely, PGliteDialect, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
-import { PreparingClient } from './prepared.ts';
+import { namedStatementPool } from './named-statements.ts';
 import { timestamptzParser } from './timestamps.ts';
 import type { Database } from './schema.ts';
 
@@ -27,7 +27,7 @@ export interface DatabaseOptions {
   databaseUrl: string | undefined;
   dataDir: string;
   poolSize?: number;
-  /** named prepared statements (src/db/prepared.ts); default true */
+  /** named prepared statements (src/db/named-statements.ts); default true */
   preparedStatements?: boolean;
   /** PGlite's shared_buffers in MiB (default 128, PostgreSQL's own default) */
   sharedBuffersMb?: number;
@@ -39,7 +39,6 @@ export interface DatabaseOptions {
 export async function createDatabase(opts: DatabaseOptions): Promise<DatabaseHandle> {
   if (opts.databaseUrl && opts.databaseUrl !== ':memory:') {
     const pool = new pg.Pool({
-      ...(opts.preparedStatements === false ? {} : { Client: PreparingClient }),
       connectionString: opts.databaseUrl,
       application_name: opts.applicationName,
       max: opts.poolSize ?? 20,
@@ -54,7 +53,7 @@ export async function createDatabase(opts: DatabaseOptions): Promise<DatabaseHan
     // the middle of a transaction (between two statements) would emit 'error' with nobody listening
     // and crash the process. The failure reaches the caller through its next query instead.
     pool.on('connect', (client) => client.on('error', () => {}));
-    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: opts.preparedStatements === false ? pool : namedStatementPool(pool) }) });
     return {
       db,
       pglite: undefined,

@@ -2,7 +2,7 @@ import type { Db } from '../../db/database.ts';
 import type { OrderEventRow, OrderRow, OrderStatus } from '../../db/schema.ts';
 import { AppError } from '../../http/errors.ts';
 import { pageOf, type PageResult } from '../../http/common.schemas.ts';
-import { findOrderWithLines, listOrderEvents, listOrders, type OrderFilter, type OrderLineView } from './orders.repository.ts';
+import { findOrderWithLines, listOrderEvents, listOrders, type OrderFilter, type OrderLineView } from './orders.reads.repository.ts';
 import type { AdminOrderListQuery } from './orders.schemas.ts';
 
 const DAY_MS = 24 * 60 * 60 * 1000;

@@ -1,4 +1,4 @@
-import { sql, type QueryCreator, type Transaction } from 'kysely';
+import { sql, type QueryCreator, type RawBuilder, type Transaction } from 'kysely';
 import type { Database, InboundBodyEncoding, InboundWebhookRow, InboundWebhookStatus } from '../../db/schema.ts';
 import type { Db } from '../../db/database.ts';
 
@@ -8,7 +8,9 @@ import type { Db } from '../../db/database.ts';
  * within the last `replayWindowSeconds` (0: not looked up). The digest lookup and the insert run
  * under a transaction-scoped advisory lock on the digest, taken by a statement of its own before
  * them (the insert's snapshot then holds every copy stored before the lock was granted), so two
- * copies of one body arriving together cannot both miss each other.
+ * copies of one body arriving together cannot both miss each other. `alongside` is another
+ * module's statement on the stored row (`stored`, a FROM item with its `id`) run as part of this
+ * one: the link of its processing job.
  */
 export async function insertInboundWebhook(
   trx: Transaction<Database>,
@@ -23,6 +25,7 @@ export async function insertInboundWebhook(
     rawBodyEncoding: InboundBodyEncoding;
   },
   replayWindowSeconds: number,
+  alongside: (stored: RawBuilder<unknown>) => RawBuilder<unknown>,
 ): Promise<number | undefined> {
   if (replayWindowSeconds > 0) {
     await sql`SELECT pg_advisory_xact_lock(hashtextextended(${`inbound-body:${values.bodySha256}`}, 0))`.execute(trx);
@@ -34,12 +37,15 @@ export async function insertInboundWebhook(
       : sql`true`;
   // ON CONFLICT: either unique index, the webhook id or the event id when given
   const { rows } = await sql<{ id: number }>`
-    INSERT INTO inbound_webhooks (webhook_id, event_id, body_sha256, topic, shop_domain, headers, raw_body, raw_body_encoding)
-    SELECT ${values.webhookId}, ${values.eventId}, ${values.bodySha256}, ${values.topic}, ${values.shopDomain},
-           ${JSON.stringify(values.headers)}::jsonb, ${values.rawBody}, ${values.rawBodyEncoding}
-    WHERE ${unseen}
-    ON CONFLICT DO NOTHING
-    RETURNING id`.execute(trx);
+    WITH stored AS (
+      INSERT INTO inbound_webhooks (webhook_id, event_id, body_sha256, topic, shop_domain, headers, raw_body, raw_body_encoding)
+      SELECT ${values.webhookId}, ${values.eventId}, ${values.bodySha256}, ${values.topic}, ${values.shopDomain},
+             ${JSON.stringify(values.headers)}::jsonb, ${values.rawBody}, ${values.rawBodyEncoding}
+      WHERE ${unseen}
+      ON CONFLICT DO NOTHING
+      RETURNING id
+    ), alongside AS (${alongside(sql`stored`)})
+    SELECT id FROM stored`.execute(trx);
   return rows[0]?.id;
 }
 

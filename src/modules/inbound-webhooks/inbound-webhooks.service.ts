@@ -151,6 +151,7 @@ export class InboundWebhookService {
     const eventId = platformId(headers, 'x-shopify-event-id') ?? null;
     const bodySha256 = crypto.createHash('sha256').update(rawBody).digest('hex');
     const webhookId = givenId ?? `sha256:${bodySha256}`;
+    const job = this.queue.linkedJob('webhook-inbound-process', 'inboundWebhookId');
     const stored = await this.db.transaction().execute(async (trx) => {
       const id = await insertInboundWebhook(
         trx,
@@ -165,9 +166,10 @@ export class InboundWebhookService {
           rawBodyEncoding: asText ? 'utf8' : 'base64',
         },
         this.config.inboundReplayWindowSeconds,
+        job.link,
       );
       if (id === undefined) return false;
-      await this.queue.send(trx, 'webhook-inbound-process', { inboundWebhookId: id });
+      await this.queue.send(trx, 'webhook-inbound-process', { inboundWebhookId: id }, { id: job.id });
       return true;
     });
     return { webhookId, duplicate: !stored };

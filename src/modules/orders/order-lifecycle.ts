@@ -28,9 +28,10 @@ export async function placeOrder(
   deps: { orderEvents: OrderEventBus; queue: JobQueue },
   input: NewOrder,
 ): Promise<{ order: OrderRow | undefined; products: ProductState[] }> {
-  const { placed, products } = await insertOrder(trx, input);
+  const job = deps.queue.linkedJob('order-process', 'orderId');
+  const { placed, products } = await insertOrder(trx, input, job.link);
   if (!placed) return { order: undefined, products };
-  await deps.queue.send(trx, 'order-process', { orderId: placed.order.id });
+  await deps.queue.send(trx, 'order-process', { orderId: placed.order.id }, { id: job.id });
   await deps.orderEvents.publish(trx, [placed]);
   return { order: placed.order, products };
 }

@@ -31,11 +31,14 @@ type InsertedRow = Flat<OrderRow> & { event_id: number | null; event_created_at:
  * Inserts a pending order (total 0) with its lines (unit price 0, the products' names) and its
  * `order.created` event, in one statement, only when every product of the lines exists and is
  * active. `order` is undefined, and nothing is written, otherwise; `products` are the products
- * found, to say which line is wrong. The lines get their ids in the order given.
+ * found, to say which line is wrong. The lines get their ids in the order given. `alongside` is
+ * another module's statement on the new order (`o`, a FROM item with its `id`) run as part of this
+ * one: the link of its processing job.
  */
 export async function insertOrder(
   trx: Transaction<Database>,
   input: NewOrder,
+  alongside?: (orders: RawBuilder<unknown>) => RawBuilder<unknown>,
 ): Promise<{ placed: OrderEventOf | undefined; products: ProductState[] }> {
   const productIds = input.lines.map((l) => l.productId);
   const distinct = new Set(productIds).size;
@@ -56,7 +59,7 @@ export async function insertOrder(
       INSERT INTO order_events (order_id, user_id, type, previous_status, status, total_amount, sequence)
       SELECT o.id, o.user_id, 'order.created', NULL, o.status, o.total_amount, 1 FROM o
       RETURNING id, created_at
-    )
+    ), alongside AS (${alongside?.(sql`o`) ?? sql`SELECT`})
     SELECT o.*, event.id AS event_id, event.created_at AS event_created_at, (SELECT json_agg(p) FROM p) AS products
     FROM (SELECT 1) AS one LEFT JOIN (o CROSS JOIN event) ON true`.execute(trx);
   const { event_id, event_created_at, products, ...order } = rows[0];

@@ -3,6 +3,7 @@ import path from 'node:path';
 import type { PGlite } from '@electric-sql/pglite';
 import { Kysely, PGliteDialect, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
+import { lockDataDir, type DataDirLock } from './data-dir-lock.ts';
 import { namedStatementPool } from './named-statements.ts';
 import { timestamptzParser } from './timestamps.ts';
 import type { Database } from './schema.ts';
@@ -72,12 +73,20 @@ export async function createDatabase(opts: DatabaseOptions): Promise<DatabaseHan
   // CPU (about 0.5 s) and resident memory from the first query on
   const startParams = [...PGlite.defaultStartParams, '-c', `shared_buffers=${opts.sharedBuffersMb ?? 128}MB`];
   let pglite: PGlite;
+  let lock: DataDirLock | undefined;
   if (opts.databaseUrl === ':memory:') {
     pglite = await PGlite.create({ startParams });
   } else {
+    // one process per data directory, taken before anything in it is opened
+    lock = await lockDataDir(opts.dataDir);
     const dir = path.join(opts.dataDir, 'pgdata');
-    await fs.mkdir(dir, { recursive: true });
-    pglite = await PGlite.create(dir, { startParams });
+    try {
+      await fs.mkdir(dir, { recursive: true });
+      pglite = await PGlite.create(dir, { startParams });
+    } catch (err) {
+      await lock.release();
+      throw err;
+    }
   }
   pg.types.setTypeParser(20, (v) => Number(v));
   const db = new Kysely<Database>({ dialect: new PGliteDialect({ pglite }) });
@@ -90,6 +99,7 @@ export async function createDatabase(opts: DatabaseOptions): Promise<DatabaseHan
     },
     async close() {
       await db.destroy();
+      await lock?.release();
     },
   };
 }

@@ -6,8 +6,9 @@ import type { Config } from '../config.ts';
 import type { DatabaseHandle } from '../db/database.ts';
 import type { Database } from '../db/schema.ts';
 import { inBatchSpan, inJobSpan, withTraceContext } from './job-tracing.ts';
-import { toJobRecord, type JobRecord, type QueueJobCounts } from './job-records.ts';
-import { findJobLinks, insertJobLink, jobLinkInsert } from './jobs.repository.ts';
+import { jobCounts, jobsAbout, takeUpLeftJobs, type JobSubjects } from './job-inspection.ts';
+import type { JobRecord, QueueJobCounts } from './job-records.ts';
+import { insertJobLink, jobLinkInsert } from './jobs.repository.ts';
 import { DEAD_LETTER_RETRY, queueSettings, type QueueDefinition } from './job-policies.ts';
 import { deadLetterQueueOf, jobSubjectOf, type DeadLettered, type Job, type JobName, type JobPayloads, type JobSubject } from './registry.ts';
 
@@ -42,9 +43,6 @@ interface Worker {
   handler: (job: JobWithMetadata<unknown>) => Promise<void>;
   opts: WorkOptions<JobName>;
 }
-
-/** The schema of pg-boss's tables (its default). */
-const BOSS_SCHEMA = 'pgboss';
 
 /**
  * Seconds between two passes of a worker's supervision: jobs whose worker died (a stale heartbeat)
@@ -91,7 +89,7 @@ export class JobQueue {
     this.log = log;
     const runsWorkers = config.role !== 'api';
     const common = {
-      schema: BOSS_SCHEMA,
+      schema: 'pgboss',
       // only a process that fetches jobs listens; an API process's sends notify the workers
       useListenNotify: runsWorkers,
       supervise: runsWorkers,
@@ -143,14 +141,22 @@ export class JobQueue {
     this.schedules.push({ name, cron });
   }
 
-  async start(): Promise<void> {
+  /**
+   * Starts pg-boss; in a process that runs jobs, takes up the jobs a process that died left running
+   * (`takeUpLeftJobs`, embedded database only) and starts the fetch loops. Returns the jobs taken
+   * up, per queue.
+   */
+  async start(): Promise<Record<string, number>> {
     await this.boss.start();
     await this.syncQueues();
     this.started = true;
-    if (this.config.role === 'api') return;
+    if (this.config.role === 'api') return {};
+    // on the embedded database this process holds the data directory alone (its lock): a running job was left by a process that died
+    const takenUp = this.handle.pglite ? await takeUpLeftJobs(this.boss) : {};
     await Promise.all(this.workers.map((w) => w.opts.load?.()));
     for (const w of this.workers) await this.startLoops(w);
     for (const s of this.schedules) await this.boss.schedule(s.name, s.cron);
+    return takenUp;
   }
 
   /**
@@ -263,29 +269,14 @@ export class JobQueue {
     return this.handle.db.transaction().execute((trx) => this.send(trx, name, data, options));
   }
 
-  /**
-   * Per queue (pg-boss's own `__pgboss__` queues apart): jobs waiting (new, or waiting for a retry),
-   * running, and failed and still kept, as pg-boss's monitor last counted them.
-   */
+  /** Per queue: jobs waiting, running, and failed and still kept, as pg-boss's supervision last counted them. */
   async counts(): Promise<QueueJobCounts[]> {
-    const queues = await this.boss.getQueues([...this.definitions.keys()]);
-    return queues.map((q) => ({ queue: q.name, queued: q.queuedCount, active: q.activeCount, failed: q.failedCount })).sort((a, b) => a.queue.localeCompare(b.queue));
+    return jobCounts(this.boss, [...this.definitions.keys()]);
   }
 
-  /**
-   * The jobs sent for an order, for its platform webhooks and for its outgoing messages, and the
-   * dead-letter copies of the order's and the webhooks' jobs, oldest first: what pg-boss still
-   * keeps (finished jobs are deleted after JOB_RETENTION_DAYS).
-   */
-  async jobsAbout(about: { orderId: number; inboundWebhookIds: readonly number[]; messageRowIds: readonly number[] }): Promise<JobRecord[]> {
-    const links = await findJobLinks(this.handle.db, about);
-    const linked = await Promise.all(links.map((l) => this.boss.getJobById(l.queue, l.job_id)));
-    const copies = await Promise.all([
-      this.boss.findJobs(deadLetterQueueOf('order-process'), { data: { orderId: about.orderId } }),
-      ...about.inboundWebhookIds.map((id) => this.boss.findJobs(deadLetterQueueOf('webhook-inbound-process'), { data: { inboundWebhookId: id } })),
-    ]);
-    const jobs = [...linked.filter((j) => j !== null), ...copies.flat()];
-    return jobs.map(toJobRecord).sort((a, b) => a.created_on.getTime() - b.created_on.getTime() || a.id.localeCompare(b.id));
+  /** The jobs sent for an order, its platform webhooks and its outgoing messages (`jobsAbout`). */
+  async jobsAbout(about: JobSubjects): Promise<JobRecord[]> {
+    return jobsAbout(this.boss, this.handle.db, about);
   }
 
   /** Started, and pg-boss's own connections reach its tables (on PostgreSQL they are a separate pool). */

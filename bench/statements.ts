@@ -80,9 +80,8 @@ export async function countStatementsPerOrder(databaseUrl: string, orders = 20):
     };
     // warm: prepared statements, pg-boss's queue cache, the user cache
     for (let i = 0; i < 3; i++) await placeOne();
-    // the last warm-up order's batch is still lingering: its completion and the fetch after it
-    // belong to the warm-up, not to the idle rate
-    await sleep(config.orderWorkerLingerMs + 250);
+    // the last warm-up order's completion belongs to the warm-up, not to the idle rate
+    await sleep(250);
 
     tap.on = true;
     const idleStart = performance.now();

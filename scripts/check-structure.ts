@@ -26,7 +26,6 @@ const OWNERS: Record<string, string> = {
   inbound_webhook_counts: 'inbound-webhooks',
   webhook_delivery_counts: 'outbound-webhooks',
   job_links: 'src/jobs',
-  purged_job_counts: 'src/jobs',
   refresh_tokens: 'auth',
   password_reset_tokens: 'auth',
   products: 'products',

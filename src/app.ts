@@ -4,7 +4,7 @@ import cors from '@fastify/cors';
 import type { AppContext, AppModule } from './app-context.ts';
 import type { Config } from './config.ts';
 import type { DatabaseHandle } from './db/database.ts';
-import { openDatabase } from './db/migrate.ts';
+import { describeDatabase, openDatabase } from './db/migrate.ts';
 import { OrderEventBus } from './events/order-events.ts';
 import { registerAuth } from './http/auth.ts';
 import { API_VERSIONS, apiPrefix } from './http/api-version.ts';
@@ -58,7 +58,9 @@ export interface BuildOptions {
 /** Builds the whole service: database (migrated), queue (started), every module registered. */
 export async function buildApp(config: Config, opts: BuildOptions = {}): Promise<FastifyInstance> {
   const app = Fastify(serverOptions(config, opts.logStream));
-  const database = await openDatabase(config, opts.database);
+  const { database, applied } = await openDatabase(config, opts.database);
+  app.log.info(`database: ${describeDatabase(config)}; role ${config.role}`);
+  app.log.info({ migrations: applied }, applied.length > 0 ? `migrations applied: ${applied.length} (${applied.join(', ')})` : 'migrations: the database is up to date');
   const ctx: AppContext = {
     config,
     db: database.db,
@@ -146,7 +148,18 @@ export async function buildApp(config: Config, opts: BuildOptions = {}): Promise
   try {
     // only processes that serve requests authenticate users
     if (config.role !== 'worker' && config.userCacheTtlSeconds > 0) await userFeed.start();
-    await ctx.queue.start();
+    const takenUp = await ctx.queue.start();
+    const counts = Object.entries(takenUp).map(([queue, n]) => `${queue} ${n}`);
+    if (config.role !== 'api') {
+      app.log.info(
+        { jobsTakenUp: takenUp },
+        counts.length > 0
+          ? `jobs taken up again after a crash: ${counts.join(', ')}`
+          : database.pglite
+            ? 'jobs taken up again after a crash: none'
+            : 'jobs taken up again after a crash: none at start-up (a dead worker\'s jobs are retried once their heartbeat lapses)',
+      );
+    }
   } catch (err) {
     await app.close();
     throw err;

@@ -67,13 +67,9 @@ export interface Config {
   /** the whole request (headers and body) must arrive within this time, or the connection is closed */
   readonly requestTimeoutMs: number;
   readonly logLevel: string;
-  /** seconds (>= 0.5) between two sweeps for jobs come due (at least 1), and pg-boss's polling interval without LISTEN/NOTIFY */
+  /** seconds (>= 0.5) between two polls of each job queue by an idle worker, for retries and delayed jobs (new jobs wake it by NOTIFY) */
   readonly jobPollingSeconds: number;
   readonly orderWorkerConcurrency: number;
-  /** the longest the order jobs' fetch loop waits after a batch that was not full (0: not at all); see WorkOptions.lingerMs */
-  readonly orderWorkerLingerMs: number;
-  /** the same wait for the platform webhooks' processing jobs (0: not at all) */
-  readonly inboundWorkerLingerMs: number;
   /** idle seconds after which a process whose resident set grew gives the memory back (0: never) */
   readonly memoryReleaseIdleSeconds: number;
   /** how long an API process may serve a user row from memory (0: never); see user-cache.ts */
@@ -310,11 +306,9 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES', 1024 * 1024, 1024),
     requestTimeoutMs: int(env, 'REQUEST_TIMEOUT_MS', 30000, 100, 600000),
     logLevel: oneOf(env, 'LOG_LEVEL', LOG_LEVELS, 'info'),
-    jobPollingSeconds: num(env, 'JOB_POLLING_SECONDS', 0.5, 0.5),
+    jobPollingSeconds: num(env, 'JOB_POLLING_SECONDS', 2, 0.5),
     // PGlite runs one transaction at a time: more jobs at once would only queue in front of requests
     orderWorkerConcurrency: int(env, 'ORDER_WORKER_CONCURRENCY', embedded ? 4 : 12, 1, 64),
-    orderWorkerLingerMs: int(env, 'ORDER_WORKER_LINGER_MS', 250, 0, 1000),
-    inboundWorkerLingerMs: int(env, 'INBOUND_WORKER_LINGER_MS', 250, 0, 1000),
     userCacheTtlSeconds: num(env, 'USER_CACHE_TTL_SECONDS', 10, 0),
     memoryReleaseIdleSeconds: int(env, 'MEMORY_RELEASE_IDLE_SECONDS', 10, 0, 86400),
     webConcurrency: int(env, 'WEB_CONCURRENCY', 1, 1, 64),

@@ -1,8 +1,31 @@
+import cluster from 'node:cluster';
+import net from 'node:net';
 import closeWithGrace from 'close-with-grace';
 import { runClusterPrimary, shouldRunCluster } from './cluster.ts';
 import { loadConfigOrExit } from './config.ts';
+import { DataDirInUse } from './db/data-dir-lock.ts';
+
+function exitWith(line: string): never {
+  console.error(line);
+  process.exit(1);
+}
+
+/** Whether `port` can be listened on now (it is listened on for good once the service is built). */
+function portIsFree(port: number, host: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const probe = net.createServer();
+    probe.once('error', () => resolve(false));
+    probe.listen({ port, host, exclusive: true }, () => probe.close(() => resolve(true)));
+  });
+}
 
 const config = loadConfigOrExit();
+
+// A busy port, and an embedded database's directory held by another process, are told in one line
+// before anything is opened or written. (Forked API processes share the port their supervisor checked.)
+if (config.role !== 'worker' && !cluster.isWorker && !(await portIsFree(config.port, config.host))) {
+  exitWith(`port ${config.port} is already in use (on ${config.host}): stop what listens there, or set PORT`);
+}
 
 // WEB_CONCURRENCY > 1: this process only supervises the forked API (and worker) processes; it never returns
 if (shouldRunCluster(config)) await runClusterPrimary(config);
@@ -14,7 +37,10 @@ const { buildApp } = await import('./app.ts');
 const { bootstrapAdmin } = await import('./modules/users/admin-bootstrap.ts');
 const { releaseStartupMemory, watchIdleMemory } = await import('./memory.ts');
 
-const app = await buildApp(config);
+const app = await buildApp(config).catch((err: unknown) => {
+  if (err instanceof DataDirInUse) exitWith(err.message);
+  throw err;
+});
 if (config.role !== 'worker') await bootstrapAdmin(app.ctx);
 
 let stopIdleMemory: (() => void) | undefined;

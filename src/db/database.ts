@@ -3,7 +3,8 @@ import path from 'node:path';
 import type { PGlite } from '@electric-sql/pglite';
 import { Kysely, PGliteDialect, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
-import { PreparingClient } from './prepared.ts';
+import { lockDataDir, type DataDirLock } from './data-dir-lock.ts';
+import { namedStatementPool } from './named-statements.ts';
 import { timestamptzParser } from './timestamps.ts';
 import type { Database } from './schema.ts';
 
@@ -27,7 +28,7 @@ export interface DatabaseOptions {
   databaseUrl: string | undefined;
   dataDir: string;
   poolSize?: number;
-  /** named prepared statements (src/db/prepared.ts); default true */
+  /** named prepared statements (src/db/named-statements.ts); default true */
   preparedStatements?: boolean;
   /** PGlite's shared_buffers in MiB (default 128, PostgreSQL's own default) */
   sharedBuffersMb?: number;
@@ -39,7 +40,6 @@ export interface DatabaseOptions {
 export async function createDatabase(opts: DatabaseOptions): Promise<DatabaseHandle> {
   if (opts.databaseUrl && opts.databaseUrl !== ':memory:') {
     const pool = new pg.Pool({
-      ...(opts.preparedStatements === false ? {} : { Client: PreparingClient }),
       connectionString: opts.databaseUrl,
       application_name: opts.applicationName,
       max: opts.poolSize ?? 20,
@@ -54,7 +54,7 @@ export async function createDatabase(opts: DatabaseOptions): Promise<DatabaseHan
     // the middle of a transaction (between two statements) would emit 'error' with nobody listening
     // and crash the process. The failure reaches the caller through its next query instead.
     pool.on('connect', (client) => client.on('error', () => {}));
-    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: opts.preparedStatements === false ? pool : namedStatementPool(pool) }) });
     return {
       db,
       pglite: undefined,
@@ -73,12 +73,20 @@ export async function createDatabase(opts: DatabaseOptions): Promise<DatabaseHan
   // CPU (about 0.5 s) and resident memory from the first query on
   const startParams = [...PGlite.defaultStartParams, '-c', `shared_buffers=${opts.sharedBuffersMb ?? 128}MB`];
   let pglite: PGlite;
+  let lock: DataDirLock | undefined;
   if (opts.databaseUrl === ':memory:') {
     pglite = await PGlite.create({ startParams });
   } else {
+    // one process per data directory, taken before anything in it is opened
+    lock = await lockDataDir(opts.dataDir);
     const dir = path.join(opts.dataDir, 'pgdata');
-    await fs.mkdir(dir, { recursive: true });
-    pglite = await PGlite.create(dir, { startParams });
+    try {
+      await fs.mkdir(dir, { recursive: true });
+      pglite = await PGlite.create(dir, { startParams });
+    } catch (err) {
+      await lock.release();
+      throw err;
+    }
   }
   pg.types.setTypeParser(20, (v) => Number(v));
   const db = new Kysely<Database>({ dialect: new PGliteDialect({ pglite }) });
@@ -91,6 +99,7 @@ export async function createDatabase(opts: DatabaseOptions): Promise<DatabaseHan
     },
     async close() {
       await db.destroy();
+      await lock?.release();
     },
   };
 }

@@ -1,4 +1,5 @@
 import { loadConfigOrExit } from '../config.ts';
+import { DataDirInUse } from './data-dir-lock.ts';
 import { createDatabase } from './database.ts';
 import { migrateToLatest } from './migrate.ts';
 
@@ -10,6 +11,11 @@ const handle = await createDatabase({
   poolSize: 2,
   applicationName: 'oas-migrate',
   preparedStatements: config.databasePreparedStatements,
+}).catch((err: unknown) => {
+  // the embedded database's directory, held by a running service: one line, not a stack
+  if (!(err instanceof DataDirInUse)) throw err;
+  console.error(err.message);
+  process.exit(1);
 });
 try {
   const applied = await migrateToLatest(handle.db);

@@ -38,15 +38,23 @@ export function databaseOptions(config: Config): DatabaseOptions {
 
 /**
  * The service's database, migrated: `existing` when given (closed by its owner), else a new handle
- * with the service's connection settings (closed again when a migration fails).
+ * with the service's connection settings (closed again when a migration fails); and the names of
+ * the migrations this call applied.
  */
-export async function openDatabase(config: Config, existing?: DatabaseHandle): Promise<DatabaseHandle> {
+export async function openDatabase(config: Config, existing?: DatabaseHandle): Promise<{ database: DatabaseHandle; applied: string[] }> {
   const database = existing ?? (await createDatabase(databaseOptions(config)));
   try {
-    await migrateToLatest(database.db);
+    return { database, applied: await migrateToLatest(database.db) };
   } catch (err) {
     if (!existing) await database.close();
     throw err;
   }
-  return database;
+}
+
+/** Where the database is, for the start-up log: the embedded one's directory, or the server without credentials. */
+export function describeDatabase(config: Config): string {
+  if (config.databaseUrl === undefined) return `embedded PostgreSQL (PGlite) in ${path.join(config.dataDir, 'pgdata')}`;
+  if (config.databaseUrl === ':memory:') return 'embedded PostgreSQL (PGlite) in memory';
+  const url = new URL(config.databaseUrl);
+  return `PostgreSQL at ${url.hostname}:${url.port || '5432'}${url.pathname}`;
 }

@@ -280,12 +280,6 @@ export interface JobLinksTable {
   created_at: CreatedAt;
 }
 
-/** failed jobs deleted by the retention purge, per queue */
-export interface PurgedJobCountsTable {
-  queue: string;
-  failed: ColumnType<string, string | number, string | number>;
-}
-
 export interface Database {
   users: UsersTable;
   user_counts: UserCountsTable;
@@ -295,7 +289,6 @@ export interface Database {
   inbound_webhook_counts: InboundWebhookCountsTable;
   webhook_delivery_counts: WebhookDeliveryCountsTable;
   job_links: JobLinksTable;
-  purged_job_counts: PurgedJobCountsTable;
   refresh_tokens: RefreshTokensTable;
   password_reset_tokens: PasswordResetTokensTable;
   products: ProductsTable;

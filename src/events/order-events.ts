@@ -1,4 +1,4 @@
-import { sql, type Expression, type Kysely, type Transaction } from 'kysely';
+import type { Transaction } from 'kysely';
 import type { Database, OrderEventRow, OrderRow, OrderStatus } from '../db/schema.ts';
 
 export type OrderEventType = 'order.created' | 'order.status_changed';
@@ -25,50 +25,19 @@ export function statusIn(version: 'v1' | 'v2', status: OrderStatus): OrderStatus
  */
 export const V1_CANCELLED_REASON = 'CANCELLED';
 
-/**
- * Acts on an order event inside the transaction that wrote it (and the change behind it): what it
- * writes or enqueues commits with the change, or not at all. `order` is the order as it is after
- * the change. `looked` holds the rows of the listener's lookup, when it has one.
- */
-export type OrderEventListener = (trx: Transaction<Database>, event: OrderEventRow, order: OrderRow, looked: readonly unknown[] | undefined) => Promise<void>;
-
-/** What an event will be, known before the statement that writes it runs. */
-export interface OrderEventPreview {
-  type: OrderEventType;
-  /** the order's status after the change */
-  status: OrderStatus;
-  /** the order's owner: its id, or SQL that reads it (when the statement is what finds the order) */
-  userId: number | Expression<number>;
+/** An order as a change left it, and the event the change wrote. */
+export interface OrderEventOf {
+  event: OrderEventRow;
+  order: OrderRow;
 }
 
 /**
- * A read a listener needs for every event: a SELECT the orders module runs inside the statement
- * that writes the event (the same transaction, that statement's snapshot) instead of as a round
- * trip of its own. Its rows reach the listener as `looked`, as JSON values.
+ * Acts on order events inside the transaction that wrote them (and the changes behind them): what
+ * it writes or enqueues commits with the changes, or not at all. One call gets every event of one
+ * statement (a batch of orders processed together), so a listener can read what it needs for all
+ * of them at once.
  */
-export type OrderEventLookup = (db: Kysely<Database>, preview: OrderEventPreview) => Expression<unknown>;
-
-/**
- * When a listener acts, as far as the statement that writes an event can tell before the listener
- * runs. A listener that gives neither may act on any event.
- */
-export interface ListenerScope {
-  /**
-   * false: the listener never acts on an event of this type and status, whatever the statement
-   * reads. It is not told the owner: statements are compiled once per type and status (`shapeKey`).
-   */
-  actsOn?: (preview: Pick<OrderEventPreview, 'type' | 'status'>) => boolean;
-  /** the listener acts only when its lookup finds a row (with no row, it writes and sends nothing) */
-  onlyWithRows?: boolean;
-}
-
-/** Whether a listener of `scope` may act on an event of this type and status (its scope does not rule it out). */
-function mayActOn(scope: ListenerScope, preview: Pick<OrderEventPreview, 'type' | 'status'>): boolean {
-  return scope.actsOn === undefined || scope.actsOn(preview);
-}
-
-/** Buses made in this process, for `shapeKey` (tests make several). */
-let buses = 0;
+export type OrderEventListener = (trx: Transaction<Database>, changes: readonly OrderEventOf[]) => Promise<void>;
 
 /**
  * The seam between orders and the modules that react to them. The orders module writes one numbered
@@ -77,50 +46,14 @@ let buses = 0;
  * outcome, in that same transaction. Neither side imports the other.
  */
 export class OrderEventBus {
-  private readonly listeners: { listener: OrderEventListener; lookup: OrderEventLookup | undefined; scope: ListenerScope }[] = [];
-  private readonly id = ++buses;
+  private readonly listeners: OrderEventListener[] = [];
 
-  subscribe(listener: OrderEventListener, lookup?: OrderEventLookup, scope: ListenerScope = {}): void {
-    this.listeners.push({ listener, lookup, scope });
+  subscribe(listener: OrderEventListener): void {
+    this.listeners.push(listener);
   }
 
-  /**
-   * Names this bus and its listeners as they are now, for the key of a statement compiled once per
-   * shape that embeds their lookups or `quietWhen`: a lookup's SQL depends on the listeners, and on
-   * the preview only through its type, its status and its owner as a query parameter.
-   */
-  get shapeKey(): string {
-    return `${this.id}.${this.listeners.length}`;
-  }
-
-  /** Whether `quietWhen` can tell for an event of this type and status (false: it gives undefined). */
-  tellsQuiet(preview: Pick<OrderEventPreview, 'type' | 'status'>): boolean {
-    return this.listeners.every(({ lookup, scope }) => !mayActOn(scope, preview) || (scope.onlyWithRows === true && lookup !== undefined));
-  }
-
-  /** Each listener's lookup for an event like `preview`, in subscription order (undefined: it has none). */
-  lookups(db: Kysely<Database>, preview: OrderEventPreview): (Expression<unknown> | undefined)[] {
-    return this.listeners.map((l) => l.lookup?.(db, preview));
-  }
-
-  /**
-   * SQL that is true when no listener will act on an event like `preview` (each one's scope says it
-   * does not, or its lookup finds no row), for the statement that writes the event to read in its
-   * own snapshot: a change it holds for can commit on its own, with nothing to publish, and needs no
-   * transaction around it for the listeners' writes. Undefined when a listener's scope cannot tell.
-   */
-  quietWhen(db: Kysely<Database>, preview: OrderEventPreview): Expression<boolean> | undefined {
-    if (!this.tellsQuiet(preview)) return undefined;
-    // each listener left has a lookup (tellsQuiet): it acts only when that finds a row
-    const conditions = this.listeners.filter(({ scope }) => mayActOn(scope, preview)).map(({ lookup }) => sql<boolean>`NOT EXISTS (${lookup!(db, preview)})`);
-    return conditions.length === 0 ? sql<boolean>`true` : sql<boolean>`(${sql.join(conditions, sql` AND `)})`;
-  }
-
-  /**
-   * `looked`: the rows of `lookups(…)`, read by the statement that wrote `event`, in the same order.
-   * Every publisher embeds the lookups: a listener with one always receives its rows.
-   */
-  async publish(trx: Transaction<Database>, event: OrderEventRow, order: OrderRow, looked: readonly (readonly unknown[] | null)[]): Promise<void> {
-    for (const [i, { listener }] of this.listeners.entries()) await listener(trx, event, order, looked[i] ?? undefined);
+  async publish(trx: Transaction<Database>, changes: readonly OrderEventOf[]): Promise<void> {
+    if (changes.length === 0) return;
+    for (const listener of this.listeners) await listener(trx, changes);
   }
 }

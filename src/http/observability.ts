@@ -39,9 +39,9 @@ function bearerCheck(token: string): (request: FastifyRequest) => void {
  */
 export function registerObservability(app: FastifyInstance, checks: ReadinessCheck[], opts: { metricsToken?: string } = {}): client.Registry {
   const registry = new client.Registry();
-  // The event-loop delay histogram samples on a timer: prom-client's default of every 10 ms woke an
-  // idle process 100 times a second, half of what it spent idle (bench/README.md, finding 41).
-  // Every 100 ms, a stall of 100 ms or more always delays a sample, a shorter one in proportion.
+  // The event-loop delay histogram samples on a timer: prom-client's default of every 10 ms wakes an
+  // idle process 100 times a second. Every 100 ms, a stall of 100 ms or more always delays a sample,
+  // a shorter one in proportion.
   client.collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 100 });
   const duration = new client.Histogram({
     name: 'http_request_duration_seconds',

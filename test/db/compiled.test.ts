@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it, type TestContext } from 'node:test';
-import { compileByShape, compileOnce } from '../../src/db/compiled.ts';
+import { compileOnce } from '../../src/db/compiled.ts';
 import { buildTestApp } from '../helpers/app.ts';
 
 /** A test app's database with products `<prefix>-0`, `-1`, `-2` of stock 10, 20 and 30; the second inactive. */
@@ -46,31 +46,5 @@ describe('compileOnce', () => {
       return a.status ? base : base.where('status', '=', 'pending');
     });
     await assert.rejects(branchy(app.ctx.db, { status: 'pending' }), /status did not become query parameters/);
-  });
-});
-
-describe('compileByShape', () => {
-  it('compiles once per key, each shape with its own text, and binds each call\'s arguments', async (t) => {
-    const db = await withProducts(t, 'SHP');
-    const run = compileByShape();
-    const builds: string[] = [];
-    const products = (onlyActive: boolean, args: { min: number; active?: boolean }) =>
-      run(db, onlyActive ? 'active' : 'all', args, (q, a) => {
-        builds.push(onlyActive ? 'active' : 'all');
-        const base = q.selectFrom('products').select('sku').where('sku', 'like', 'SHP-%').where('stock', '>=', a.min).orderBy('sku');
-        return onlyActive ? base.where('is_active', '=', a.active!) : base;
-      });
-    assert.deepEqual(await products(false, { min: 15 }), [{ sku: 'SHP-1' }, { sku: 'SHP-2' }]);
-    assert.deepEqual(await products(true, { min: 15, active: true }), [{ sku: 'SHP-2' }]);
-    assert.deepEqual(await products(true, { min: 0, active: false }), [{ sku: 'SHP-1' }]);
-    assert.deepEqual(await products(false, { min: 25 }), [{ sku: 'SHP-2' }]);
-    assert.deepEqual(builds, ['all', 'active']);
-  });
-
-  it('refuses an argument that a shape does not use as a value', async (t) => {
-    const app = await buildTestApp(t);
-    const run = compileByShape();
-    const unused = run(app.ctx.db, 'k', { status: 'pending', id: 1 }, (q, a) => q.selectFrom('orders').select('id').where('id', '=', a.id).where('status', '=', a.status ? 'pending' : 'failed'));
-    await assert.rejects(unused, /status did not become query parameters/);
   });
 });

@@ -108,6 +108,8 @@ export async function testConfig(t: TestContext | undefined, overrides: Partial<
       databasePoolSize: 10,
       jobQueuePoolSize: 4,
       logLevel: process.env.TEST_LOG_LEVEL ?? 'silent',
+      // retries and delayed jobs come due within a test's patience
+      jobPollingSeconds: 0.5,
       rateLimitAuthenticated: 100000,
       rateLimitAnonymous: 100000,
       rateLimitWebhook: 100000,

@@ -10,9 +10,13 @@ import { defer, testConfig } from '../helpers/app.ts';
  * A job queue on the test's own database, not started, in a process of `role` (a worker by
  * default) with `overrides`' settings, with the database, which closes when the test ends.
  */
-export async function testQueue(t: TestContext, role: Config['role'] = 'worker', overrides: Partial<Config> = {}): Promise<{ queue: JobQueue; database: DatabaseHandle }> {
+export async function testQueue(
+  t: TestContext,
+  role: Config['role'] = 'worker',
+  overrides: Partial<Config> = {},
+): Promise<{ queue: JobQueue; database: DatabaseHandle; config: Config }> {
   const config = await testConfig(t, { ...overrides, role });
-  const database = await openDatabase(config);
+  const { database } = await openDatabase(config);
   defer(t, () => database.close());
-  return { queue: new JobQueue(database, config, pino({ level: 'silent' })), database };
+  return { queue: new JobQueue(database, config, pino({ level: 'silent' })), database, config };
 }

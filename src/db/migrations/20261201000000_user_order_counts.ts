@@ -3,8 +3,7 @@ import { sql, type Kysely } from 'kysely';
 /**
  * Each user's orders by current status, kept by a trigger in the transaction of every change, so
  * that the total of `GET /orders` is a read of at most one row per status however many orders the
- * user has (it was a count over the user's orders: the same read at 10k and at 1M orders cost 0.05
- * and 0.18 ms, bench/README.md finding 49). The trigger runs once per statement with its transition
+ * user has, where a count over the user's orders grows with them. The trigger runs once per statement with its transition
  * tables, and an update that changes no status changes no counter row. A user's counter rows are
  * taken in key order. The rows that exist are counted in this migration's transaction, after the
  * trigger is created: the trigger's lock on `orders` holds writes back until both are done.

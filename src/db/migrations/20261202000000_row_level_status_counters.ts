@@ -4,11 +4,9 @@ import { sql, type Kysely } from 'kysely';
  * An order's status changes and its events are counted by row-level triggers; its inserts and
  * deletes stay with the statement-level ones. The service changes one order, and writes one event,
  * per statement, and for one row the transition tables of a statement-level trigger cost more than
- * the counting: a status change cost the backend 0.22–0.25 ms with them and 0.16 ms with a
- * row-level trigger, against 0.11 ms with none (bench/README.md, findings 54–56). Inserts and
- * deletes of orders come in bulk as well (an import, the bench's seeding): there a statement-level
- * trigger updates each counter row once per statement, where a row-level one would leave a dead
- * version of it per row (finding 55).
+ * the counting. Inserts and deletes of orders come in bulk as well (an import, the bench's seeding):
+ * there a statement-level trigger updates each counter row once per statement, where a row-level
+ * one would leave a dead version of it per row.
  *
  * A status change adds -1 for the old status and +1 for the new one to `order_counts` and
  * `user_order_counts`, each counter's rows in key order and `order_counts` first, as the

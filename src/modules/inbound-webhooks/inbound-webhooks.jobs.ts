@@ -23,13 +23,7 @@ export function registerInboundWebhookJobs(
   deps: { db: Db; config: Config; log: FastifyBaseLogger; inbound: InboundWebhookService; orders: OrdersService },
 ): void {
   queue.define({ name: 'webhook-inbound-process' });
-  // Webhooks a few milliseconds apart are fetched and completed together (`lingerMs`, as for the
-  // order jobs): pg-boss's fetch and completion, and the worker's wake-ups for them, were paid per
-  // webhook (bench/README.md, finding 67). Each webhook is still processed on its own.
-  queue.work('webhook-inbound-process', (job) => deps.inbound.process(job.data.inboundWebhookId, isLastAttempt(job)), 2, {
-    load: loadPayloadChecker,
-    lingerMs: deps.config.inboundWorkerLingerMs,
-  });
+  queue.work('webhook-inbound-process', (job) => deps.inbound.process(job.data.inboundWebhookId, isLastAttempt(job)), 2, { load: loadPayloadChecker });
   queue.workGivenUp('webhook-inbound-process', async (job) => {
     await deps.inbound.abandon(job);
   });

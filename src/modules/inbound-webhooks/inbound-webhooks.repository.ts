@@ -1,18 +1,16 @@
-import { sql, type QueryCreator, type Transaction } from 'kysely';
+import { sql, type QueryCreator, type RawBuilder, type Transaction } from 'kysely';
 import type { Database, InboundBodyEncoding, InboundWebhookRow, InboundWebhookStatus } from '../../db/schema.ts';
 import type { Db } from '../../db/database.ts';
-import { THEN_COMMIT } from '../../db/prepared.ts';
-import type { LinkedJob } from '../../jobs/queue.ts';
 
 /**
- * Stores a received payload once per delivery, and runs `job` (the CTEs of its processing job,
- * `JobQueue.linkedJob`) in the same statement; `id` is undefined when the payload was already
- * stored: the same webhook id or event id (unique indexes), or the same body digest received within
- * the last `replayWindowSeconds` (0: not looked up). The digest lookup and the insert run under a
- * transaction-scoped advisory lock on the digest, taken by a statement of its own before them
- * (the insert's snapshot then holds every copy stored before the lock was granted), so two copies
- * of one body arriving together cannot both miss each other. The insert is the last statement of
- * `trx`, and the transaction's COMMIT rides with it (`THEN_COMMIT`).
+ * Stores a received payload once per delivery; returns its id, or undefined when the payload was
+ * already stored: the same webhook id or event id (unique indexes), or the same body digest received
+ * within the last `replayWindowSeconds` (0: not looked up). The digest lookup and the insert run
+ * under a transaction-scoped advisory lock on the digest, taken by a statement of its own before
+ * them (the insert's snapshot then holds every copy stored before the lock was granted), so two
+ * copies of one body arriving together cannot both miss each other. `alongside` is another
+ * module's statement on the stored row (`stored`, a FROM item with its `id`) run as part of this
+ * one: the link of its processing job.
  */
 export async function insertInboundWebhook(
   trx: Transaction<Database>,
@@ -27,7 +25,7 @@ export async function insertInboundWebhook(
     rawBodyEncoding: InboundBodyEncoding;
   },
   replayWindowSeconds: number,
-  job: LinkedJob<'webhook-inbound-process'>['ctes'],
+  alongside: (stored: RawBuilder<unknown>) => RawBuilder<unknown>,
 ): Promise<number | undefined> {
   if (replayWindowSeconds > 0) {
     await sql`SELECT pg_advisory_xact_lock(hashtextextended(${`inbound-body:${values.bodySha256}`}, 0))`.execute(trx);
@@ -38,7 +36,7 @@ export async function insertInboundWebhook(
           AND received_at >= now() - ${replayWindowSeconds}::integer * interval '1 second')`
       : sql`true`;
   // ON CONFLICT: either unique index, the webhook id or the event id when given
-  const { rows } = await sql<{ id: number | null; jobs: number }>`
+  const { rows } = await sql<{ id: number }>`
     WITH stored AS (
       INSERT INTO inbound_webhooks (webhook_id, event_id, body_sha256, topic, shop_domain, headers, raw_body, raw_body_encoding)
       SELECT ${values.webhookId}, ${values.eventId}, ${values.bodySha256}, ${values.topic}, ${values.shopDomain},
@@ -46,9 +44,9 @@ export async function insertInboundWebhook(
       WHERE ${unseen}
       ON CONFLICT DO NOTHING
       RETURNING id
-    ), ${job(sql<{ id: number }>`(SELECT id FROM stored)`)}
-    SELECT (SELECT id FROM stored) AS id, (SELECT count(*)::int FROM alongside) AS jobs${sql.raw(THEN_COMMIT)}`.execute(trx);
-  return rows[0].id ?? undefined;
+    ), alongside AS (${alongside(sql`stored`)})
+    SELECT id FROM stored`.execute(trx);
+  return rows[0]?.id;
 }
 
 export async function findInboundWebhook(db: Db, id: number): Promise<InboundWebhookRow | undefined> {

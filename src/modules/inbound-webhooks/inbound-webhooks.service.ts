@@ -129,7 +129,7 @@ export class InboundWebhookService {
   /**
    * The acknowledgement path, kept to one transaction: verify the HMAC over the raw bytes (before
    * anything is parsed), store the body once per delivery, whatever it contains, and enqueue its
-   * processing with it (the statement that stores it sends the job). A delivery seen before is
+   * processing in the same transaction. A delivery seen before is
    * acknowledged and not processed again: the same
    * webhook id, the same event id, or (the webhook id is not covered by the HMAC, so a captured
    * body could be replayed under new ids) the same body within the replay window. Whether the
@@ -166,9 +166,11 @@ export class InboundWebhookService {
           rawBodyEncoding: asText ? 'utf8' : 'base64',
         },
         this.config.inboundReplayWindowSeconds,
-        job.ctes,
+        job.link,
       );
-      return id !== undefined;
+      if (id === undefined) return false;
+      await this.queue.send(trx, 'webhook-inbound-process', { inboundWebhookId: id }, { id: job.id });
+      return true;
     });
     return { webhookId, duplicate: !stored };
   }
@@ -253,13 +255,12 @@ export class InboundWebhookService {
       const order = await this.orders.place(trx, {
         userId: customer.id,
         shippingAddress: mapped.shippingAddress,
-        lines: mapped.lines.map((l) => {
-          const product = bySku.get(l.sku)!;
-          return { productId: product.id, productName: product.name, quantity: l.quantity };
-        }),
+        lines: mapped.lines.map((l) => ({ productId: bySku.get(l.sku)!.id, quantity: l.quantity })),
         source: SHOPIFY_SOURCE,
         externalId: mapped.externalId,
       });
+      // a product deactivated since it was read above: the next attempt says which
+      if (!order) throw new Error('a product of the order was deactivated while it was being placed');
       // the event is settled, and, when the platform cancelled the order before its creation
       // arrived, the order is cancelled before any processing: all in this transaction
       const waiting = await settleTakingWaitingCancellation(trx, inboundId, order.id, SHOPIFY_SOURCE, mapped.externalId);

@@ -84,8 +84,8 @@ let checkers: PayloadCheckers | undefined;
 
 /**
  * The payloads' checks, compiled once per process by TypeBox's compiler: TypeBox's value checker
- * walked the schema on every call, 77 µs per order payload against 0.2 µs compiled (bench/README.md,
- * finding 67). Only a process that runs jobs maps a payload, so an API process never loads the
+ * walks the schema on every call, hundreds of times slower. Only a process that runs jobs maps a
+ * payload, so an API process never loads the
  * compiler; a worker loads it before its first job (`load` of the queue's work), so the first
  * webhook does not hold the worker's event loop for the load.
  */

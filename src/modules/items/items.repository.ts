@@ -1,5 +1,5 @@
 import { sql, type Insertable, type Updateable } from 'kysely';
-import { compilePaged } from '../../db/compiled.ts';
+import { compileOnce } from '../../db/compiled.ts';
 import type { ItemRow, ItemsTable } from '../../db/schema.ts';
 import type { Db } from '../../db/database.ts';
 import { jsonArrayText } from '../../db/json-text.ts';
@@ -35,19 +35,15 @@ interface ItemPageArgs extends Record<string, unknown> {
 
 /**
  * One page of a user's live items as the JSON text of the API's item list, rendered by PostgreSQL:
- * the fields of `toItem`, in its order and with its timestamp text. The page then needs no row
- * parsing, no Date and no serializer in the API process, which took about a quarter of its CPU
- * on `GET /items` (bench/README.md, finding 48). The page is cut from the user's first items up to
- * its reach, a literal (`compilePaged`), so the prepared statement keeps one generic plan however
- * many items the user has.
+ * the fields of `toItem`, in its order and with its timestamp text, so the API process parses no
+ * rows and runs no serializer for the page.
  */
 function itemPageJsonQuery(withActive: boolean) {
-  return compilePaged((db, a: ItemPageArgs, reach) => {
+  return compileOnce((db, a: ItemPageArgs) => {
     let live = db.selectFrom('items').selectAll().where('user_id', '=', a.userId).where('deleted_at', 'is', null);
     if (withActive) live = live.where('is_active', '=', a.isActive);
     // the page first, then its rendering: rows that the offset skips are never rendered
-    const reached = live.orderBy('id', 'asc').limit(reach).as('reached');
-    const items = db.selectFrom(reached).selectAll().orderBy('reached.id', 'asc').limit(a.limit).offset(a.offset).as('items');
+    const items = live.orderBy('id', 'asc').limit(a.limit).offset(a.offset).as('items');
     const item = db
       .selectNoFrom([
         sql`items.id`.as('id'),

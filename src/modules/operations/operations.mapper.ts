@@ -1,7 +1,6 @@
 import type { ApiVersion } from '../../http/api-version.ts';
 import { iso, isoOrNull } from '../../http/common.schemas.ts';
-import { jobFailureMessage } from '../../jobs/queue.ts';
-import type { JobRecord } from '../../jobs/jobs.repository.ts';
+import { jobFailureMessage, type JobRecord } from '../../jobs/queue.ts';
 import { toInboundWebhookSummary } from '../inbound-webhooks/inbound-webhooks.mapper.ts';
 import { toAdminOrderDetail, toOrderEvent } from '../orders/orders.mapper.ts';
 import type { OrderTrace } from './trace.service.ts';

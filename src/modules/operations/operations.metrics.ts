@@ -2,9 +2,9 @@ import type { FastifyBaseLogger } from 'fastify';
 import client from 'prom-client';
 import type { Db } from '../../db/database.ts';
 import type { InboundWebhookStatus, OrderStatus } from '../../db/schema.ts';
-import { countJobsByQueue, type QueueJobCounts } from '../../jobs/jobs.repository.ts';
+import type { JobQueue, QueueJobCounts } from '../../jobs/queue.ts';
 import { countInboundWebhooksByStatus } from '../inbound-webhooks/inbound-webhooks.repository.ts';
-import { countTransitionsByStatus } from '../orders/orders.repository.ts';
+import { countTransitionsByStatus } from '../orders/orders.reads.repository.ts';
 import { countDeliveryAttempts, oldestUndeliveredAgeSeconds } from '../outbound-webhooks/trace.repository.ts';
 
 /** The figures the operations metrics show, read from the database in one go. */
@@ -16,9 +16,9 @@ interface Snapshot {
   inbound: Record<InboundWebhookStatus, number>;
 }
 
-async function readSnapshot(db: Db): Promise<Snapshot> {
-  // a few index or counter reads, one after the other: a scrape holds one connection at a time
-  const jobs = await countJobsByQueue(db);
+async function readSnapshot(db: Db, queue: JobQueue): Promise<Snapshot> {
+  // a few counter reads, one after the other: a scrape holds one connection at a time
+  const jobs = await queue.counts();
   const transitions = await countTransitionsByStatus(db);
   const deliveries = await countDeliveryAttempts(db);
   const oldestUndeliveredSeconds = await oldestUndeliveredAgeSeconds(db);
@@ -48,9 +48,9 @@ const METRICS: MetricDefinition[] = [
   },
   { name: 'jobs_active', help: 'Jobs running now, per queue', type: 'gauge', label: 'queue', values: (s) => perQueue(s, (q) => q.active) },
   {
-    name: 'jobs_failed_total',
-    help: 'Jobs failed for good (every attempt failed, or given up by the queue), per queue',
-    type: 'counter',
+    name: 'jobs_failed',
+    help: 'Jobs failed for good (every attempt failed, or given up by the queue) and still kept (JOB_RETENTION_DAYS), per queue',
+    type: 'gauge',
     label: 'queue',
     values: (s) => perQueue(s, (q) => q.failed),
   },
@@ -86,12 +86,13 @@ const METRICS: MetricDefinition[] = [
 /**
  * The jobs, orders and webhooks metrics of /metrics. Worker processes serve no HTTP, so nothing is
  * counted in process memory: every figure is read from the database when /metrics is scraped —
- * counters kept by triggers and counts from partial indexes, each a read of a few rows — and reused
+ * counters kept by triggers, and pg-boss's own counts of each queue (as its monitor last took
+ * them), each a read of a few rows — and reused
  * for `cacheSeconds`, so frequent scrapes (or several Prometheus servers) cost little. Any API
  * process reports the same figures for the whole service. When the database cannot be read, the
  * last figures read are shown again (the request metrics are served either way).
  */
-export function registerOperationsMetrics(registry: client.Registry, deps: { db: Db; cacheSeconds: number; log: FastifyBaseLogger }): void {
+export function registerOperationsMetrics(registry: client.Registry, deps: { db: Db; queue: JobQueue; cacheSeconds: number; log: FastifyBaseLogger }): void {
   // one read serves every metric of a scrape (prom-client collects them at once), and later scrapes
   // for `cacheSeconds`; a failed read is logged once and the last figures are shown meanwhile
   let cached: { at: number; done: boolean; value: Promise<Snapshot | undefined> } | undefined;
@@ -102,7 +103,7 @@ export function registerOperationsMetrics(registry: client.Registry, deps: { db:
     const entry = {
       at: now,
       done: false,
-      value: readSnapshot(deps.db).then(
+      value: readSnapshot(deps.db, deps.queue).then(
         (s) => (lastGood = s),
         (err: unknown) => {
           deps.log.warn({ err }, 'operations metrics: the database could not be read; showing the last figures');

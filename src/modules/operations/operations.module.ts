@@ -14,16 +14,16 @@ export interface OperationsModule extends AppModule {
 
 /**
  * What operating the service needs across modules: the trace of one order (platform webhooks, order,
- * jobs, outgoing deliveries), the jobs, orders and webhooks metrics, and the purge of finished jobs.
+ * jobs, outgoing deliveries), the jobs, orders and webhooks metrics, and the purge of the links of deleted jobs.
  * It reads every other module's records through that module's service or repository, so it depends
  * on them and none of them on it.
  */
 export function createOperationsModule(ctx: AppContext, deps: { orders: OrdersModule; inbound: InboundWebhooksModule }): OperationsModule {
   const { db, config, log, queue } = ctx;
-  const traces = new OrderTraceService({ db, orders: deps.orders.admin, inbound: deps.inbound.admin });
+  const traces = new OrderTraceService({ db, queue, orders: deps.orders.admin, inbound: deps.inbound.admin });
   registerJobRetentionJob(queue, { db, config, log });
   return {
     routes: (api) => registerOperationsRoutes(api, traces),
-    registerMetrics: (registry) => registerOperationsMetrics(registry, { db, cacheSeconds: config.metricsCacheSeconds, log }),
+    registerMetrics: (registry) => registerOperationsMetrics(registry, { db, queue, cacheSeconds: config.metricsCacheSeconds, log }),
   };
 }

@@ -1,6 +1,6 @@
 import type { Db } from '../../db/database.ts';
 import type { WebhookDeliveryRow } from '../../db/schema.ts';
-import { findJobsFor, type JobRecord } from '../../jobs/jobs.repository.ts';
+import type { JobQueue, JobRecord } from '../../jobs/queue.ts';
 import type { InboundWebhooksAdminService } from '../inbound-webhooks/inbound-webhooks.admin.service.ts';
 import type { InboundWebhookSummaryRow } from '../inbound-webhooks/inbound-webhooks.repository.ts';
 import type { OrderRecord, OrdersAdminService } from '../orders/orders.admin.service.ts';
@@ -23,11 +23,13 @@ export interface OrderTrace {
  */
 export class OrderTraceService {
   private readonly db: Db;
+  private readonly queue: JobQueue;
   private readonly orders: OrdersAdminService;
   private readonly inbound: InboundWebhooksAdminService;
 
-  constructor(deps: { db: Db; orders: OrdersAdminService; inbound: InboundWebhooksAdminService }) {
+  constructor(deps: { db: Db; queue: JobQueue; orders: OrdersAdminService; inbound: InboundWebhooksAdminService }) {
     this.db = deps.db;
+    this.queue = deps.queue;
     this.orders = deps.orders;
     this.inbound = deps.inbound;
   }
@@ -40,7 +42,7 @@ export class OrderTraceService {
         this.db,
         messages.map((m) => m.message_id),
       ),
-      findJobsFor(this.db, { orderId, inboundWebhookIds: inbound.map((i) => i.id), messageRowIds: messages.map((m) => m.id) }),
+      this.queue.jobsAbout({ orderId, inboundWebhookIds: inbound.map((i) => i.id), messageRowIds: messages.map((m) => m.id) }),
     ]);
     return { record, inbound, jobs, messages, attempts };
   }

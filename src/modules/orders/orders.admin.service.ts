@@ -3,7 +3,7 @@ import type { OrderEventRow, OrderRow, OrderStatus } from '../../db/schema.ts';
 import { AppError } from '../../http/errors.ts';
 import { pageOf, type PageResult } from '../../http/common.schemas.ts';
 import { findUserByEmail } from '../users/users.repository.ts';
-import { findOrderWithLines, listOrderEvents, listOrders, type OrderFilter, type OrderLineView } from './orders.repository.ts';
+import { findOrderWithLines, listOrderEvents, listOrders, type OrderFilter, type OrderLineView } from './orders.reads.repository.ts';
 import type { AdminOrderListQuery } from './orders.schemas.ts';
 
 const DAY_MS = 24 * 60 * 60 * 1000;

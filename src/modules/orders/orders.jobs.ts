@@ -1,22 +1,19 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Db } from '../../db/database.ts';
 import { HOUSEKEEPING_RETRY, type JobQueue } from '../../jobs/queue.ts';
+import { purgeExpiredIdempotencyKeys } from './idempotency.repository.ts';
 import type { OrderProcessor } from './order-processor.ts';
-import { purgeExpiredIdempotencyKeys } from './orders.repository.ts';
 
 /**
  * The order's background processing (the spec's internal retry policy: 3 attempts, exponential
- * backoff; the orders of a fetched batch processed together where they can be), its dead-letter
- * queue, where a job pg-boss gave up on fails the order with PROCESSING_ERROR, and the hourly purge
- * of expired Idempotency-Key responses.
+ * backoff; the orders of a fetched batch processed together), its dead-letter queue, where a job
+ * pg-boss gave up on fails the order with PROCESSING_ERROR, and the hourly purge of expired
+ * Idempotency-Key responses.
  */
-export function registerOrderJobs(
-  queue: JobQueue,
-  deps: { db: Db; log: FastifyBaseLogger; processor: OrderProcessor; concurrency: number; lingerMs: number },
-): void {
+export function registerOrderJobs(queue: JobQueue, deps: { db: Db; log: FastifyBaseLogger; processor: OrderProcessor; concurrency: number }): void {
   const { processor } = deps;
   queue.define({ name: 'order-process' });
-  queue.work('order-process', (job) => processor.handle(job), deps.concurrency, { lingerMs: deps.lingerMs, batch: (jobs) => processor.processMany(jobs) });
+  queue.work('order-process', (job) => processor.handle(job), deps.concurrency, { together: (jobs) => processor.handleBatch(jobs) });
   queue.workGivenUp('order-process', async (job) => {
     await processor.abandon(job);
   });

@@ -6,7 +6,7 @@ import { statusIn, V1_CANCELLED_REASON } from '../../events/order-events.ts';
 import type { ApiVersion } from '../../http/api-version.ts';
 import { iso, isoOrNull } from '../../http/common.schemas.ts';
 import { moneyToNumber } from '../products/money.ts';
-import type { OrderLineView } from './orders.repository.ts';
+import type { OrderLineView } from './orders.reads.repository.ts';
 import type { FailureDetails } from './order-lifecycle.ts';
 import type { OrderCreated } from './orders.schemas.ts';
 

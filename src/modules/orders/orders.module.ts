@@ -16,7 +16,7 @@ export interface OrdersModule extends AppModule {
 export function createOrdersModule(ctx: AppContext, opts: { hooks?: OrderProcessorHooks } = {}): OrdersModule {
   const service = new OrdersService({ db: ctx.db, queue: ctx.queue, orderEvents: ctx.orderEvents });
   const processor = new OrderProcessor({ db: ctx.db, orderEvents: ctx.orderEvents, log: ctx.log, hooks: opts.hooks });
-  registerOrderJobs(ctx.queue, { db: ctx.db, log: ctx.log, processor, concurrency: ctx.config.orderWorkerConcurrency, lingerMs: ctx.config.orderWorkerLingerMs });
+  registerOrderJobs(ctx.queue, { db: ctx.db, log: ctx.log, processor, concurrency: ctx.config.orderWorkerConcurrency });
   const admin = new OrdersAdminService({ db: ctx.db });
   return {
     service,

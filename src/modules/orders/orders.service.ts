@@ -10,21 +10,11 @@ import type { ApiVersion } from '../../http/api-version.ts';
 import { MAX_ID } from '../../http/path-ids.ts';
 import type { JobQueue } from '../../jobs/queue.ts';
 import { findProductStates } from '../products/products.repository.ts';
-import { CANCELLABLE, cancelOrder, changeOrderStatus, placeCheckedOrder, placeOrder, placeQuietOrder } from './order-lifecycle.ts';
+import { findIdempotencyKey, saveIdempotencyKey, type IdempotentResponse } from './idempotency.repository.ts';
+import { CANCELLABLE, cancelOrder, changeOrder, placeOrder } from './order-lifecycle.ts';
+import { lockOrder, type NewOrder } from './orders.changes.repository.ts';
 import { toOrderCreated } from './orders.mapper.ts';
-import {
-  findIdempotencyKey,
-  findOrderIdByExternalId,
-  findOrderDetailJson,
-  findOrderWithLines,
-  listOrderEvents,
-  listUserOrdersJson,
-  lockOrder,
-  saveIdempotencyKey,
-  type IdempotentResponse,
-  type NewOrder,
-  type OrderLineView,
-} from './orders.repository.ts';
+import { findOrderDetailJson, findOrderIdByExternalId, findOrderWithLines, listOrderEvents, listUserOrdersJson, type OrderLineView } from './orders.reads.repository.ts';
 import type { OrderCreateBody, OrderCreated, OrderListQuery } from './orders.schemas.ts';
 
 /** The most units of one product an order line may ask for. */
@@ -94,10 +84,10 @@ export class OrdersService {
   }
 
   /**
-   * Validates the lines, then creates the pending order with its processing job in one transaction.
-   * With an Idempotency-Key the response is stored in that transaction too, so a repeated (or
-   * concurrent) request gets the first answer instead of a second order. Without one, an order no
-   * event listener acts on is one statement of its own (`placeQuietOrder`).
+   * Validates the lines, then creates the pending order with its processing job in one transaction
+   * (the insert itself checks that every product is known and active: nothing is written unless
+   * all are). With an Idempotency-Key the response is stored in that transaction too, so a
+   * repeated (or concurrent) request gets the first answer instead of a second order.
    */
   async create(actor: UserRow, body: OrderCreateBody, idempotencyKey?: string): Promise<CreateOrderResult> {
     const hash = idempotencyKey === undefined ? '' : requestHash(body);
@@ -111,19 +101,10 @@ export class OrdersService {
     if (lines.some((l) => !(l.productId >= 1 && l.productId <= MAX_ID))) {
       throw invalidProduct(body, await findProductStates(this.db, lines.map((l) => l.productId).filter((id) => id >= 1 && id <= MAX_ID)));
     }
-    const deps = { orderEvents: this.orderEvents, queue: this.queue };
     const input = { userId: actor.id, shippingAddress: body.shipping_address, lines };
-    if (idempotencyKey === undefined) {
-      // the insert checks the products itself: nothing is written unless all are active
-      const alone = await placeQuietOrder(this.db, deps, input);
-      if (alone) {
-        if (!alone.order) throw invalidProduct(body, alone.products);
-        return { statusCode: 201, body: toOrderCreated(alone.order, lines), replayed: false };
-      }
-    }
     try {
       const created = await this.db.transaction().execute(async (trx) => {
-        const placed = await placeCheckedOrder(trx, deps, input);
+        const placed = await placeOrder(trx, { orderEvents: this.orderEvents, queue: this.queue }, input);
         if (!placed.order) throw invalidProduct(body, placed.products);
         const response = toOrderCreated(placed.order, lines);
         if (idempotencyKey !== undefined) {
@@ -159,10 +140,11 @@ export class OrdersService {
 
   /**
    * A pending order with its processing job and `order.created`, in the caller's transaction (an
-   * inbound platform order is placed in the transaction that records its webhook as processed).
+   * inbound platform order is placed in the transaction that records its webhook as processed);
+   * undefined, with nothing written, when a line's product is unknown or inactive.
    */
-  async place(trx: Transaction<Database>, input: NewOrder): Promise<OrderRow> {
-    return placeOrder(trx, { orderEvents: this.orderEvents, queue: this.queue }, input);
+  async place(trx: Transaction<Database>, input: NewOrder): Promise<OrderRow | undefined> {
+    return (await placeOrder(trx, { orderEvents: this.orderEvents, queue: this.queue }, input)).order;
   }
 
   /** The id of the order a platform knows by `externalId`, if it exists. */
@@ -216,7 +198,8 @@ export class OrdersService {
         const now = order.status === 'cancelled' ? 'will not be fulfilled' : `is ${order.status}`;
         throw new AppError('INVALID_STATE', `Only failed orders can be retried; this order ${now}`);
       }
-      const pending = await changeOrderStatus(trx, this.orderEvents, order, 'pending', { failureReason: null, totalAmount: 0 });
+      const pending = await changeOrder(trx, this.orderEvents, { id: order.id, from: 'failed', to: 'pending', failureReason: null, total: '0' });
+      if (!pending) throw new Error(`order ${order.id}: not failed under its lock`);
       await this.queue.send(trx, 'order-process', { orderId: order.id });
       return pending;
     });

@@ -5,7 +5,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../../config.ts';
 import type { Db } from '../../db/database.ts';
 import type { Database, OrderEventRow, WebhookMessageRow, WebhookSubscriptionRow } from '../../db/schema.ts';
-import { ORDER_EVENT_TYPES, statusIn, V1_CANCELLED_REASON, type OrderEventLookup, type WebhookEventKind } from '../../events/order-events.ts';
+import { ORDER_EVENT_TYPES, statusIn, V1_CANCELLED_REASON, type OrderEventOf, type WebhookEventKind } from '../../events/order-events.ts';
 import type { ApiVersion } from '../../http/api-version.ts';
 import { iso } from '../../http/common.schemas.ts';
 import type { JobQueue } from '../../jobs/queue.ts';
@@ -23,7 +23,7 @@ import {
   settleMessage,
 } from './messages.repository.ts';
 import { destinationOf, sendSignedMessage, type AttemptResult } from './sender.ts';
-import { matchingSubscriptionsQuery, recordSubscriptionFailure, resetSubscriptionFailures, type MatchingSubscription } from './subscriptions.repository.ts';
+import { findMatchingSubscriptions, recordSubscriptionFailure, resetSubscriptionFailures } from './subscriptions.repository.ts';
 
 export const WEBHOOK_TEST_EVENT = 'webhook.test';
 /** A subscription whose last N messages all failed (after every retry) is disabled. */
@@ -65,13 +65,6 @@ function kindsOf(event: Pick<OrderEventRow, 'type' | 'status'>): WebhookEventKin
   const own = event.type as WebhookEventKind;
   return event.type === 'order.status_changed' && event.status === 'cancelled' ? [own, 'order.cancelled'] : [own];
 }
-
-/**
- * The fan-out's read, on the order event bus: the subscriptions an event like `preview` goes to,
- * read by the statement that writes the event.
- */
-export const subscriptionLookup: OrderEventLookup = (db, preview) =>
-  matchingSubscriptionsQuery(db, kindsOf({ type: preview.type, status: preview.status }), preview.userId);
 
 /** Stable across every retry of one event (of one kind) to one subscription. */
 function messageIdFor(eventId: number, subscriptionId: number, kind: WebhookEventKind, eventType: string): string {
@@ -120,43 +113,46 @@ export class WebhookDeliveryService {
   }
 
   /**
-   * Runs in the transaction that wrote the order event: one message per matching subscription and
+   * Runs in the transaction that wrote the order events: one message per matching subscription and
    * kind (a cancellation is `order.status_changed` and `order.cancelled`), in the subscription's
-   * API version's rendering.
-   * A message waits ('held') while an earlier message of the same order to the same subscription is
-   * still pending, so a receiver gets one order's events in sequence.
-   * `subscriptions`: the matching subscriptions, as `subscriptionLookup` read them in the statement
-   * that wrote the event.
+   * API version's rendering. A message waits ('held') while an earlier message of the same order to
+   * the same subscription is still pending, so a receiver gets one order's events in sequence.
    */
-  async fanOut(trx: Transaction<Database>, event: OrderEventRow, subscriptions: readonly MatchingSubscription[]): Promise<void> {
-    if (!(ORDER_EVENT_TYPES as readonly string[]).includes(event.type)) return;
-    const kinds = kindsOf(event);
-    if (subscriptions.length === 0) return;
-    // each version's rendering, made once per kind
-    const payloads = new Map<string, string>();
-    const payloadOf = (kind: WebhookEventKind, version: ApiVersion) => {
-      const key = `${kind} ${version}`;
-      let payload = payloads.get(key);
-      if (payload === undefined) {
-        payload = JSON.stringify(orderEventEnvelope(event, kind, version));
-        payloads.set(key, payload);
-      }
-      return payload;
-    };
-    for (const subscription of subscriptions) {
-      await lockMessageLane(trx, subscription.id, event.order_id);
-      for (const kind of kinds.filter((k) => subscription.events.includes(k))) {
-        const busy = await laneBusy(trx, subscription.id, event.order_id);
-        const message = await insertMessage(trx, {
-          messageId: messageIdFor(event.id, subscription.id, kind, event.type),
-          subscriptionId: subscription.id,
-          eventId: event.id,
-          orderId: event.order_id,
-          eventType: kind,
-          payload: payloadOf(kind, subscription.api_version),
-          status: busy ? 'held' : 'queued',
-        });
-        if (!busy) await this.enqueue(trx, subscription, { messageRowId: message.id, attempt: 1 });
+  async fanOut(trx: Transaction<Database>, changes: readonly OrderEventOf[]): Promise<void> {
+    const events = changes.map((c) => c.event).filter((e) => (ORDER_EVENT_TYPES as readonly string[]).includes(e.type));
+    if (events.length === 0) return;
+    const kinds = [...new Set(events.flatMap(kindsOf))];
+    const subscriptions = await findMatchingSubscriptions(trx, [...new Set(events.map((e) => e.user_id))], kinds);
+    for (const event of events) {
+      // each version's rendering, made once per kind
+      const payloads = new Map<string, string>();
+      const payloadOf = (kind: WebhookEventKind, version: ApiVersion) => {
+        const key = `${kind} ${version}`;
+        let payload = payloads.get(key);
+        if (payload === undefined) {
+          payload = JSON.stringify(orderEventEnvelope(event, kind, version));
+          payloads.set(key, payload);
+        }
+        return payload;
+      };
+      for (const subscription of subscriptions) {
+        if (!subscription.all_orders && subscription.user_id !== event.user_id) continue;
+        const wanted = kindsOf(event).filter((k) => subscription.events.includes(k));
+        if (wanted.length === 0) continue;
+        await lockMessageLane(trx, subscription.id, event.order_id);
+        for (const kind of wanted) {
+          const busy = await laneBusy(trx, subscription.id, event.order_id);
+          const message = await insertMessage(trx, {
+            messageId: messageIdFor(event.id, subscription.id, kind, event.type),
+            subscriptionId: subscription.id,
+            eventId: event.id,
+            orderId: event.order_id,
+            eventType: kind,
+            payload: payloadOf(kind, subscription.api_version),
+            status: busy ? 'held' : 'queued',
+          });
+          if (!busy) await this.enqueue(trx, subscription, { messageRowId: message.id, attempt: 1 });
+        }
       }
     }
   }

@@ -1,6 +1,5 @@
 import type { AppContext, AppModule } from '../../app-context.ts';
-import { subscriptionLookup, WebhookDeliveryService } from './delivery.service.ts';
-import type { MatchingSubscription } from './subscriptions.repository.ts';
+import { WebhookDeliveryService } from './delivery.service.ts';
 import { DisabledNotices } from './disabled-notices.ts';
 import { WebhookMessagesService } from './messages.service.ts';
 import { registerMessageRetentionJob } from './messages-retention.jobs.ts';
@@ -29,10 +28,8 @@ export function createOutboundWebhooksModule(ctx: AppContext, deps: { resolve?: 
   const messages = new WebhookMessagesService({ db, subscriptions, delivery });
   registerOutboundWebhookJobs(queue, { delivery, notices: new DisabledNotices({ db, mailer }), maxPerHost: config.webhookMaxConcurrencyPerHost });
   registerMessageRetentionJob(queue, { db, config, log });
-  // one message per matching subscription, written in the transaction of each order event; the
-  // subscriptions are read by the statement that writes the event
-  // fanOut writes and sends nothing for an event no subscription matches
-  ctx.orderEvents.subscribe((trx, event, _order, looked) => delivery.fanOut(trx, event, looked as MatchingSubscription[]), subscriptionLookup, { onlyWithRows: true });
+  // one message per matching subscription, written in the transaction of each order event
+  ctx.orderEvents.subscribe((trx, changes) => delivery.fanOut(trx, changes));
   return {
     routes: (api) => registerSubscriptionRoutes(api, { subscriptions, messages }),
     close: async () => {

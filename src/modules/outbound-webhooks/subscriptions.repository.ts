@@ -1,6 +1,6 @@
-import { sql, type Expression, type Transaction, type Updateable } from 'kysely';
+import { sql, type Transaction, type Updateable } from 'kysely';
 import type { Database, WebhookSubscriptionRow, WebhookSubscriptionsTable } from '../../db/schema.ts';
-import { eventRecipientIds } from '../users/users.repository.ts';
+import { eventRecipients } from '../users/users.repository.ts';
 import type { Db } from '../../db/database.ts';
 
 export async function insertSubscription(
@@ -90,29 +90,31 @@ export async function rotateSubscriptionSecret(
     .executeTakeFirst();
 }
 
-/** A subscription an order event goes to. */
+/** A subscription order events go to: its owner's orders', or every order's (an administrator's). */
 export interface MatchingSubscription {
   id: number;
   url: string;
   events: string[];
   api_version: 'v1' | 'v2';
+  user_id: number;
+  all_orders: boolean;
 }
 
 /**
- * Active subscriptions that receive any of `kinds` for an order owned by `ownerId`: the owner's own,
- * and every administrator's, by id. Owners that were deleted or deactivated receive nothing. Not
- * executed: the order event statements embed it (the webhooks' lookup on the order event bus), so
- * that it costs no round trip of its own.
+ * Active subscriptions that receive any of `kinds` for orders owned by any of `ownerIds`: the
+ * owners' own, and every administrator's, by id. Owners that were deleted or deactivated receive
+ * nothing.
  */
-export function matchingSubscriptionsQuery(db: Db, kinds: readonly string[], ownerId: number | Expression<number>) {
+export async function findMatchingSubscriptions(db: Db, ownerIds: readonly number[], kinds: readonly string[]): Promise<MatchingSubscription[]> {
   return db
-    .selectFrom('webhook_subscriptions')
-    .select(['id', 'url', 'events', 'api_version'])
-    .where('is_active', '=', true)
-    .where('deleted_at', 'is', null)
-    .where(sql<boolean>`events && ${[...kinds]}::text[]`)
-    .where('user_id', 'in', eventRecipientIds(db, ownerId))
-    .orderBy('id');
+    .selectFrom('webhook_subscriptions as s')
+    .innerJoin(eventRecipients(db, ownerIds).as('r'), 'r.id', 's.user_id')
+    .select(['s.id', 's.url', 's.events', 's.api_version', 's.user_id', 'r.is_admin as all_orders'])
+    .where('s.is_active', '=', true)
+    .where('s.deleted_at', 'is', null)
+    .where(sql<boolean>`s.events && ${[...kinds]}::text[]`)
+    .orderBy('s.id')
+    .execute();
 }
 
 /** A delivered message resets the run of failures. */

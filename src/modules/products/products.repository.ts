@@ -1,5 +1,4 @@
-import { sql, type Expression, type Insertable, type RawBuilder, type Transaction, type Updateable } from 'kysely';
-import type { SqlPart } from '../../db/compiled.ts';
+import { sql, type Insertable, type RawBuilder, type Transaction, type Updateable } from 'kysely';
 import type { Database, ProductRow, ProductsTable } from '../../db/schema.ts';
 import type { Db } from '../../db/database.ts';
 
@@ -21,7 +20,7 @@ export interface ProductState {
 /**
  * id, name, is_active of the given products, as a query not yet run: `findProductStates` runs it,
  * and an order's insert embeds it to check the order's products in its own statement. Unknown ids
- * are simply absent. `ids` is one parameter (it may be `compileOnce`'s stand-in).
+ * are simply absent.
  */
 export function productStatesQuery(db: Db, ids: readonly number[]) {
   return db.selectFrom('products').select(['id', 'name', 'is_active']).where(sql<boolean>`id = ANY(${ids}::integer[])`);
@@ -89,30 +88,17 @@ export interface StockChange {
 }
 
 /**
- * An UPDATE that changes the stock of the given products, to embed in another statement (an order's
- * status change) so the change and what causes it are one round trip. The caller must hold the
- * products' locks from an earlier statement (`lockProducts`): that statement then postdates them, so
- * its UPDATE reads the very versions locked and the stock checks made under the lock still hold.
- *
- * Locking and changing in one statement deadlocks under contention. The statement's UPDATE reads
- * with the statement's snapshot, older than the versions its own FOR NO KEY UPDATE locked when
- * another transaction's change committed meanwhile; it then walks that row's update chain and waits
- * on tuple locks held by transactions queued behind its own lock. Order placements' KEY SHARE locks
- * on the same products (their lines' foreign keys) are enough to close that cycle. Nothing changes
- * unless `when` holds (the statement that embeds it says when). A part (`SqlPart`): the products and
- * their deltas are parameters, so the statement that embeds it compiles once.
+ * Changes the stock of the given products. The caller holds their locks from an earlier statement
+ * (`lockProducts`, `lockProductsQuery`): locking and changing in one statement deadlocks under
+ * contention, because its UPDATE reads with a snapshot older than the versions its own lock took,
+ * then waits on the tuple locks of order placements queued behind it.
  */
-export function stockChangePart(changes: readonly StockChange[]): SqlPart<{ id: number }, Expression<boolean>> {
-  return {
-    key: 'stock',
-    args: { ids: changes.map((c) => c.productId), deltas: changes.map((c) => c.delta) },
-    build: (a, when) => sql<{ id: number }>`
-      UPDATE products AS p SET stock = p.stock + d.delta, updated_at = now()
-      FROM unnest(${a.ids}::integer[], ${a.deltas}::integer[]) AS d (id, delta)
-      WHERE p.id = d.id AND ${when}
-      RETURNING p.id
-    `,
-  };
+export async function changeStock(trx: Transaction<Database>, changes: readonly StockChange[]): Promise<void> {
+  if (changes.length === 0) return;
+  await sql`
+    UPDATE products AS p SET stock = p.stock + d.delta, updated_at = now()
+    FROM unnest(${changes.map((c) => c.productId)}::integer[], ${changes.map((c) => c.delta)}::integer[]) AS d (id, delta)
+    WHERE p.id = d.id`.execute(trx);
 }
 
 export async function insertProduct(db: Db, product: Insertable<ProductsTable>): Promise<ProductRow> {

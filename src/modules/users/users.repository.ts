@@ -105,10 +105,15 @@ export function activeUserIds(db: Db) {
 }
 
 /**
- * The users whose webhook subscriptions receive the events of an order owned by `ownerId`: the
- * owner and every administrator, while live and active. A subquery (one statement with the caller's);
- * `ownerId` may be SQL that reads the owner.
+ * The users whose webhook subscriptions receive the events of orders owned by `ownerIds`: the
+ * owners and every administrator, while live and active, with whether each is an administrator
+ * (who receives every order's events). A subquery (one statement with the caller's).
  */
-export function eventRecipientIds(db: Db, ownerId: number | Expression<number>) {
-  return activeUserIds(db).where((eb) => eb.or([eb('id', '=', ownerId), eb('is_admin', '=', true)]));
+export function eventRecipients(db: Db, ownerIds: readonly number[]) {
+  return db
+    .selectFrom('users')
+    .select(['id', 'is_admin'])
+    .where('deleted_at', 'is', null)
+    .where('is_active', '=', true)
+    .where((eb) => eb.or([eb('id', '=', eb.fn.any(eb.val([...ownerIds]))), eb('is_admin', '=', true)]));
 }

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { OrderRow } from '../../../src/db/schema.ts';
-import { insertOrderWithEvent } from '../../../src/modules/orders/orders.repository.ts';
+import { insertOrder } from '../../../src/modules/orders/orders.changes.repository.ts';
 import { api, type TestUser } from '../../helpers/app.ts';
 
 /**
@@ -10,12 +10,9 @@ import { api, type TestUser } from '../../helpers/app.ts';
  */
 export async function pendingOrder(app: FastifyInstance, owner: TestUser, lines: { productId: number; quantity: number }[]): Promise<OrderRow> {
   return app.ctx.db.transaction().execute(async (trx) => {
-    const { order } = await insertOrderWithEvent(trx, {
-      userId: owner.user.id,
-      shippingAddress: '1 Main St',
-      lines: lines.map((l) => ({ ...l, productName: 'Test product' })),
-    });
-    return order;
+    const { placed } = await insertOrder(trx, { userId: owner.user.id, shippingAddress: '1 Main St', lines });
+    if (!placed) throw new Error('a product of the order is unknown or inactive');
+    return placed.order;
   });
 }
 

@@ -6,7 +6,7 @@ import type { OrderStatus } from '../../../src/db/schema.ts';
 import { pageJsonText, pageOf } from '../../../src/http/common.schemas.ts';
 import { API_VERSIONS } from '../../../src/http/api-version.ts';
 import { statusesFor, toOrderDetail, toOrderSummary } from '../../../src/modules/orders/orders.mapper.ts';
-import { findOrderDetailJson, findOrderWithLines, listUserOrdersJson } from '../../../src/modules/orders/orders.repository.ts';
+import { findOrderDetailJson, findOrderWithLines, listUserOrdersJson } from '../../../src/modules/orders/orders.reads.repository.ts';
 import { buildTestApp, createUser } from '../../helpers/app.ts';
 import { instantWithMicros, pgText } from '../../helpers/rendering.ts';
 

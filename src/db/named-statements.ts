@@ -1,0 +1,61 @@
+import type { PostgresPool, PostgresPoolClient, PostgresQueryResult } from 'kysely';
+import type pg from 'pg';
+
+/** Data statements with parameters are worth preparing; DDL and transaction control are not. */
+const PREPARABLE = /^\s*(select|insert|update|delete|with)\b/i;
+
+/**
+ * Distinct statement texts given a name in this process. Every connection prepares a name on its
+ * first use, so this also bounds what a server backend holds; texts past it run unnamed.
+ */
+export const MAX_NAMED_STATEMENTS = 1000;
+
+/** What PostgreSQL answers when a table's columns changed under a prepared `SELECT *`. */
+function isStalePlan(err: unknown): boolean {
+  const e = err as { code?: string; message?: string } | null;
+  return e?.code === '0A000' && /cached plan must not change result type/.test(e.message ?? '');
+}
+
+/**
+ * Kysely's pool interface over a pg.Pool that runs every parameterised data statement as a named
+ * prepared statement (pg's documented `name` query option): PostgreSQL parses and plans it once per
+ * connection instead of on every execution, which is most of what a small statement costs it.
+ *
+ * A migration that changes a table's columns makes PostgreSQL refuse the statements prepared
+ * before it; the connection that meets this is closed when released, and a new one prepares anew.
+ * Not for a transaction-pooling proxy (a named statement lives on one server connection):
+ * `DATABASE_PREPARED_STATEMENTS=false` hands Kysely the pool itself.
+ */
+export function namedStatementPool(pool: pg.Pool): PostgresPool {
+  const names = new Map<string, string>();
+  const nameOf = (text: string): string | undefined => {
+    let name = names.get(text);
+    if (name === undefined && names.size < MAX_NAMED_STATEMENTS) {
+      name = `oas_${names.size.toString(36)}`;
+      names.set(text, name);
+    }
+    return name;
+  };
+  return {
+    options: pool.options,
+    end: () => pool.end(),
+    async connect(): Promise<PostgresPoolClient> {
+      const client = await pool.connect();
+      let stale = false;
+      const query = async <R>(text: string, values: readonly unknown[]): Promise<PostgresQueryResult<R>> => {
+        const name = values.length > 0 && PREPARABLE.test(text) ? nameOf(text) : undefined;
+        try {
+          const result = await client.query({ text, values: [...values], ...(name === undefined ? {} : { name }) });
+          return result as unknown as PostgresQueryResult<R>;
+        } catch (err) {
+          if (isStalePlan(err)) stale = true;
+          throw err;
+        }
+      };
+      return {
+        query: query as PostgresPoolClient['query'],
+        release: (destroy?: boolean) => client.release(destroy === true || stale),
+      };
+    },
+  };
+}

@@ -1,0 +1,55 @@
+import type { JobName } from './registry.ts';
+
+/** Internal jobs: the spec's "at most 3 attempts", with exponential backoff between them. */
+export const INTERNAL_RETRY = { retryLimit: 2, retryDelay: 1, retryBackoff: true } as const;
+
+/**
+ * Scheduled housekeeping (the retention purges): a run that failed (the database away) is as good a
+ * minute later, then two.
+ */
+export const HOUSEKEEPING_RETRY = { retryDelay: 60 } as const;
+
+/**
+ * How a job whose worker died (SIGKILL, OOM, lost host) gets back to another worker. A running
+ * handler refreshes its heartbeat every `heartbeatSeconds / 2`; a job without a fresh heartbeat is
+ * failed (and retried) by the next supervision pass of any worker, while a live but slow handler
+ * keeps its job. `expireInSeconds` still bounds a handler that hangs while its process lives.
+ */
+export const JOB_LIVENESS = { heartbeatSeconds: 10, expireInSeconds: 300 } as const;
+
+/**
+ * Dead-letter queues record an outcome (a row marked failed) for a job its own queue gave up on, so
+ * they keep trying longer than the jobs they stand in for: 9 attempts, the last about 20 to 40
+ * minutes after the first, enough to outlast a database failover.
+ */
+export const DEAD_LETTER_RETRY = { retryLimit: 8, retryDelay: 5, retryBackoff: true } as const;
+
+export interface QueueDefinition {
+  name: JobName;
+  /**
+   * Jobs fetched at once (default: 4, and at least the worker's concurrency). 1: slow, I/O-bound
+   * jobs (outgoing HTTP), each of the worker's loops fetching one job, so one slow job holds no
+   * other behind it.
+   */
+  batchSize?: number;
+  retryLimit?: number;
+  retryDelay?: number;
+  retryBackoff?: boolean;
+  expireInSeconds?: number;
+  heartbeatSeconds?: number;
+  /**
+   * A queue (defined too) that pg-boss copies a job of this one into when it gives up on it for
+   * good: the last attempt threw, or it was failed by expiry, by a stale heartbeat (its worker
+   * died) or by a shutdown that could not wait for it.
+   */
+  deadLetter?: JobName;
+}
+
+/**
+ * A queue's settings as pg-boss keeps them: the service's defaults, then the definition's own.
+ * Finished jobs are deleted by pg-boss after JOB_RETENTION_DAYS (0: kept).
+ */
+export function queueSettings(def: QueueDefinition, retentionDays: number) {
+  const { name: _name, batchSize: _batchSize, ...own } = def;
+  return { ...INTERNAL_RETRY, ...JOB_LIVENESS, deleteAfterSeconds: retentionDays * 86400, ...own, notify: true };
+}

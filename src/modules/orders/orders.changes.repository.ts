@@ -1,0 +1,239 @@
+import { sql, type RawBuilder, type Transaction } from 'kysely';
+import type { Database, OrderEventRow, OrderRow, OrderStatus } from '../../db/schema.ts';
+import type { OrderEventOf } from '../../events/order-events.ts';
+import { productStatesQuery, type LockedProduct, type ProductState } from '../products/products.repository.ts';
+
+/**
+ * The orders module's writes. Every change of an order writes its numbered event (`sequence` 1, 2,
+ * 3 …) in the same statement, so an order never changes without its event.
+ */
+
+/** The order row, locked until `trx` ends. */
+export async function lockOrder(trx: Transaction<Database>, id: number): Promise<OrderRow | undefined> {
+  return trx.selectFrom('orders').selectAll().where('id', '=', id).forUpdate().executeTakeFirst();
+}
+
+export interface NewOrder {
+  userId: number;
+  shippingAddress: string;
+  lines: readonly { productId: number; quantity: number }[];
+  /** where the order came from: 'api' (default) or an inbound platform */
+  source?: string;
+  /** the platform's own order id, unique per source */
+  externalId?: string | null;
+}
+
+type Flat<T> = { [K in keyof T]: T[K] | null };
+
+type InsertedRow = Flat<OrderRow> & { event_id: number | null; event_created_at: Date | null; products: ProductState[] | null };
+
+/**
+ * Inserts a pending order (total 0) with its lines (unit price 0, the products' names) and its
+ * `order.created` event, in one statement, only when every product of the lines exists and is
+ * active. `order` is undefined, and nothing is written, otherwise; `products` are the products
+ * found, to say which line is wrong. The lines get their ids in the order given. `alongside` is
+ * another module's statement on the new order (`o`, a FROM item with its `id`) run as part of this
+ * one: the link of its processing job.
+ */
+export async function insertOrder(
+  trx: Transaction<Database>,
+  input: NewOrder,
+  alongside?: (orders: RawBuilder<unknown>) => RawBuilder<unknown>,
+): Promise<{ placed: OrderEventOf | undefined; products: ProductState[] }> {
+  const productIds = input.lines.map((l) => l.productId);
+  const distinct = new Set(productIds).size;
+  const { rows } = await sql<InsertedRow>`
+    WITH p AS MATERIALIZED (${productStatesQuery(trx, productIds)}),
+    o AS (
+      INSERT INTO orders (user_id, status, total_amount, shipping_address, source, external_id)
+      SELECT ${input.userId}, 'pending', 0, ${input.shippingAddress}, ${input.source ?? 'api'}, ${input.externalId ?? null}
+      WHERE (SELECT count(*) FROM p WHERE p.is_active) = ${distinct}
+      RETURNING *
+    ), lines AS (
+      INSERT INTO order_items (order_id, product_id, product_name, quantity, unit_price)
+      SELECT o.id, l.product_id, p.name, l.quantity, 0
+      FROM o CROSS JOIN unnest(${productIds}::integer[], ${input.lines.map((l) => l.quantity)}::integer[]) WITH ORDINALITY AS l (product_id, quantity, n)
+      JOIN p ON p.id = l.product_id
+      ORDER BY l.n
+    ), event AS (
+      INSERT INTO order_events (order_id, user_id, type, previous_status, status, total_amount, sequence)
+      SELECT o.id, o.user_id, 'order.created', NULL, o.status, o.total_amount, 1 FROM o
+      RETURNING id, created_at
+    ), alongside AS (${alongside?.(sql`o`) ?? sql`SELECT`})
+    SELECT o.*, event.id AS event_id, event.created_at AS event_created_at, (SELECT json_agg(p) FROM p) AS products
+    FROM (SELECT 1) AS one LEFT JOIN (o CROSS JOIN event) ON true`.execute(trx);
+  const { event_id, event_created_at, products, ...order } = rows[0];
+  if (order.id === null) return { placed: undefined, products: products ?? [] };
+  const placed = order as OrderRow;
+  const event: OrderEventRow = {
+    id: event_id!,
+    order_id: placed.id,
+    user_id: placed.user_id,
+    type: 'order.created',
+    previous_status: null,
+    status: placed.status,
+    total_amount: placed.total_amount,
+    sequence: 1,
+    reason: null,
+    details: null,
+    created_at: event_created_at!,
+  };
+  return { placed: { order: placed, event }, products: products ?? [] };
+}
+
+/** One order's move from `from` to `to`, for `changeStatuses`. */
+export interface StatusChange {
+  id: number;
+  from: OrderStatus;
+  to: OrderStatus;
+  /** the order's total (a completion); unchanged when undefined */
+  total?: string;
+  /** the order's failure reason: set to this (a failure), cleared with null; unchanged when undefined */
+  failureReason?: string | null;
+  /** why, on the event (a failure's reason, a cancellation's) */
+  reason?: string | null;
+  /** what a failure concerned, on the event (JSON) */
+  details?: unknown;
+}
+
+/** A product's price (exact decimal text) and name, as a completed order's lines take them. */
+export interface LinePrice {
+  id: number;
+  price: string;
+  name: string;
+}
+
+type ChangedRow = OrderRow & { event_id: number; event_sequence: number; event_details: unknown; event_created_at: Date };
+
+/**
+ * Moves each order of `changes` that is still in its `from` status to its `to` status, and writes
+ * its `order.status_changed` event, in one statement; a move to `cancelled` records when, and the
+ * lines of each order moved to `completed` take the prices and names of `linePrices`. Returns the
+ * orders moved. The caller holds the orders' locks, or the UPDATE takes them: then an order
+ * changed meanwhile by another transaction is re-checked against `from` and left alone.
+ */
+export async function changeStatuses(trx: Transaction<Database>, changes: readonly StatusChange[], linePrices: readonly LinePrice[] = []): Promise<OrderEventOf[]> {
+  if (changes.length === 0) return [];
+  const column = <T>(pick: (c: StatusChange) => T) => changes.map(pick);
+  const { rows } = await sql<ChangedRow>`
+    WITH v AS MATERIALIZED (
+      SELECT * FROM unnest(
+        ${column((c) => c.id)}::integer[], ${column((c) => c.from)}::text[], ${column((c) => c.to)}::text[],
+        ${column((c) => c.total ?? null)}::numeric[], ${column((c) => c.failureReason !== undefined)}::boolean[],
+        ${column((c) => c.failureReason ?? null)}::text[], ${column((c) => c.reason ?? null)}::text[],
+        ${column((c) => (c.details === undefined || c.details === null ? null : JSON.stringify(c.details)))}::jsonb[]
+      ) AS v (id, from_status, to_status, total, sets_failure, failure_reason, reason, details)
+    ), updated AS (
+      UPDATE orders AS o SET status = v.to_status, updated_at = now(),
+        total_amount = coalesce(v.total, o.total_amount),
+        failure_reason = CASE WHEN v.sets_failure THEN v.failure_reason ELSE o.failure_reason END,
+        cancelled_at = CASE WHEN v.to_status = 'cancelled' THEN now() ELSE o.cancelled_at END
+      FROM v WHERE o.id = v.id AND o.status = v.from_status
+      RETURNING o.*
+    ), priced AS (
+      UPDATE order_items AS oi SET unit_price = p.price, product_name = p.name
+      FROM ${linePriceRows(linePrices)} AS p
+      WHERE oi.order_id IN (SELECT id FROM updated WHERE status = 'completed') AND oi.product_id = p.id
+    ), event AS (
+      INSERT INTO order_events (order_id, user_id, type, previous_status, status, total_amount, reason, details, sequence)
+      SELECT u.id, u.user_id, 'order.status_changed', v.from_status, u.status, u.total_amount, v.reason, v.details,
+             (SELECT coalesce(max(e.sequence), 0) + 1 FROM order_events AS e WHERE e.order_id = u.id)
+      FROM updated AS u JOIN v ON v.id = u.id
+      RETURNING order_id, id, sequence, details, created_at
+    )
+    SELECT u.*, e.id AS event_id, e.sequence AS event_sequence, e.details AS event_details, e.created_at AS event_created_at
+    FROM updated AS u JOIN event AS e ON e.order_id = u.id
+    ORDER BY u.id`.execute(trx);
+  const byId = new Map(changes.map((c) => [c.id, c]));
+  return rows.map(({ event_id, event_sequence, event_details, event_created_at, ...order }) => {
+    const change = byId.get(order.id)!;
+    const event: OrderEventRow = {
+      id: event_id,
+      order_id: order.id,
+      user_id: order.user_id,
+      type: 'order.status_changed',
+      previous_status: change.from,
+      status: order.status,
+      total_amount: order.total_amount,
+      sequence: event_sequence,
+      reason: change.reason ?? null,
+      details: event_details,
+      created_at: event_created_at,
+    };
+    return { order, event };
+  });
+}
+
+/** Products as rows (id, price, name) for an UPDATE's FROM. */
+function linePriceRows(prices: readonly LinePrice[]): RawBuilder<LinePrice> {
+  return sql<LinePrice>`(SELECT * FROM unnest(${prices.map((p) => p.id)}::integer[], ${prices.map((p) => p.price)}::numeric[], ${prices.map((p) => p.name)}::text[]) AS u (id, price, name))`;
+}
+
+/** The units an order wants of one product (its lines of that product summed). */
+export interface ProductDemand {
+  productId: number;
+  quantity: number;
+}
+
+/** An order locked by `lockOrdersWithProducts`: its status under the lock, and what it wants of each product. */
+export interface LockedOrder {
+  id: number;
+  status: OrderStatus;
+  demand: ProductDemand[];
+}
+
+/** An order's demand, one row per product, in product id order; `orderId` is a value or a column. */
+function demandRows(orderId: number | RawBuilder<unknown>): RawBuilder<ProductDemand> {
+  return sql<ProductDemand>`
+    SELECT product_id AS "productId", sum(quantity)::integer AS quantity
+    FROM order_items WHERE order_id = ${orderId} GROUP BY product_id ORDER BY product_id`;
+}
+
+/**
+ * The order rows of `ids`, locked in id order until `trx` ends, each with its status and demand,
+ * and the products of those in `status`, locked by `lockProducts` (the products module's query,
+ * given the ids to lock and the condition) after every order's lock, in one statement: every
+ * change of an order and its stock (a cancellation too) takes the order's lock first, then its
+ * products' in id order, so none of them deadlock. Orders that do not exist are left out.
+ */
+export async function lockOrdersWithProducts(
+  trx: Transaction<Database>,
+  ids: readonly number[],
+  status: OrderStatus,
+  lockProducts: (ids: RawBuilder<unknown>, when: RawBuilder<boolean>) => RawBuilder<LockedProduct>,
+): Promise<{ orders: LockedOrder[]; products: LockedProduct[] }> {
+  const ready = sql`SELECT id FROM o WHERE status = ${status}`;
+  const products = lockProducts(sql`SELECT product_id FROM order_items WHERE order_id IN (${ready})`, sql<boolean>`EXISTS (${ready})`);
+  const { rows } = await sql<{ orders: LockedOrder[] | null; products: LockedProduct[] | null }>`
+    WITH o AS MATERIALIZED (SELECT id, status FROM orders WHERE id = ANY(${[...ids]}::integer[]) ORDER BY id FOR UPDATE),
+    p AS MATERIALIZED (${products})
+    SELECT
+      (SELECT json_agg(json_build_object(
+         'id', o.id, 'status', o.status,
+         'demand', coalesce((SELECT json_agg(d) FROM (${demandRows(sql.ref('o.id'))}) AS d), '[]'::json)
+       ) ORDER BY o.id) FROM o) AS orders,
+      (SELECT json_agg(p) FROM p) AS products`.execute(trx);
+  return { orders: rows[0]?.orders ?? [], products: rows[0]?.products ?? [] };
+}
+
+/** What an order wants of each product (its lines of the same product summed), in product id order. */
+export async function orderDemand(trx: Transaction<Database>, orderId: number): Promise<ProductDemand[]> {
+  const { rows } = await demandRows(orderId).execute(trx);
+  return rows;
+}
+
+/**
+ * True when the order went back to `pending` (POST /orders/{id}/retry) after `since`: a job created
+ * before then stands for an earlier round of processing.
+ */
+export async function requeuedSince(trx: Transaction<Database>, orderId: number, since: Date): Promise<boolean> {
+  const row = await trx
+    .selectFrom('order_events')
+    .select('id')
+    .where('order_id', '=', orderId)
+    .where('status', '=', 'pending')
+    .where('created_at', '>', since)
+    .limit(1)
+    .executeTakeFirst();
+  return row !== undefined;
+}

@@ -1,0 +1,31 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import pino from 'pino';
+import { JobQueue } from '../../src/jobs/queue.ts';
+import { defer, waitFor } from '../helpers/app.ts';
+import { testQueue } from './jobs.helpers.ts';
+
+const onServer = Boolean(process.env.TEST_DATABASE_URL);
+
+describe("a dead process's running jobs, on the embedded database", { skip: onServer && 'embedded database only: on PostgreSQL the heartbeat decides' }, () => {
+  it('are taken up again at start-up, counted per queue, and run', async (t) => {
+    // the process that died: it fetched a job and never finished it
+    const { queue: dead, database, config } = await testQueue(t, 'worker');
+    dead.define({ name: 'user-welcome-email' });
+    await dead.start();
+    await dead.sendNow('user-welcome-email', { userId: 42 });
+    const [left] = await dead.boss.fetch('user-welcome-email');
+    assert.ok(left, 'the job is running');
+    await dead.stop(0);
+
+    const ran: number[] = [];
+    // the next process on the same data directory
+    const queue = new JobQueue(database, config, pino({ level: 'silent' }));
+    queue.define({ name: 'user-welcome-email' });
+    queue.work('user-welcome-email', async (job) => void ran.push(job.data.userId));
+    const takenUp = await queue.start();
+    defer(t, () => queue.stop(1000));
+    assert.deepEqual(takenUp, { 'user-welcome-email': 1 });
+    await waitFor(async () => (ran.includes(42) ? true : undefined), 10_000);
+  });
+});

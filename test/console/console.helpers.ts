@@ -50,7 +50,10 @@ export async function newConsolePage(browser: Browser, base: string): Promise<{ 
   page.setDefaultTimeout(10000);
   const origin = new URL(base).origin;
   const trouble: PageTrouble = { failed: [], cspErrors: [], pageErrors: [], otherHosts: [], errorAnswers: [] };
-  page.on('requestfailed', (r) => trouble.failed.push(`${r.method()} ${r.url()}: ${r.failure()?.errorText}`));
+  page.on('requestfailed', (r) => {
+    // a test's page.goto cancels what the page had in flight (a poll): that is no failure of the page
+    if (r.failure()?.errorText !== 'net::ERR_ABORTED') trouble.failed.push(`${r.method()} ${r.url()}: ${r.failure()?.errorText}`);
+  });
   page.on('request', (r) => {
     if (!r.url().startsWith(`${origin}/`) && !r.url().startsWith('data:')) trouble.otherHosts.push(r.url());
   });

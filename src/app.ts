@@ -9,6 +9,7 @@ import { OrderEventBus } from './events/order-events.ts';
 import { registerAuth } from './http/auth.ts';
 import { API_VERSIONS, apiPrefix } from './http/api-version.ts';
 import { registerBodyLimits } from './http/body-limits.ts';
+import { registerConsole } from './http/console.ts';
 import { registerDocs } from './http/docs.ts';
 import { registerErrorHandling } from './http/errors.ts';
 import { registerObservability } from './http/observability.ts';
@@ -50,6 +51,8 @@ export interface BuildOptions {
   hooks?: { orderProcessing?: OrderProcessorHooks; inboundProcessing?: InboundProcessHooks };
   /** the name resolver behind outgoing deliveries' SSRF guard (tests: names that resolve to internal addresses) */
   webhookResolver?: Resolver;
+  /** the built console to serve at /console (default build/console; tests build their own) */
+  consoleDir?: string;
 }
 
 /** Builds the whole service: database (migrated), queue (started), every module registered. */
@@ -110,6 +113,7 @@ export async function buildApp(config: Config, opts: BuildOptions = {}): Promise
   registerPathIds(app);
   await app.register(formbody, { bodyLimit: config.bodyLimitBytes });
   await registerDocs(app);
+  registerConsole(app, { dir: opts.consoleDir });
 
   // Operations, and the routes.
   ctx.readiness.push(

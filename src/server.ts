@@ -74,6 +74,6 @@ if (config.role === 'worker') {
 } else {
   await app.listen({ port: config.port, host: config.host });
   const base = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${config.port}`;
-  app.log.info(`API at ${base}/api/v1 — interactive docs at ${base}/docs (OpenAPI: ${base}/openapi.json)`);
+  app.log.info(`API at ${base}/api/v1 — interactive docs at ${base}/docs (OpenAPI: ${base}/openapi.json) — console at ${base}/console`);
   if (!process.stdout.isTTY) process.stdout.write(`Docs: ${base}/docs\n`);
 }

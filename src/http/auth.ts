@@ -1,7 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { UserRow } from '../db/schema.ts';
 import { AppError } from './errors.ts';
-import { SECURITY_SCHEME } from './docs.ts';
 import type { UserCache } from './user-cache.ts';
 
 /**
@@ -30,6 +29,9 @@ declare module 'fastify' {
 }
 
 export const CREDENTIALS_DETAIL = 'Could not validate credentials';
+
+/** The OpenAPI security scheme the secured routes declare (the documents' OAuth2 password flow). */
+export const SECURITY_SCHEME = 'OAuth2PasswordBearer';
 
 /** The verified claims of an access token that authentication and rate limiting use. */
 export interface AccessClaims {

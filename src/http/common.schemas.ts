@@ -1,8 +1,12 @@
 import { Type, type TSchema } from 'typebox';
 import { toIsoString } from '../db/timestamps.ts';
 
-/** Integer ids in paths. Any integer is well-formed; one that no row can have is a 404 (path-ids.ts). */
-export const Id = Type.Integer();
+/**
+ * An integer id in a path. Any integer is well-formed; one that no row can have is a 404
+ * (path-ids.ts). `example` is what the docs pages fill in: the row the create example above it makes
+ * on a fresh start (the first order is 1; the user POST /users makes is 2, the administrator being 1).
+ */
+export const IdOf = (example: number) => Type.Integer({ examples: [example] });
 
 export const Timestamp = Type.String({ format: 'date-time' });
 export const NullableTimestamp = Type.Union([Type.String({ format: 'date-time' }), Type.Null()]);
@@ -55,3 +59,12 @@ export function isoOrNull(d: Date | string | null | undefined): string | null {
 /** Strings that must hold at least one visible character. */
 export const NonBlank = (opts: { maxLength: number; description?: string }) =>
   Type.String({ minLength: 1, pattern: '\\S', ...opts });
+
+/**
+ * Bounds a schema states for the documents only: the specification answers a value outside them
+ * with a business-rule 400 of the service's own (a quantity outside 1 to 1000 is `INVALID_QUANTITY`),
+ * not the validator's 422, so the body validator must not enforce them. The documents show them as
+ * `minimum` and `maximum`.
+ */
+export const RULE_BOUNDS = 'x-rule-bounds';
+export const ruleBounds = (minimum: number, maximum: number) => ({ [RULE_BOUNDS]: { minimum, maximum } });

@@ -70,7 +70,10 @@ export function registerObservability(app: FastifyInstance, checks: ReadinessChe
     schema: {
       tags,
       summary: 'Readiness: database, job queue and (if configured) Redis are reachable',
-      response: { 200: ReadyBody, 503: ReadyBody },
+      response: {
+        200: { ...ReadyBody, description: 'Ready (`ok`), or ready without Redis (`degraded`: rate limits count per process)' },
+        503: { ...ReadyBody, description: 'Not ready: the database or the job queue is unreachable; `checks` says which' },
+      },
     },
     handler: async (_request, reply) => {
       const results: Record<string, string> = {};

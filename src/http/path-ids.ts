@@ -5,7 +5,7 @@ import { AppError } from './errors.ts';
 export const MAX_ID = 2147483647;
 
 /** The path parameters that name a row, and the resource each one names (for its 404). */
-const RESOURCES: Record<string, string> = {
+export const RESOURCES: Readonly<Record<string, string>> = {
   user_id: 'User',
   order_id: 'Order',
   item_id: 'Item',

@@ -10,6 +10,8 @@ export interface RouteInfo {
   readonly method: string;
   readonly url: string;
   readonly auth: AuthLevel | undefined;
+  /** the detail of an `admin` route's 403 for anyone else */
+  readonly adminDetail: string | undefined;
   readonly rateLimit: RateLimitMode | undefined;
   readonly body: unknown;
   /** the most bytes of body the route reads (body-limits.ts) */
@@ -97,6 +99,7 @@ export function registerSecurity(app: FastifyInstance): void {
         method: String(method),
         url: route.url,
         auth: route.config?.auth,
+        adminDetail: route.config?.adminDetail,
         rateLimit: route.config?.rateLimit,
         body: route.schema?.body,
         bodyLimit: route.bodyLimit,

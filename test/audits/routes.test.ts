@@ -72,6 +72,11 @@ describe('route audit (deny by default)', () => {
     assert.deepEqual(open, [
       'GET /',
       'GET /.well-known/jwks.json',
+      // the console's page and assets (src/http/console.ts): no data, the API it calls checks each request
+      'GET /console',
+      'GET /console/*',
+      'GET /console/assets/:file',
+      'GET /console/favicon.svg',
       'GET /health',
       'GET /metrics',
       'GET /openapi.json',

@@ -5,8 +5,9 @@ import { buildTestApp, createUser, defer, TEST_PASSWORD, waitFor } from '../help
 import { startSlowReceiver, type Envelope } from '../modules/outbound-webhooks/outbound-webhooks.helpers.ts';
 
 // The documented flow through the generated types and the openapi-fetch client, against the app on
-// a real port: every call below is type-checked against clients/typescript/schema.d.ts by
-// `npm run typecheck`, so a change of the document that breaks an integrator breaks this file.
+// a real port: every call below is type-checked against clients/typescript/schema-v1.d.ts and
+// schema-v2.d.ts by `npm run typecheck`, so a change of a document that breaks an integrator breaks
+// this file.
 describe('typed client (openapi-typescript + openapi-fetch)', { timeout: 240000 }, () => {
   it('signs in, refreshes, manages users, items, orders until completed and subscriptions', async (t) => {
     const app = await buildTestApp(t);
@@ -131,5 +132,64 @@ describe('typed client (openapi-typescript + openapi-fetch)', { timeout: 240000 
     assert.equal(asUser.session, undefined);
     const afterSignOut = await asUser.api.GET('/api/v1/auth/me');
     assert.equal(afterSignOut.response.status, 401);
+  });
+
+  it('v2: the cancel route, with no body or a reason; rotate-secret with no body (both bodies optional)', async (t) => {
+    const app = await buildTestApp(t);
+    const admin = await createUser(app, { admin: true });
+    const baseUrl = await app.listen({ port: 0, host: '127.0.0.1' });
+    const service = createServiceClient({ baseUrl, version: 'v2' });
+    assert.equal(service.version, 'v2');
+    await service.signIn(admin.email, TEST_PASSWORD);
+
+    const product = await service.api.POST('/api/v2/products', { body: { sku: `TYPED-V2-${Date.now()}`, name: 'Typed widget', price: 2.5, stock: 10 } });
+    const productId = product.data?.id;
+    assert.ok(productId);
+    const place = async () => {
+      const { data } = await service.api.POST('/api/v2/orders', { body: { items: [{ product_id: productId, quantity: 1 }], shipping_address: '1 Typed Street' } });
+      assert.ok(data);
+      return data.id;
+    };
+
+    const first = await place();
+    const bare = await service.api.POST('/api/v2/orders/{order_id}/cancel', { params: { path: { order_id: first } } });
+    assert.equal(bare.response.status, 200, JSON.stringify(bare.error));
+    assert.equal(bare.data?.status, 'cancelled');
+    assert.equal(typeof bare.data?.cancelled_at, 'string');
+    const again = await service.api.POST('/api/v2/orders/{order_id}/cancel', { params: { path: { order_id: first } } });
+    assert.equal(again.response.status, 400);
+    assert.equal(again.error?.error_code, 'ORDER_NOT_CANCELLABLE');
+
+    const second = await place();
+    const reasoned = await service.api.POST('/api/v2/orders/{order_id}/cancel', {
+      params: { path: { order_id: second } },
+      body: { reason: 'Ordered the wrong size by mistake.' },
+    });
+    assert.equal(reasoned.data?.status, 'cancelled');
+    const events = await service.api.GET('/api/v2/orders/{order_id}/events', { params: { path: { order_id: second } } });
+    assert.equal(events.data?.at(-1)?.reason, 'Ordered the wrong size by mistake.');
+
+    // the same order read through v1's client is `failed`; v1's document has no cancel route
+    const v1 = createServiceClient({ baseUrl, session: service.session });
+    const asV1 = await v1.api.GET('/api/v1/orders/{order_id}', { params: { path: { order_id: second } } });
+    assert.equal(asV1.data?.status, 'failed');
+    // @ts-expect-error v1 has no cancel route
+    const noCancel = await v1.api.POST('/api/v1/orders/{order_id}/cancel', { params: { path: { order_id: second } } });
+    assert.equal(noCancel.response.status, 404);
+
+    const subscription = await service.api.POST('/api/v2/webhooks/subscriptions', { body: { url: 'https://example.com/hooks', events: ['order.cancelled'] } });
+    const subscriptionId = subscription.data?.id;
+    assert.ok(subscriptionId, JSON.stringify(subscription.error));
+    const rotated = await service.api.POST('/api/v2/webhooks/subscriptions/{subscription_id}/rotate-secret', {
+      params: { path: { subscription_id: subscriptionId } },
+    });
+    assert.equal(rotated.response.status, 200, JSON.stringify(rotated.error));
+    assert.match(rotated.data?.secret ?? '', /^whsec_/);
+    assert.notEqual(rotated.data?.secret, subscription.data?.secret);
+
+    // a refresh through v2's sign-in routes
+    assert.equal(await service.refresh(), true);
+    await service.signOut();
+    assert.equal(await service.refresh(), false);
   });
 });

@@ -45,10 +45,18 @@ describe('one OpenAPI document per API version', () => {
     assert.match(JSON.stringify(v1.paths['/api/v1/orders']), /"failed"/);
   });
 
-  it('the docs page offers both documents', async () => {
-    const res = await app.inject({ method: 'GET', url: '/docs/static/swagger-initializer.js' });
-    assert.equal(res.statusCode, 200);
-    assert.match(res.body, /openapi\.json/);
-    assert.match(res.body, /openapi-v2\.json/);
+  it('each version has its own page, whose own json route serves its document; /docs?version=v2 leads to /docs/v2', async () => {
+    for (const [page, version] of [['/docs', '1.0.0'], ['/docs/v2', '2.0.0']] as const) {
+      const html = await app.inject({ method: 'GET', url: page });
+      assert.equal(html.statusCode, 200);
+      assert.match(String(html.headers['content-type']), /text\/html/);
+      assert.match(html.body, new RegExp(`API v${version[0]} reference`));
+      const own = await app.inject({ method: 'GET', url: `${page}/json` });
+      assert.equal(own.json<Doc>().info.version, version, `${page}/json`);
+    }
+    const earlier = await app.inject({ method: 'GET', url: '/docs?version=v2' });
+    assert.equal(earlier.statusCode, 302);
+    assert.equal(earlier.headers.location, '/docs/v2');
+    assert.equal((await app.inject({ method: 'GET', url: '/docs?version=v1' })).statusCode, 200);
   });
 });

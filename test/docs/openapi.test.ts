@@ -123,3 +123,90 @@ describe('OpenAPI document', () => {
     assert.equal(doc.paths['/api/v1/auth/login'].post.security, undefined, 'login is public');
   });
 });
+
+interface ReaderOperation {
+  tags?: string[];
+  summary?: string;
+  parameters?: { in: string; name: string; example?: unknown; schema?: { default?: unknown } }[];
+  requestBody?: { required?: boolean; content: Record<string, { example?: unknown; schema?: unknown }> };
+  responses: Record<string, { description?: string; content?: Record<string, { schema?: { $ref?: string }; examples?: Record<string, { value: { error_code: string } }> }> }>;
+}
+interface ReaderDoc {
+  tags: { name: string; description?: string }[];
+  paths: Record<string, Record<string, ReaderOperation>>;
+}
+
+/** Parameters without an example, and why: a fixed idempotency key would replay the first order on every later try. */
+const WITHOUT_EXAMPLE = new Set(['idempotency-key']);
+
+for (const address of ['/openapi.json', '/openapi-v2.json']) {
+  describe(`${address} as a reader sees it`, () => {
+    let doc: ReaderDoc;
+    let ops: { where: string; path: string; method: string; op: ReaderOperation }[];
+    before(async () => {
+      const app = await buildTestApp(undefined);
+      doc = (await app.inject({ method: 'GET', url: address })).json<ReaderDoc>();
+      ops = Object.entries(doc.paths).flatMap(([path, item]) =>
+        Object.entries(item).map(([method, op]) => ({ where: `${method.toUpperCase()} ${path}`, path, method, op })),
+      );
+    });
+
+    it('names each tag with a capital and describes it in one line; summaries are plain text', () => {
+      for (const tag of doc.tags) {
+        assert.match(tag.name, /^[A-Z]/, tag.name);
+        assert.match(tag.description ?? '', /^[A-Z][^\n]{10,}$/, `${tag.name} has a one-line description`);
+      }
+      const declared = new Set(doc.tags.map((t) => t.name));
+      for (const { where, op } of ops) {
+        for (const tag of op.tags ?? []) assert.ok(declared.has(tag), `${where}: tag ${tag} is declared`);
+        assert.doesNotMatch(op.summary ?? '', /`/, `${where}: its summary has no backticks`);
+      }
+    });
+
+    it('describes every status; each error status lists its own codes, with an example of each', () => {
+      for (const { where, op } of ops) {
+        for (const [status, response] of Object.entries(op.responses)) {
+          assert.ok(response.description && response.description !== 'Default Response', `${where} ${status} is described`);
+          const media = response.content?.['application/json'];
+          if (!/^[45]/.test(status) || media?.schema?.$ref !== '#/components/schemas/ErrorBody') continue;
+          const examples = Object.entries(media.examples ?? {});
+          assert.ok(examples.length > 0, `${where} ${status} has examples`);
+          for (const [name, example] of examples) {
+            assert.equal(example.value.error_code, name, `${where} ${status}: example ${name}`);
+            assert.equal(String(ERROR_STATUS[name as keyof typeof ERROR_STATUS]), status, `${where}: ${name} is a ${status} code`);
+            assert.ok(response.description.includes(`\`${name}\``), `${where} ${status}: the description names ${name}`);
+          }
+        }
+      }
+      assert.equal(doc.paths[Object.keys(doc.paths).find((p) => p.endsWith('/orders'))!].post.responses['201'].description, 'Created');
+    });
+
+    it('documents 413 wherever a body is read, and the nesting guard’s 400 and 415 wherever it is read as JSON', () => {
+      for (const { where, path, method, op } of ops.filter((o) => ['post', 'put', 'patch', 'delete'].includes(o.method))) {
+        assert.ok(op.responses['413'], `${where} documents 413`);
+        if (path.includes('/webhooks/orders/')) continue; // the platform's raw, signed body
+        assert.ok(op.responses['400'] && op.responses['415'] && op.responses['422'], `${method} ${path} documents 400, 415 and 422`);
+        assert.ok(Object.keys(op.responses['400'].content?.['application/json']?.examples ?? {}).includes('BAD_REQUEST'), `${where}: 400 BAD_REQUEST`);
+      }
+    });
+
+    it('gives every body and parameter an example (or a default); optional bodies are optional; quantity is 1 to 1000', () => {
+      for (const { where, path, op } of ops) {
+        if (path.includes('/webhooks/orders/')) continue; // signed by the platform: no example can carry a valid signature
+        const body = op.requestBody?.content['application/json'];
+        if (op.requestBody) assert.notEqual(body?.example, undefined, `${where}: its body has an example`);
+        for (const p of op.parameters ?? []) {
+          if (WITHOUT_EXAMPLE.has(p.name)) continue;
+          assert.ok(p.example !== undefined || p.schema?.default !== undefined, `${where}: ${p.in} parameter ${p.name} has an example`);
+        }
+      }
+      const rotate = ops.find((o) => o.path.endsWith('/rotate-secret'))!.op;
+      assert.equal(rotate.requestBody?.required, false);
+      const placing = ops.find((o) => o.method === 'post' && o.path.endsWith('/orders'))!.op;
+      assert.equal(placing.requestBody?.required, true);
+      const line = JSON.stringify(placing.requestBody?.content['application/json'].schema);
+      assert.match(line, /"quantity":\{"type":"integer","description":"[^"]*","minimum":1,"maximum":1000\}/);
+      assert.doesNotMatch(JSON.stringify(doc), /x-rule-bounds/);
+    });
+  });
+}

@@ -43,7 +43,7 @@ export function registerAuthRoutes(root: FastifyInstance, auth: AuthService, rec
     config: credentialRoute,
     schema: {
       tags,
-      summary: 'Sign in with e-mail (as `username`) and password',
+      summary: 'Sign in with your e-mail address (as username) and password',
       description:
         'Accepts JSON or an OAuth2 password-flow form (application/x-www-form-urlencoded).\n\n' +
         'After `LOGIN_THROTTLE_MAX_FAILURES` (10) failed sign-ins for one e-mail within `LOGIN_THROTTLE_WINDOW_SECONDS` ' +

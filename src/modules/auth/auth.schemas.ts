@@ -11,19 +11,20 @@ export const LoginBody = Type.Object(
     client_id: Type.Optional(Type.String({ maxLength: 256 })),
     client_secret: Type.Optional(Type.String({ maxLength: 256 })),
   },
-  { additionalProperties: false },
+  // a fresh start creates admin@example.com and prints its password once
+  { additionalProperties: false, examples: [{ username: 'admin@example.com', password: 'the password npm start printed' }] },
 );
 export type LoginBody = Static<typeof LoginBody>;
 
 export const RefreshBody = Type.Object(
-  { refresh_token: Type.String({ maxLength: 4096 }) },
-  { additionalProperties: false },
+  { refresh_token: Type.String({ maxLength: 4096, description: 'the `refresh_token` POST /auth/login answered' }) },
+  { additionalProperties: false, examples: [{ refresh_token: 'the refresh_token of your sign-in' }] },
 );
 export type RefreshBody = Static<typeof RefreshBody>;
 
 export const ChangePasswordBody = Type.Object(
   { current_password: Type.String({ minLength: 1, maxLength: 1024 }), new_password: Password },
-  { additionalProperties: false },
+  { additionalProperties: false, examples: [{ current_password: 'your current password', new_password: 'staple-horse-battery-correct' }] },
 );
 export type ChangePasswordBody = Static<typeof ChangePasswordBody>;
 
@@ -36,7 +37,7 @@ export const PasswordRecoveryBody = Type.Object(
       description: 'the e-mail address of the account',
     }),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, examples: [{ email: 'jane.doe@example.com' }] },
 );
 export type PasswordRecoveryBody = Static<typeof PasswordRecoveryBody>;
 
@@ -45,7 +46,7 @@ export const ResetPasswordBody = Type.Object(
     token: Type.String({ maxLength: 256, description: 'the token from the recovery e-mail' }),
     new_password: Password,
   },
-  { additionalProperties: false },
+  { additionalProperties: false, examples: [{ token: 'the token from the recovery e-mail', new_password: 'staple-horse-battery-correct' }] },
 );
 export type ResetPasswordBody = Static<typeof ResetPasswordBody>;
 

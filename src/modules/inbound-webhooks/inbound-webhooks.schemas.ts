@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox';
-import { Id, NullableTimestamp, Page, PageQuery, Timestamp } from '../../http/common.schemas.ts';
+import { IdOf, NullableTimestamp, Page, PageQuery, Timestamp } from '../../http/common.schemas.ts';
 
 export const Received = Type.Object({
   status: Type.String({ description: '`received`' }),
@@ -52,12 +52,12 @@ export const InboundWebhookDetail = Type.Object({
 
 export const InboundListQuery = Type.Object({
   ...PageQuery,
-  status: Type.Optional(InboundStatus),
-  topic: Type.Optional(Type.String({ minLength: 1, maxLength: 255, description: 'e.g. `orders/create`' })),
+  status: Type.Optional({ ...InboundStatus, examples: ['processed'] }),
+  topic: Type.Optional(Type.String({ minLength: 1, maxLength: 255, description: 'e.g. `orders/create`', examples: ['orders/create'] })),
 });
 export type InboundListQuery = Static<typeof InboundListQuery>;
 
-export const InboundIdParams = Type.Object({ id: Id });
+export const InboundIdParams = Type.Object({ id: IdOf(1) });
 export type InboundIdParams = Static<typeof InboundIdParams>;
 
 export const Reprocessed = Type.Object({

@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox';
-import { Id, NonBlank, Timestamp } from '../../http/common.schemas.ts';
+import { IdOf, NonBlank, Timestamp } from '../../http/common.schemas.ts';
 
 const ItemName = NonBlank({ maxLength: 100, description: '1 to 100 characters' });
 const Description = Type.Union([Type.String({ maxLength: 500 }), Type.Null()], { description: 'at most 500 characters' });
@@ -26,7 +26,7 @@ export const ItemCreateBody = Type.Object(
     price: Price,
     is_active: Type.Optional(Type.Boolean({ default: true })),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, examples: [{ name: 'Reading lamp', description: 'Brass desk lamp with a linen shade', price: 34.9 }] },
 );
 export type ItemCreateBody = Static<typeof ItemCreateBody>;
 
@@ -37,16 +37,16 @@ export const ItemUpdateBody = Type.Object(
     price: Type.Optional(Price),
     is_active: Type.Optional(Type.Boolean()),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, examples: [{ price: 29.9 }] },
 );
 export type ItemUpdateBody = Static<typeof ItemUpdateBody>;
 
 export const ItemListQuery = Type.Object({
   skip: Type.Integer({ minimum: 0, maximum: 2147483647, default: 0 }),
   limit: Type.Integer({ minimum: 1, maximum: 100, default: 20 }),
-  is_active: Type.Optional(Type.Boolean()),
+  is_active: Type.Optional(Type.Boolean({ examples: [true] })),
 });
 export type ItemListQuery = Static<typeof ItemListQuery>;
 
-export const ItemIdParams = Type.Object({ item_id: Id });
+export const ItemIdParams = Type.Object({ item_id: IdOf(1) });
 export type ItemIdParams = Static<typeof ItemIdParams>;

@@ -22,7 +22,7 @@ export function registerOrderAdminRoutes(root: FastifyInstance, orders: OrdersAd
       description:
         'Filters combine. `source=platform` selects the orders created from an e-commerce platform\'s webhooks, `source=api` those placed ' +
         'through POST /orders. `created_from` and `created_to` are inclusive: an ISO 8601 date-time with its offset, or a date for the ' +
-        'whole of that day in UTC.',
+        'whole of that day in UTC. `customer_email` selects the orders of the user with that e-mail (compared in any case).',
       querystring: AdminOrderListQuery,
       response: { 200: AdminOrderPage, ...errorResponses(401, 403, 422, 429) },
     },

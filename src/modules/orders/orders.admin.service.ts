@@ -2,6 +2,7 @@ import type { Db } from '../../db/database.ts';
 import type { OrderEventRow, OrderRow, OrderStatus } from '../../db/schema.ts';
 import { AppError } from '../../http/errors.ts';
 import { pageOf, type PageResult } from '../../http/common.schemas.ts';
+import { findUserByEmail } from '../users/users.repository.ts';
 import { findOrderWithLines, listOrderEvents, listOrders, type OrderFilter, type OrderLineView } from './orders.reads.repository.ts';
 import type { AdminOrderListQuery } from './orders.schemas.ts';
 
@@ -51,9 +52,14 @@ export class OrdersAdminService {
 
   /** `statuses`: those the caller's status filter stands for in its API version (mappers' `statusesFor`). */
   async list(q: AdminOrderListQuery, statuses: OrderStatus[] | undefined): Promise<PageResult<OrderRow>> {
+    const userId = q.customer_email === undefined ? q.user_id : (await findUserByEmail(this.db, q.customer_email))?.id;
+    // no user has that e-mail, or another user than `user_id` names has it: no order matches
+    if (q.customer_email !== undefined && (userId === undefined || (q.user_id !== undefined && q.user_id !== userId))) {
+      return pageOf([], 0, q.page, q.page_size);
+    }
     const filter: OrderFilter = {
       statuses,
-      userId: q.user_id,
+      userId,
       platform: q.source === undefined ? undefined : q.source === 'platform',
       externalId: q.external_id,
       ...timeRange(q),

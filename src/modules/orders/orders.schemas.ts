@@ -1,7 +1,7 @@
 import { Type, type Static, type TSchema } from 'typebox';
 import type { OrderStatus } from '../../db/schema.ts';
 import type { ApiVersion } from '../../http/api-version.ts';
-import { Id, NonBlank, NullableTimestamp, Page, PageQuery, Timestamp } from '../../http/common.schemas.ts';
+import { IdOf, NonBlank, NullableTimestamp, Page, PageQuery, ruleBounds, Timestamp } from '../../http/common.schemas.ts';
 import { MAX_ID } from '../../http/path-ids.ts';
 
 /** The order statuses each API version knows: v1 has no `cancelled` (its clients read such an order as `failed`). */
@@ -17,11 +17,14 @@ export const Status = StatusOf('v1');
 /** The most lines one order may have. */
 export const MAX_ORDER_LINES = 100;
 
-/** Lines and quantities are integers here; their business limits (1–1000, known product) are 400s. */
+/**
+ * Lines and quantities are integers here; their business limits (1–1000, known product) are 400s,
+ * so the quantity's bounds are stated for the documents only (ruleBounds).
+ */
 const OrderLineInput = Type.Object(
   {
-    product_id: Type.Integer({ description: 'an active product' }),
-    quantity: Type.Integer({ description: '1 to 1000' }),
+    product_id: Type.Integer({ description: 'an active product (otherwise 400 `INVALID_PRODUCT`)' }),
+    quantity: Type.Integer({ description: '1 to 1000 (otherwise 400 `INVALID_QUANTITY`)', ...ruleBounds(1, 1000) }),
   },
   { additionalProperties: false },
 );
@@ -31,7 +34,11 @@ export const OrderCreateBody = Type.Object(
     items: Type.Array(OrderLineInput, { minItems: 1, maxItems: MAX_ORDER_LINES, description: `1 to ${MAX_ORDER_LINES} lines` }),
     shipping_address: NonBlank({ maxLength: 500, description: '1 to 500 characters' }),
   },
-  { additionalProperties: false },
+  {
+    additionalProperties: false,
+    // the demo catalogue's first product (a fresh start seeds it)
+    examples: [{ items: [{ product_id: 1, quantity: 1 }], shipping_address: '221B Baker Street, London NW1 6XE, United Kingdom' }],
+  },
 );
 export type OrderCreateBody = Static<typeof OrderCreateBody>;
 
@@ -68,7 +75,7 @@ export const OrderAction = Type.Object({
   order_id: Type.Integer(),
 });
 
-export const OrderIdParams = Type.Object({ order_id: Id });
+export const OrderIdParams = Type.Object({ order_id: IdOf(1) });
 export type OrderIdParams = Static<typeof OrderIdParams>;
 
 const NullableText = (description: string) => Type.Union([Type.String(), Type.Null()], { description });
@@ -91,8 +98,8 @@ const Source = Type.Union([Type.Literal('api'), Type.Literal('platform')], {
 });
 
 /** ISO 8601: a date-time with its offset, or a date (a whole day, UTC). */
-const Instant = (description: string) =>
-  Type.Union([Type.String({ format: 'date-time' }), Type.String({ format: 'date' })], { description });
+const Instant = (description: string, example: string) =>
+  Type.Union([Type.String({ format: 'date-time' }), Type.String({ format: 'date' })], { description, examples: [example] });
 
 /** What v2 adds to an order read. */
 const V2_ORDER_FIELDS = {
@@ -170,6 +177,7 @@ function buildOrderSchemas(version: ApiVersion) {
   const statusFilter = Type.Optional({
     ...Status,
     description: version === 'v1' ? '`failed` includes the orders that will not be fulfilled for any reason' : 'one status',
+    examples: ['completed'],
   });
   return {
     Status: Status as TSchema,
@@ -183,11 +191,16 @@ function buildOrderSchemas(version: ApiVersion) {
     AdminOrderListQuery: Type.Object({
       ...PageQuery,
       status: statusFilter,
-      user_id: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_ID, description: "the owner's id" })),
-      source: Type.Optional(Type.Union([Type.Literal('api'), Type.Literal('platform')], { description: '`platform`: orders from any inbound platform' })),
-      external_id: Type.Optional(Type.String({ minLength: 1, maxLength: 255, description: "a platform's order id" })),
-      created_from: Type.Optional(Instant('created at or after: `2026-01-31T08:00:00Z`, or a date for the start of that day (UTC)')),
-      created_to: Type.Optional(Instant('created at or before: `2026-01-31T18:00:00+02:00`, or a date for the whole of that day (UTC)')),
+      user_id: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_ID, description: "the owner's id", examples: [1] })),
+      customer_email: Type.Optional(
+        Type.String({ minLength: 1, maxLength: 254, description: "the owner's e-mail, in any case", examples: ['admin@example.com'] }),
+      ),
+      source: Type.Optional(
+        Type.Union([Type.Literal('api'), Type.Literal('platform')], { description: '`platform`: orders from any inbound platform', examples: ['api'] }),
+      ),
+      external_id: Type.Optional(Type.String({ minLength: 1, maxLength: 255, description: "a platform's order id", examples: ['820982911946154508'] })),
+      created_from: Type.Optional(Instant('created at or after: `2026-01-31T08:00:00Z`, or a date for the start of that day (UTC)', '2026-01-01')),
+      created_to: Type.Optional(Instant('created at or before: `2026-01-31T18:00:00+02:00`, or a date for the whole of that day (UTC)', '2030-12-31')),
     }),
   };
 }
@@ -210,6 +223,6 @@ export const OrderCancelBody = Type.Union(
     ),
     Type.Null(),
   ],
-  { description: 'optional' },
+  { description: 'optional: no body cancels without a reason', examples: [{ reason: 'Ordered the wrong size by mistake.' }] },
 );
 export type OrderCancelBody = Static<typeof OrderCancelBody>;

@@ -189,7 +189,7 @@ export function registerSubscriptionRoutes(
     config,
     schema: {
       tags,
-      summary: 'Send a `webhook.test` event to the subscription',
+      summary: 'Send a webhook.test event to the subscription',
       params: SubscriptionIdParams,
       response: { 202: MessageQueued, ...errorResponses(400, 401, 403, 404, 422, 429) },
     },

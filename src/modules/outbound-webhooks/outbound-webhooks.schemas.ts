@@ -1,6 +1,6 @@
 import { Type, type Static, type TSchema } from 'typebox';
 import type { ApiVersion } from '../../http/api-version.ts';
-import { Id, NullableTimestamp, Page, PageQuery, Timestamp } from '../../http/common.schemas.ts';
+import { IdOf, NullableTimestamp, Page, PageQuery, Timestamp } from '../../http/common.schemas.ts';
 import { MAX_ID } from '../../http/path-ids.ts';
 import { WEBHOOK_EVENT_KINDS } from '../../events/order-events.ts';
 import { WEBHOOK_TEST_EVENT } from './delivery.service.ts';
@@ -61,7 +61,13 @@ function buildSubscriptionSchemas(version: ApiVersion) {
       secret: Type.String({ description: 'signing secret (`whsec_…`); shown only on creation and rotation' }),
     }) as TSchema,
     SubscriptionPage: Page(Subscription, 'A page of your webhook subscriptions, ordered by id') as TSchema,
-    SubscriptionCreateBody: Type.Object({ url: Url, events: EventKinds, description: Type.Optional(Description) }, { additionalProperties: false }),
+    SubscriptionCreateBody: Type.Object(
+      { url: Url, events: EventKinds, description: Type.Optional(Description) },
+      {
+        additionalProperties: false,
+        examples: [{ url: 'https://example.com/webhooks/orders', events: ['order.status_changed'], description: 'Order updates for the warehouse' }],
+      },
+    ),
     SubscriptionUpdateBody: Type.Object(
       {
         url: Type.Optional(Url),
@@ -69,15 +75,18 @@ function buildSubscriptionSchemas(version: ApiVersion) {
         description: Type.Optional(Description),
         is_active: Type.Optional(Type.Boolean({ description: 'true re-enables a disabled subscription' })),
       },
-      { additionalProperties: false },
+      { additionalProperties: false, examples: [{ description: 'Order updates for the warehouse team' }] },
     ),
     DeliveryListQuery: Type.Object({
       ...PageQuery,
       status: Type.Optional(
-        Type.Union([Type.Literal('pending'), Type.Literal('delivered'), Type.Literal('failed')], { description: 'attempts whose message is now in this state' }),
+        Type.Union([Type.Literal('pending'), Type.Literal('delivered'), Type.Literal('failed')], {
+          description: 'attempts whose message is now in this state',
+          examples: ['delivered'],
+        }),
       ),
-      event_type: Type.Optional(DeliveryEventType),
-      order_id: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_ID, description: 'attempts of the messages of this order' })),
+      event_type: Type.Optional({ ...DeliveryEventType, examples: ['order.status_changed'] }),
+      order_id: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_ID, description: 'attempts of the messages of this order', examples: [1] })),
     }),
   };
 }
@@ -93,7 +102,7 @@ export type SubscriptionCreateBody = Static<ReturnType<typeof buildSubscriptionS
 export type SubscriptionUpdateBody = Static<ReturnType<typeof buildSubscriptionSchemas>['SubscriptionUpdateBody']>;
 export type DeliveryListQuery = Static<ReturnType<typeof buildSubscriptionSchemas>['DeliveryListQuery']>;
 
-export const SubscriptionIdParams = Type.Object({ subscription_id: Id });
+export const SubscriptionIdParams = Type.Object({ subscription_id: IdOf(1) });
 
 export const SubscriptionListQuery = Type.Object({ ...PageQuery });
 export type SubscriptionListQuery = Static<typeof SubscriptionListQuery>;
@@ -125,8 +134,13 @@ export const Delivery = Type.Object({
 export const DeliveryPage = Page(Delivery, 'Delivery attempts, newest first');
 
 export const MessageIdParams = Type.Object({
-  subscription_id: Id,
-  message_id: Type.String({ pattern: '^msg_[A-Za-z0-9_]+$', maxLength: 100, description: 'the message id (`webhook-id` header, `msg_…`)' }),
+  subscription_id: IdOf(1),
+  message_id: Type.String({
+    pattern: '^msg_[A-Za-z0-9_]+$',
+    maxLength: 100,
+    description: 'the message id (`webhook-id` header, `msg_…`): the `message_id` of a delivery',
+    examples: ['msg_2tR9ZqW1yK0bX4mE7pLs3Jd'],
+  }),
 });
 
 const SentHeaders = Type.Record(Type.String(), Type.String(), {
@@ -181,13 +195,13 @@ export const RotateSecretBody = Type.Union(
     ),
     Type.Null(),
   ],
-  { description: 'optional' },
+  { description: 'optional: no body keeps the replaced secret signing for the default overlap', examples: [{ overlap_seconds: 3600 }] },
 );
 export type RotateSecretBody = Static<typeof RotateSecretBody>;
 
 export const RecoverBody = Type.Object(
   { since: Type.String({ format: 'date-time', maxLength: 64, description: 'ISO 8601 date and time with a time zone: messages that failed for good at or after it are queued again' }) },
-  { additionalProperties: false },
+  { additionalProperties: false, examples: [{ since: '2026-01-01T00:00:00Z' }] },
 );
 export type RecoverBody = Static<typeof RecoverBody>;
 

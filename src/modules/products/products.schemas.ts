@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox';
-import { Id, NonBlank, Page, PageQuery, Timestamp } from '../../http/common.schemas.ts';
+import { IdOf, NonBlank, Page, PageQuery, Timestamp } from '../../http/common.schemas.ts';
 import { MoneyInput } from './money.ts';
 
 const Sku = Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9][A-Za-z0-9._-]*$', description: 'unique; letters, digits, . _ -' });
@@ -27,7 +27,7 @@ export const ProductCreateBody = Type.Object(
     stock: Stock,
     is_active: Type.Optional(Type.Boolean({ default: true })),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, examples: [{ sku: 'SCARF-WOOL-GREY', name: 'Grey Wool Scarf', price: 29.5, stock: 40 }] },
 );
 export type ProductCreateBody = Static<typeof ProductCreateBody>;
 
@@ -39,15 +39,15 @@ export const ProductUpdateBody = Type.Object(
     stock: Type.Optional(Stock),
     is_active: Type.Optional(Type.Boolean()),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, examples: [{ stock: 120 }] },
 );
 export type ProductUpdateBody = Static<typeof ProductUpdateBody>;
 
 export const ProductListQuery = Type.Object({
   ...PageQuery,
-  is_active: Type.Optional(Type.Boolean({ description: 'administrators only; everyone else sees active products' })),
+  is_active: Type.Optional(Type.Boolean({ description: 'administrators only; everyone else sees active products', examples: [true] })),
 });
 export type ProductListQuery = Static<typeof ProductListQuery>;
 
-export const ProductIdParams = Type.Object({ product_id: Id });
+export const ProductIdParams = Type.Object({ product_id: IdOf(1) });
 export type ProductIdParams = Static<typeof ProductIdParams>;

@@ -1,6 +1,8 @@
 import type { AppContext, AppModule } from '../../app-context.ts';
 import type { UserRow } from '../../db/schema.ts';
 import { PasswordHasher } from './passwords.ts';
+import { registerUserAdminRoutes } from './users.admin.routes.ts';
+import { UsersAdminService } from './users.admin.service.ts';
 import { registerUserJobs } from './users.jobs.ts';
 import { findUserById } from './users.repository.ts';
 import { registerUserRoutes } from './users.routes.ts';
@@ -18,10 +20,14 @@ export function createUsersModule(ctx: AppContext): UsersModule {
   const hasher = new PasswordHasher(ctx.config.bcryptRounds);
   const service = new UsersService({ db: ctx.db, queue: ctx.queue, hasher, userCache: ctx.userCache });
   registerUserJobs(ctx.queue, { db: ctx.db, mailer: ctx.mailer });
+  const admin = new UsersAdminService({ db: ctx.db });
   return {
     service,
     hasher,
     loadUser: (id) => findUserById(ctx.db, id),
-    routes: (api) => registerUserRoutes(api, service),
+    routes: (api) => {
+      registerUserRoutes(api, service);
+      registerUserAdminRoutes(api, admin);
+    },
   };
 }

@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox';
-import { Id, NullableTimestamp, Page, PageQuery, Timestamp } from '../../http/common.schemas.ts';
+import { IdOf, NullableTimestamp, Page, PageQuery, Timestamp } from '../../http/common.schemas.ts';
 
 const Email = Type.String({ format: 'email', maxLength: 254, description: 'valid e-mail address; unique' });
 const FullName = Type.String({ minLength: 1, maxLength: 100 });
@@ -40,7 +40,7 @@ export const UserPage = Page(UserListItem, 'A page of users, ordered by id');
 
 export const UserCreateBody = Type.Object(
   { email: Email, full_name: FullName, password: Password },
-  { additionalProperties: false },
+  { additionalProperties: false, examples: [{ email: 'jane.doe@example.com', full_name: 'Jane Doe', password: 'correct-horse-battery' }] },
 );
 export type UserCreateBody = Static<typeof UserCreateBody>;
 
@@ -51,15 +51,15 @@ export const UserUpdateBody = Type.Object(
     is_active: Type.Optional(Type.Boolean({ description: 'administrators only, not on their own account' })),
     is_admin: Type.Optional(Type.Boolean({ description: 'administrators only, not on their own account' })),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, examples: [{ full_name: 'Jane Q. Doe' }] },
 );
 export type UserUpdateBody = Static<typeof UserUpdateBody>;
 
 export const UserListQuery = Type.Object({
   ...PageQuery,
-  is_active: Type.Optional(Type.Boolean()),
+  is_active: Type.Optional(Type.Boolean({ examples: [true] })),
 });
 export type UserListQuery = Static<typeof UserListQuery>;
 
-export const UserIdParams = Type.Object({ user_id: Id });
+export const UserIdParams = Type.Object({ user_id: IdOf(2) });
 export type UserIdParams = Static<typeof UserIdParams>;

@@ -1,0 +1,113 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { FAVICON } from './docs-page.ts';
+import { AppError } from './errors.ts';
+
+/** Where `npm ci` (scripts/build-console.ts) writes the console. */
+export const CONSOLE_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'build', 'console');
+
+/**
+ * The console's Content-Security-Policy: its own script and stylesheet, requests to this origin,
+ * nothing inline, no eval, no frames, and DOM sinks that take HTML only from a Trusted Types policy
+ * (it has none, so none at all).
+ */
+export const CONSOLE_CSP = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self'",
+  "connect-src 'self'",
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
+  "require-trusted-types-for 'script'",
+  "trusted-types 'none'",
+].join('; ');
+
+interface StaticFile {
+  type: string;
+  cache: string;
+  /** the file, and its precompressed copies by content coding */
+  bodies: { identity: Buffer; br?: Buffer; gzip?: Buffer };
+}
+
+const TYPES: Record<string, string> = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+};
+const IMMUTABLE = 'public, max-age=31536000, immutable';
+
+function readFile(file: string, cache: string): StaticFile {
+  const optional = (p: string) => (fs.existsSync(p) ? fs.readFileSync(p) : undefined);
+  return {
+    type: TYPES[path.extname(file)] ?? 'application/octet-stream',
+    cache,
+    bodies: { identity: fs.readFileSync(file), br: optional(`${file}.br`), gzip: optional(`${file}.gz`) },
+  };
+}
+
+/** The build in `dir`: its page and its assets by file name; undefined when it was not built. */
+function loadBuild(dir: string): { index: StaticFile; assets: Map<string, StaticFile> } | undefined {
+  if (!fs.existsSync(path.join(dir, 'index.html'))) return undefined;
+  const assets = new Map<string, StaticFile>();
+  const assetDir = path.join(dir, 'assets');
+  for (const name of fs.readdirSync(assetDir)) {
+    if (TYPES[path.extname(name)]) assets.set(name, readFile(path.join(assetDir, name), IMMUTABLE));
+  }
+  return { index: readFile(path.join(dir, 'index.html'), 'no-cache'), assets };
+}
+
+/** Whether `accept-encoding` admits `coding` (named, and not with q=0). */
+export function accepts(header: string | undefined, coding: string): boolean {
+  for (const part of (header ?? '').split(',')) {
+    const [name, ...params] = part.split(';').map((s) => s.trim());
+    if (name.toLowerCase() !== coding) continue;
+    const q = params.find((p) => p.startsWith('q='));
+    return q === undefined || Number(q.slice(2)) > 0;
+  }
+  return false;
+}
+
+function send(request: FastifyRequest, reply: FastifyReply, file: StaticFile) {
+  const accept = request.headers['accept-encoding'];
+  const { br, gzip, identity } = file.bodies;
+  const [coding, body] = br && accepts(accept, 'br') ? ['br', br] : gzip && accepts(accept, 'gzip') ? ['gzip', gzip] : [undefined, identity];
+  if (coding) void reply.header('content-encoding', coding);
+  return reply.header('content-security-policy', CONSOLE_CSP).header('vary', 'accept-encoding').header('cache-control', file.cache).type(file.type).send(body);
+}
+
+const NOT_BUILT =
+  '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Console not built</title></head><body><main>' +
+  '<h1>The console is not built</h1><p>It is built by <code>npm ci</code> with the dev dependencies installed ' +
+  '(esbuild and Preact), or by <code>npm run build:console</code>. The API works without it.</p></main></body></html>';
+
+/**
+ * The console at /console: one page for every /console address (the page routes in the browser),
+ * its hashed assets under /console/assets/, sent precompressed when the browser accepts it. Public
+ * and not rate-limited like /docs: the page holds no data; the API it calls checks every request.
+ */
+export function registerConsole(app: FastifyInstance, opts: { dir?: string } = {}): void {
+  const dir = opts.dir ?? CONSOLE_DIR;
+  const build = loadBuild(dir);
+  if (!build) app.log.warn({ dir }, 'console not built: /console answers 503 (npm ci with dev dependencies builds it)');
+  const config = { auth: 'public' as const, rateLimit: 'none' as const };
+  const schema = { hide: true };
+
+  const page = async (request: FastifyRequest, reply: FastifyReply) => {
+    if (!build) return reply.code(503).header('content-security-policy', CONSOLE_CSP).header('cache-control', 'no-store').type(TYPES['.html']).send(NOT_BUILT);
+    return send(request, reply, build.index);
+  };
+  app.get('/console', { config, schema }, page);
+  app.get('/console/*', { config, schema }, page);
+  app.get('/console/assets/:file', { config, schema }, async (request, reply) => {
+    const file = build?.assets.get((request.params as { file: string }).file);
+    if (!file) throw new AppError('NOT_FOUND', 'Not Found');
+    return send(request, reply, file);
+  });
+  app.get('/console/favicon.svg', { config, schema }, async (_request, reply) =>
+    reply.header('cache-control', 'public, max-age=86400').type('image/svg+xml').send(FAVICON),
+  );
+}

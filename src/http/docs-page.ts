@@ -1,0 +1,124 @@
+import type { FastifySwaggerUiOptions } from '@fastify/swagger-ui';
+import type { ApiVersion } from './api-version.ts';
+
+/**
+ * The Swagger UI page of each API version (`/docs` for v1, `/docs/v2` for v2): its options for
+ * @fastify/swagger-ui, and the Swagger UI plugins and style sheet the page loads. The plugins'
+ * source is sent to the browser and runs there, so each is self-contained (no closure, no import).
+ */
+
+export const DOCS_TITLE = 'Order and Account Service';
+
+/** Where each version's page is. */
+export const DOCS_PAGES: Record<ApiVersion, string> = { v1: '/docs', v2: '/docs/v2' };
+
+/** The icon of the docs pages and the console: a plain monogram, no third-party mark. */
+export const FAVICON =
+  '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"><rect width="32" height="32" rx="6" fill="#1f3a5f"/>' +
+  '<text x="16" y="22" font-family="sans-serif" font-size="16" font-weight="bold" fill="#fff" text-anchor="middle">OA</text></svg>';
+
+/**
+ * Loads, and shows as its source, the version's own document — `/openapi.json` (v1, the address
+ * the README gives integrators) or `/openapi-v2.json` — instead of the `json` copy next to the page
+ * that @fastify/swagger-ui points Swagger UI at.
+ */
+function ownDocument() {
+  const own = (url: unknown) => {
+    if (typeof url !== 'string') return url;
+    const found = /\/docs(\/v2)?\/json$/.exec(url);
+    return found ? new URL(found[1] ? '/openapi-v2.json' : '/openapi.json', url).href : url;
+  };
+  return {
+    statePlugins: {
+      spec: {
+        wrapActions: {
+          updateUrl: (original: (url: unknown) => unknown) => (url: unknown) => original(own(url)),
+          download: (original: (url: unknown) => unknown) => (url: unknown) => original(own(url)),
+        },
+      },
+    },
+  };
+}
+
+interface SwaggerSystem {
+  React: { createElement: (type: unknown, props: Record<string, unknown> | null, ...children: unknown[]) => unknown };
+}
+
+/** A row of links above the document's title: one per API version, the page's own marked as current. */
+function versionSwitch(system: SwaggerSystem) {
+  const h = system.React.createElement;
+  const pages = [
+    ['v1', '/docs', 'the specification’s contract'],
+    ['v2', '/docs/v2', 'adds order cancellation'],
+  ];
+  const path = (globalThis as unknown as { location: { pathname: string } }).location.pathname.replace(/\/$/, '');
+  const current = path === '/docs/v2' ? 'v2' : 'v1';
+  const links = pages.map(([version, href, what]) =>
+    version === current
+      ? h('strong', { key: version, 'aria-current': 'page', className: 'version-switch__current' }, `API ${version}`, h('span', null, ` — ${what}`))
+      : h('a', { key: version, href, className: 'version-switch__link' }, `API ${version}`, h('span', null, ` — ${what}`)),
+  );
+  return {
+    wrapComponents: {
+      InfoContainer: (Original: unknown) => (props: Record<string, unknown>) =>
+        h('div', null, h('nav', { className: 'version-switch', 'aria-label': 'API version' }, ...links), h(Original, props)),
+    },
+  };
+}
+
+/**
+ * The version switch's look, and an Authorize dialog with only what the password flow needs: the
+ * service signs a user in with an e-mail and a password alone, so the client id, secret and
+ * credentials location fields and the scopes text are hidden (Swagger UI sends no client
+ * credentials when they are empty).
+ */
+const STYLE = `
+.version-switch { display: flex; gap: 8px; margin: 20px 0 0; font-family: sans-serif; font-size: 14px; }
+.version-switch a, .version-switch strong { padding: 6px 12px; border: 1px solid #1f3a5f; border-radius: 4px; color: #1f3a5f; text-decoration: none; }
+.version-switch strong { background: #1f3a5f; color: #fff; }
+.version-switch a:hover { background: #e8eef5; }
+.auth-container .scope-def,
+.auth-container .wrapper:has(> section > #password_type),
+.auth-container .wrapper:has(> section > #client_id_password),
+.auth-container .wrapper:has(> section > #client_secret_password) { display: none; }
+`;
+
+/**
+ * @fastify/swagger-ui's options for a version's page. `document` builds the version's OpenAPI
+ * document; the v2 page's `json` route serves it (v1's serves @fastify/swagger's default, v1).
+ */
+export function docsPageOptions(version: ApiVersion, document: () => Record<string, unknown>): FastifySwaggerUiOptions {
+  return {
+    routePrefix: DOCS_PAGES[version],
+    ...(version === 'v1' ? {} : { transformSpecification: () => document(), transformSpecificationClone: false }),
+    // no third-party logo, favicon or title: the page is the service's own
+    logo: { type: 'image/svg+xml', content: FAVICON },
+    theme: {
+      title: `${DOCS_TITLE} — API ${version} reference`,
+      favicon: [{ filename: 'favicon.svg', rel: 'icon', sizes: 'any', type: 'image/svg+xml', content: FAVICON }],
+      css: [{ filename: 'docs.css', content: STYLE }],
+    },
+    uiConfig: {
+      // BaseLayout: the operations without the standalone top bar (its logo and the "Explore" box
+      // with a document address of its own); the version switch takes its place
+      layout: 'BaseLayout',
+      plugins: [ownDocument, versionSwitch],
+      persistAuthorization: true,
+      docExpansion: 'list',
+      deepLinking: true,
+    },
+    // @fastify/swagger-ui's own policy (staticCSP: true), except that style-src allows inline styles:
+    // Swagger UI sets some element styles at run time, which that policy blocks. Scripts stay 'self' only.
+    staticCSP: {
+      'default-src': ["'self'"],
+      'base-uri': ["'self'"],
+      'font-src': ["'self'", 'https:', 'data:'],
+      'frame-ancestors': ["'self'"],
+      'img-src': ["'self'", 'data:', 'validator.swagger.io'],
+      'object-src': ["'none'"],
+      'script-src': ["'self'"],
+      'script-src-attr': ["'none'"],
+      'style-src': ["'self'", 'https:', "'unsafe-inline'"],
+    },
+  };
+}

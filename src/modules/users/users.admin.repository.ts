@@ -1,0 +1,24 @@
+import { sql } from 'kysely';
+import type { Db } from '../../db/database.ts';
+import type { UserRow } from '../../db/schema.ts';
+
+export interface UserSearch {
+  /** a part of the e-mail, compared in lower case */
+  emailContains?: string;
+  isActive?: boolean;
+}
+
+/**
+ * A page of live users matching `f`, ordered by id, and how many match. The e-mail is matched by
+ * position, not LIKE, so `%` and `_` in the search text are plain characters.
+ */
+export async function searchUsers(db: Db, f: UserSearch, page: { limit: number; offset: number }): Promise<{ rows: UserRow[]; total: number }> {
+  let q = db.selectFrom('users').where('deleted_at', 'is', null);
+  if (f.emailContains !== undefined) q = q.where(sql<number>`strpos(lower(email), ${f.emailContains.toLowerCase()})`, '>', 0);
+  if (f.isActive !== undefined) q = q.where('is_active', '=', f.isActive);
+  const [rows, count] = await Promise.all([
+    q.selectAll().orderBy('id', 'asc').limit(page.limit).offset(page.offset).execute(),
+    q.select((eb) => eb.fn.countAll<string>().as('total')).executeTakeFirstOrThrow(),
+  ]);
+  return { rows, total: Number(count.total) };
+}

@@ -1,0 +1,14 @@
+import { Type, type Static } from 'typebox';
+import { Page, PageQuery } from '../../http/common.schemas.ts';
+import { UserDetail } from './users.schemas.ts';
+
+export const AdminUserListQuery = Type.Object({
+  ...PageQuery,
+  email: Type.Optional(
+    Type.String({ minLength: 1, maxLength: 254, description: 'users whose e-mail contains this text, in any case (`acme.com`, `jane`)', examples: ['example.com'] }),
+  ),
+  is_active: Type.Optional(Type.Boolean({ examples: [true] })),
+});
+export type AdminUserListQuery = Static<typeof AdminUserListQuery>;
+
+export const AdminUserPage = Page(UserDetail, 'A page of users with their roles, ordered by id');

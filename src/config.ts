@@ -70,8 +70,6 @@ export interface Config {
   /** seconds (>= 0.5) between two polls of each job queue by an idle worker, for retries and delayed jobs (new jobs wake it by NOTIFY) */
   readonly jobPollingSeconds: number;
   readonly orderWorkerConcurrency: number;
-  /** idle seconds after which a process whose resident set grew gives the memory back (0: never) */
-  readonly memoryReleaseIdleSeconds: number;
   /** how long an API process may serve a user row from memory (0: never); see user-cache.ts */
   readonly userCacheTtlSeconds: number;
   readonly webConcurrency: number;
@@ -269,7 +267,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     databasePreparedStatements: bool(env, 'DATABASE_PREPARED_STATEMENTS', true),
     databasePoolSize: int(env, 'DATABASE_POOL_SIZE', 20, 1, 1000),
     jobQueuePoolSize: int(env, 'JOB_QUEUE_POOL_SIZE', 10, 2, 1000),
-    embeddedSharedBuffersMb: int(env, 'EMBEDDED_SHARED_BUFFERS_MB', 128, 1, 4096),
+    embeddedSharedBuffersMb: int(env, 'EMBEDDED_SHARED_BUFFERS_MB', 32, 1, 4096),
     redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
     role,
     adminEmail,
@@ -310,7 +308,6 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     // PGlite runs one transaction at a time: more jobs at once would only queue in front of requests
     orderWorkerConcurrency: int(env, 'ORDER_WORKER_CONCURRENCY', embedded ? 4 : 12, 1, 64),
     userCacheTtlSeconds: num(env, 'USER_CACHE_TTL_SECONDS', 10, 0),
-    memoryReleaseIdleSeconds: int(env, 'MEMORY_RELEASE_IDLE_SECONDS', 10, 0, 86400),
     webConcurrency: int(env, 'WEB_CONCURRENCY', 1, 1, 64),
     webhookMessageRetentionDays: int(env, 'WEBHOOK_MESSAGE_RETENTION_DAYS', 30, 0, 3650),
     inboundPayloadRetentionDays: int(env, 'INBOUND_PAYLOAD_RETENTION_DAYS', 30, 0, 3650),

@@ -1,0 +1,10 @@
+import { PGlite } from '@electric-sql/pglite';
+const mib = () => Math.round(process.memoryUsage.rss()/1048576);
+const sb = process.argv[3] ?? '128';
+console.log('start', mib());
+const p = await PGlite.create(process.argv[2], { startParams: [...PGlite.defaultStartParams, '-c', `shared_buffers=${sb}MB`] });
+console.log('opened', mib(), process.memoryUsage());
+await p.query('select count(*) from orders');
+console.log('query', mib());
+await new Promise(r=>setTimeout(r,3000));
+console.log('later', mib());

@@ -2,7 +2,7 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
-import { maskEmail } from '../../../src/modules/users/users.jobs.ts';
+import { maskEmail } from '../../../src/modules/users/email-change.service.ts';
 import { api, buildTestApp, createUser, errorBody, waitFor, type TestUser } from '../../helpers/app.ts';
 import { parseMessage, startSmtpServer, type TestSmtpServer } from '../../mail/smtp-server.ts';
 

@@ -40,7 +40,10 @@ describe('e-mail change notice (SMTP)', () => {
     assert.ok(body.includes(`changed from ${previous} to ${maskEmail(next)}`), body);
     assert.ok(!body.includes(next), 'the new address is not given away in full');
     assert.match(body, /If you did not, someone else may have access to your account/);
-    assert.equal(smtp.messages.filter((m) => m.to.includes(next)).length, 0);
+    assert.match(body, /POST \/api\/v1\/auth\/email-change\/revert/, 'the notice carries the revert link');
+    // the new address gets only the confirmation link
+    const confirmation = await waitFor(async () => smtp.messages.find((m) => m.to.includes(next)));
+    assert.equal(parseMessage(confirmation.raw).headers.subject, 'Confirm the e-mail address of your account');
   });
 
   it('an administrator changing a user\'s e-mail: the previous address is told too', async () => {

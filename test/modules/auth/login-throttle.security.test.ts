@@ -4,7 +4,7 @@ import crypto from 'node:crypto';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import { loadConfig } from '../../../src/config.ts';
 import { buildTestApp, createUser, errorBody, TEST_PASSWORD, twoApps, waitFor, type TestUser, REDIS_URL, redisAvailable, uniquePrefix } from '../../helpers/app.ts';
-import { login, requestRecovery, resetPassword } from './auth.helpers.ts';
+import { login, requestRecovery } from './auth.helpers.ts';
 
 const MAX = 10;
 const CEILING = 30;

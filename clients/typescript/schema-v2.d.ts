@@ -5699,7 +5699,7 @@ export interface paths {
         put?: never;
         /**
          * Receive an order-created webhook from the e-commerce platform
-         * @description Authenticated by `X-Shopify-Hmac-Sha256` (base64 HMAC-SHA256 of the raw body with the shared secret), not by a token. A correctly signed body is stored, whatever it contains, and processed in the background; the answer is sent as soon as it is committed. A body that is not a JSON object describing an order is recorded as failed by that processing, not refused here. A repeated `X-Shopify-Webhook-Id` is acknowledged and not processed again.
+         * @description Authenticated by `X-Shopify-Hmac-Sha256` (base64 HMAC-SHA256 of the raw body with the shared secret), not by a token. A correctly signed body is stored, whatever it contains, and processed in the background; the answer is sent as soon as it is committed. A body that is not a JSON object describing an order is recorded as failed by that processing, not refused here. A repeated `X-Shopify-Webhook-Id` or `X-Shopify-Event-Id`, or a body stored before (under any route, for as long as the stored webhook is kept), is acknowledged and not processed again. The topic is this route's: an `X-Shopify-Topic` other than `orders/create` is refused (401 `INVALID_SIGNATURE`, nothing stored).
          */
         post: {
             parameters: {
@@ -5851,7 +5851,7 @@ export interface paths {
         put?: never;
         /**
          * Receive an order-cancelled webhook from the e-commerce platform
-         * @description Authenticated by `X-Shopify-Hmac-Sha256` (base64 HMAC-SHA256 of the raw body with the shared secret), not by a token. A correctly signed body is stored, whatever it contains, and processed in the background; the answer is sent as soon as it is committed. A body that is not a JSON object describing a cancelled order (its `id`, and `cancel_reason`) is recorded as failed by that processing, not refused here. A repeated `X-Shopify-Webhook-Id` is acknowledged and not processed again. Processing cancels the order of that platform id with the same effects as POST /orders/{order_id}/cancel (a completed order's stock is released); a cancellation of an order not received yet is recorded and applied when its orders/create arrives.
+         * @description Authenticated by `X-Shopify-Hmac-Sha256` (base64 HMAC-SHA256 of the raw body with the shared secret), not by a token. A correctly signed body is stored, whatever it contains, and processed in the background; the answer is sent as soon as it is committed. A body that is not a JSON object describing a cancelled order (its `id`, and `cancel_reason`) is recorded as failed by that processing, not refused here. A repeated `X-Shopify-Webhook-Id` or `X-Shopify-Event-Id`, or a body stored before (under any route, for as long as the stored webhook is kept), is acknowledged and not processed again. The topic is this route's: an `X-Shopify-Topic` other than `orders/cancelled` is refused (401 `INVALID_SIGNATURE`, nothing stored). Processing cancels the order of that platform id with the same effects as POST /orders/{order_id}/cancel (a completed order's stock is released); a cancellation of an order not received yet is recorded and applied when its orders/create arrives.
          */
         post: {
             parameters: {

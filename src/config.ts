@@ -39,6 +39,8 @@ export interface Config {
   /** failed logins for one e-mail within the window after which logins for it answer 429 */
   readonly loginThrottleMaxFailures: number;
   readonly loginThrottleWindowSeconds: number;
+  /** failed logins for one e-mail from all clients together before it answers 429 everywhere; unset: 10 × LOGIN_THROTTLE_MAX_FAILURES */
+  readonly loginThrottleMaxFailuresPerEmail: number | undefined;
   readonly rateLimitAuthenticated: number;
   readonly rateLimitAnonymous: number;
   readonly rateLimitWebhook: number;
@@ -168,6 +170,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     passwordResetUrl: resetUrlTemplate(env),
     loginThrottleMaxFailures: int(env, 'LOGIN_THROTTLE_MAX_FAILURES', 10, 1),
     loginThrottleWindowSeconds: int(env, 'LOGIN_THROTTLE_WINDOW_SECONDS', 900, 1),
+    loginThrottleMaxFailuresPerEmail: str(env, 'LOGIN_THROTTLE_MAX_FAILURES_PER_EMAIL') === undefined ? undefined : int(env, 'LOGIN_THROTTLE_MAX_FAILURES_PER_EMAIL', 0, 1),
     rateLimitAuthenticated: int(env, 'RATE_LIMIT_AUTHENTICATED', 100, 1),
     rateLimitAnonymous: int(env, 'RATE_LIMIT_ANONYMOUS', 20, 1),
     rateLimitWebhook: int(env, 'RATE_LIMIT_WEBHOOK', 1000, 1),

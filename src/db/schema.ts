@@ -29,6 +29,8 @@ export interface UsersTable {
   sessions_valid_after: NullableTimestamp;
   /** created without a password (a platform customer): setting one through password recovery activates it */
   awaiting_password: Generated<boolean>;
+  /** the holder proved the address (see migration 20261214000000); only verified addresses link platform orders */
+  email_verified: Generated<boolean>;
 }
 
 export interface PasswordResetTokensTable {
@@ -42,6 +44,20 @@ export interface PasswordResetTokensTable {
   used_at: NullableTimestamp;
   /** revoked when the user's sessions end (password changed, deactivated, deleted) */
   revoked_at: NullableTimestamp;
+  created_at: CreatedAt;
+}
+
+export interface EmailTokensTable {
+  id: Generated<number>;
+  user_id: number;
+  /** `verify`: confirms a new address (sent to it); `revert`: undoes a change (sent to the previous address) */
+  purpose: 'verify' | 'revert';
+  /** SHA-256 of the token, hex */
+  token_hash: string;
+  /** `verify`: the address to confirm; `revert`: the address to restore */
+  email: string;
+  expires_at: Timestamp;
+  used_at: NullableTimestamp;
   created_at: CreatedAt;
 }
 
@@ -282,6 +298,7 @@ export interface JobLinksTable {
 
 export interface Database {
   users: UsersTable;
+  email_tokens: EmailTokensTable;
   user_counts: UserCountsTable;
   order_counts: OrderCountsTable;
   user_order_counts: UserOrderCountsTable;

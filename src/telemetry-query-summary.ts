@@ -1,15 +1,14 @@
 /**
  * `db.query.summary` of a SQL statement, following OpenTelemetry's database conventions ("Generating
  * a summary of the query"): each operation and the tables it names, in the order they appear —
- * `SELECT orders`, `INSERT order_events SELECT orders`, `UPDATE webhook_messages`. Database spans
+ * `SELECT orders`, `INSERT shipping_details SELECT orders` (the convention's own example). Database spans
  * are named after it (src/telemetry.ts) instead of the prepared statement's id (`oas_k`).
  *
  * A small scanner, not a parser: string literals, comments and parameters are skipped; a common
  * table expression's name is not a table (the statements inside it are summarised where they
- * appear); a function in FROM (`unnest(…)`) and a subquery are anonymous. Two choices of ours
+ * appear); a function in FROM (`unnest(…)`) and a subquery are anonymous. One choice of ours
  * (docs/decisions/131-tracing.md): keywords are upper-cased and a double-quoted lower-case name
- * loses its quotes (Kysely writes `select … from "orders"`, PostgreSQL reads `orders`), and a run of
- * the same operation with no table (`SELECT SELECT`, subqueries of subqueries) counts once.
+ * loses its quotes (Kysely writes `select … from "orders"`, PostgreSQL reads `orders`).
  */
 
 const MAX_SUMMARY = 255;
@@ -157,9 +156,7 @@ export function summarizeQuery(sql: string): string | undefined {
     if (word === undefined) continue;
     if (DATA_OPERATIONS.has(word)) {
       if (NOT_AN_OPERATION_AFTER.has(upper(tokens[i - 1]) ?? '')) continue;
-      const last = parts.at(-1);
-      // a run of one operation on no table (subqueries of subqueries) counts once
-      if (!(last && last.op === word && last.targets.length === 0)) parts.push({ op: word, targets: [] });
+      parts.push({ op: word, targets: [] });
       if (word !== 'UPDATE') continue;
     }
     if (!TABLE_AFTER.has(word) || parts.length === 0) continue;

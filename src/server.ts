@@ -41,6 +41,11 @@ const app = await buildApp(config).catch((err: unknown) => {
   throw err;
 });
 if (config.role !== 'worker') await bootstrapAdmin(app.ctx);
+// tracing says whether it is on and where spans go, and from now on when they fail to get there
+const { tracingStatus, tracingStatusLine } = await import('./telemetry-status.ts');
+const tracing = tracingStatus(config);
+app.log.info({ tracing }, tracingStatusLine(tracing));
+telemetry?.reportTo(app.log);
 
 // SIGTERM/SIGINT: stop accepting, let in-flight requests finish, let running jobs finish, close pools.
 closeWithGrace({ delay: 30000 }, async ({ signal, err }) => {

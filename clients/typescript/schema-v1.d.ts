@@ -8365,6 +8365,11 @@ export interface paths {
                                     created_at: string;
                                 }[];
                             };
+                            /**
+                             * @description the OpenTelemetry trace id of the request (or job) that created the order: search it in the tracing back end to see the request, its processing job and its deliveries (docs/tracing.md); null when tracing was off or the trace not sampled
+                             * @example 4bf92f3577b34da6a3ce929d0e0e4736
+                             */
+                            trace_id: string | null;
                             /** @description the platform webhooks that created or were linked to the order, oldest first */
                             inbound: {
                                 id: number;
@@ -8437,6 +8442,11 @@ export interface paths {
                                     sequence: number | null;
                                     /** @description `held`: waits for an earlier message of the order; `queued`: being delivered or retried; `delivered`; `failed`: every attempt failed */
                                     status: "held" | "queued" | "delivered" | "failed";
+                                    /**
+                                     * @description the trace its deliveries belong to: that of the request or job that wrote its event; null when that was not traced
+                                     * @example 4bf92f3577b34da6a3ce929d0e0e4736
+                                     */
+                                    trace_id: string | null;
                                     attempts: {
                                         attempt: number;
                                         /** Format: date-time */

@@ -91,6 +91,8 @@ export interface OrdersTable {
   external_id: string | null;
   /** when it was cancelled; null unless it is `cancelled` */
   cancelled_at: NullableTimestamp;
+  /** the trace (OpenTelemetry trace id) of the request or job that created it; null when not traced */
+  trace_id: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: CreatedAt;
   updated_at: CreatedAt;
 }
@@ -235,6 +237,8 @@ export interface WebhookMessagesTable {
   /** attempts made before the message was last re-queued (resend, recover): its retry schedule starts again there */
   retry_base: Generated<number>;
   last_error: string | null;
+  /** the W3C traceparent of the span that wrote its event, continued by each delivery; null when not traced */
+  traceparent: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: CreatedAt;
   settled_at: NullableTimestamp;
 }

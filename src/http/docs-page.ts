@@ -19,7 +19,7 @@ export const FAVICON =
 
 /**
  * Loads, and shows as its source, the version's own document — `/openapi.json` (v1, the address
- * the README gives integrators) or `/openapi-v2.json` — instead of the `json` copy next to the page
+ * docs/api.md gives integrators) or `/openapi-v2.json` — instead of the `json` copy next to the page
  * that @fastify/swagger-ui points Swagger UI at.
  */
 function ownDocument() {

@@ -279,15 +279,18 @@ export function registerErrorHandling(app: FastifyInstance): void {
     return sendError(reply, new AppError('INTERNAL_ERROR', 'Internal server error'));
   });
 
-  app.setNotFoundHandler((request, reply) => {
+  const notFound = (request: FastifyRequest): AppError => {
     const path = request.url.split('?')[0];
     const allowed = allowedMethods(app, path);
     if (allowed.length > 0) {
-      return sendError(
-        reply,
-        new AppError('METHOD_NOT_ALLOWED', `Method ${request.method} is not allowed on ${path}`, { headers: { allow: allowed.join(', ') } }),
-      );
+      return new AppError('METHOD_NOT_ALLOWED', `Method ${request.method} is not allowed on ${path}`, { headers: { allow: allowed.join(', ') } });
     }
-    return sendError(reply, new AppError('NOT_FOUND', `Route ${request.method} ${path} not found`));
+    return new AppError('NOT_FOUND', `Route ${request.method} ${path} not found`);
+  };
+  // A method no route takes is answered before its body is read: Fastify reads a body for any method
+  // that may carry one, and refuses QUERY without a Content-Type (400) before the not-found handler.
+  app.addHook('onRequest', async (request, reply) => {
+    if (request.is404 && !(METHODS as readonly string[]).includes(request.method)) return sendError(reply, notFound(request));
   });
+  app.setNotFoundHandler((request, reply) => sendError(reply, notFound(request)));
 }

@@ -182,7 +182,7 @@ const STATUS_TITLES: Record<number, string> = {
   401: 'Not authenticated',
   403: 'Forbidden',
   404: 'Not found',
-  413: "Payload too large: the body is over this route's limit, which fits its largest valid body",
+  413: "Payload too large: the body is over this route's limit, which fits its largest valid body in any encoding (characters escaped, pretty-printed)",
   415: 'Unsupported media type: send `application/json`',
   422: 'Unprocessable: the request does not match the schema; `errors` lists each problem',
   429: 'Too many requests: retry after `Retry-After` seconds',

@@ -31,7 +31,7 @@ describe('request body limits and the nesting guard', () => {
     }
     for (const url of ['/api/v1/auth/login', '/api/v1/auth/refresh', '/api/v1/auth/password-recovery']) {
       const r = app.routeTable.find((x) => x.method === 'POST' && x.url === url);
-      assert.ok(r?.bodyLimit !== undefined && r.bodyLimit <= 32 * KiB, `${url}: ${r?.bodyLimit}`);
+      assert.ok(r?.bodyLimit !== undefined && r.bodyLimit <= 64 * KiB, `${url}: ${r?.bodyLimit}`);
     }
   });
 
@@ -50,6 +50,40 @@ describe('request body limits and the nesting guard', () => {
     const tooLarge = await app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { username: 'x@example.com', password: 'p'.repeat(64 * KiB) } });
     assert.equal(tooLarge.statusCode, 413, tooLarge.body);
     assert.equal(errorBody(tooLarge).error_code, 'PAYLOAD_TOO_LARGE');
+  });
+
+  it('reads every valid body however the client encodes it: \\uXXXX escapes (Python, PHP), surrogate pairs, pretty-printed', async () => {
+    // JSON.stringify writes raw UTF-8; Python's json.dumps (ensure_ascii, the default) escapes every
+    // non-ASCII character, an astral one as a surrogate pair of 12 bytes
+    const asciiOnly = (value: unknown, indent?: number) =>
+      JSON.stringify(value, null, indent).replace(/[\u0080-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+    const send = (url: string, payload: string) => api(app, user, { method: 'POST', url, headers: json, payload });
+
+    // the issue's case: an item's name and description at their maximum, in CJK text (3,643 bytes escaped)
+    // (json.dumps separates with ', ' and ': ')
+    const cjk = `{"name": ${asciiOnly('名'.repeat(100))}, "description": ${asciiOnly('日'.repeat(500))}, "price": 1}`;
+    assert.equal(Buffer.byteLength(cjk), 3643);
+    const item = await send('/api/v1/items', cjk);
+    assert.equal(item.statusCode, 201, item.body);
+    assert.equal((item.json() as { name: string }).name, '名'.repeat(100));
+
+    // astral characters (one code point each for maxLength), escaped and pretty-printed
+    const astral = asciiOnly({ name: '😀'.repeat(100), description: '𝄞'.repeat(500), price: 999999999999.99 }, 4);
+    assert.ok(Buffer.byteLength(astral) > 7 * KiB, `${Buffer.byteLength(astral)}`);
+    const wide = await send('/api/v1/items', astral);
+    assert.equal(wide.statusCode, 201, wide.body);
+
+    // the deepest body: an order of 100 lines with a 500-character astral address, pretty-printed;
+    // the lines name products that do not exist, so it is read and refused by the rules, not the size
+    const order = asciiOnly({ items: Array.from({ length: 100 }, (_, i) => ({ product_id: 2_000_000_000 + i, quantity: 1000 })), shipping_address: '🏠'.repeat(500) }, 4);
+    const placed = await send('/api/v1/orders', order);
+    assert.notEqual(placed.statusCode, 413, placed.body);
+    assert.equal(errorBody(placed).error_code, 'INVALID_PRODUCT');
+
+    // the sign-in form: a 4-byte character percent-encoded is 12 bytes too
+    const form = new URLSearchParams({ username: 'nobody@example.com', password: '😀'.repeat(1024) }).toString();
+    const login = await app.inject({ method: 'POST', url: '/api/v1/auth/login', headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: form });
+    assert.equal(login.statusCode, 401, login.body);
   });
 
   it('a 1 MiB deeply nested body is refused, anonymous and authenticated, with the error shape', async () => {

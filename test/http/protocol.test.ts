@@ -47,6 +47,10 @@ describe('HTTP protocol answers', () => {
       ['PUT', '/api/v1/users/1', 'GET, HEAD, PATCH, DELETE'],
       ['DELETE', '/api/v1/auth/login', 'POST'],
       ['POST', '/api/v1/users/1?x=1', 'GET, HEAD, PATCH, DELETE'],
+      // methods no route takes: QUERY (a body method Fastify would read, and refuse without a
+      // Content-Type before any route is asked), WebDAV's PROPFIND
+      ['QUERY', '/api/v1/items', 'GET, HEAD, POST'],
+      ['PROPFIND', '/api/v1/items', 'GET, HEAD, POST'],
     ] as const) {
       const res = await api(app, user, { method, url });
       assert.equal(res.statusCode, 405, `${method} ${url}: ${res.statusCode} ${res.body}`);
@@ -57,6 +61,7 @@ describe('HTTP protocol answers', () => {
       ['GET', '/api/v1/nothing'],
       ['PUT', '/api/v1/nothing/1'],
       ['TRACE', '/nowhere'],
+      ['QUERY', '/nowhere'],
     ] as const) {
       const res = await api(app, user, { method, url });
       assert.equal(res.statusCode, 404, `${method} ${url}: ${res.statusCode}`);
@@ -99,6 +104,13 @@ describe('HTTP protocol answers', () => {
     const slow = parseRaw(await rawExchange(port, (s) => s.write('GET /health HTTP/1.1\r\nHost: x\r\n')));
     assert.equal(slow.status, 408);
     assert.deepEqual(slow.body, { detail: 'Request timed out', error_code: 'REQUEST_TIMEOUT' });
+  });
+
+  it('QUERY over a real connection, with a body and no Content-Type, is 405 with Allow, not 400', async () => {
+    const res = parseRaw(await rawExchange(port, 'QUERY /api/v1/orders HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}'));
+    assert.equal(res.status, 405);
+    assert.equal(res.headers.allow, 'GET, HEAD, POST');
+    assert.equal(res.body.error_code, 'METHOD_NOT_ALLOWED');
   });
 
   it('a declared body over the limit is 413 in the error shape before any of it is read', async () => {

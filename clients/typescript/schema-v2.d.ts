@@ -1563,7 +1563,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body in any encoding (characters escaped, pretty-printed) (`PAYLOAD_TOO_LARGE`) */
                 413: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1715,7 +1715,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body (`PAYLOAD_TOO_LARGE`) */
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body in any encoding (characters escaped, pretty-printed) (`PAYLOAD_TOO_LARGE`) */
                 413: {
                     headers: {
                         /** @description requests allowed in the window */

@@ -40,7 +40,7 @@ const UPDATE_BODY_V2 = Type.Object(
       Type.String({ minLength: 1, maxLength: 1024, description: 'your current password: required to change your own `email`' }),
     ),
   },
-  { additionalProperties: false, examples: [{ full_name: 'Jane Q. Doe' }, { email: 'jane.q.doe@example.com', current_password: 'your current password' }] },
+  { additionalProperties: false, examples: [{ full_name: 'Jane Q. Doe' }] },
 );
 
 /**

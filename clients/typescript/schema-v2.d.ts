@@ -7273,7 +7273,7 @@ export interface paths {
                             event_id: number | null;
                             event_type: string;
                             order_id: number | null;
-                            /** @description pending: being delivered, retried, or waiting for an earlier message of its order; delivered; failed: every attempt failed */
+                            /** @description pending: being delivered, retried, or waiting for an earlier message of its order; delivered; failed: every attempt failed, or its subscription was disabled or deleted while it was pending */
                             status: "pending" | "delivered" | "failed";
                             /** @description the exact request body, as signed and sent */
                             body: string;

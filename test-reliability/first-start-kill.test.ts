@@ -61,6 +61,7 @@ describe('reliability: SIGKILL during the first start-up (embedded database)', (
         );
         const filesAtKill = fileCount(pgdata(dataDir));
         const killed = await svc.kill();
+        const linesAtKill = svc.currentOutput.includes('migrations applied') ? 'migrations applied' : 'no line yet';
 
         const started = Date.now();
         await svc.restart();
@@ -82,7 +83,7 @@ describe('reliability: SIGKILL during the first start-up (embedded database)', (
 
         printTable(`scenario 11: SIGKILL during the first start-up (${point.name})`, [
           ['kill point reached', reached],
-          ['output of the first start when killed', svc.output.join('').includes('migrations applied') ? 'migrations applied' : 'no line yet'],
+          ['output of the first start when killed', linesAtKill],
           ['database files when killed', filesAtKill],
           ['kill signal', String(killed.signal)],
           ['second start: answering after (s)', round(readyMs / 1000, 1)],

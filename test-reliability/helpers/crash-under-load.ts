@@ -1,17 +1,12 @@
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { after, describe, it } from 'node:test';
-import { Deployment, UNLIMITED } from './helpers/deployment.ts';
-import { type Acknowledged, checkNothingLost, createProducts, inspectEmbedded, placeUntil, unfinishedOrders, waitNoOrderUnfinished } from './helpers/crash.ts';
-import { until } from './helpers/infra.ts';
-import type { Inspector } from './helpers/invariants.ts';
-import { adminLogin, createUsers } from './helpers/http.ts';
-import { printTable, round } from './helpers/report.ts';
-import { jwtPrivateKey, ServiceProcess, type ServiceOptions } from './helpers/service.ts';
+import { type Acknowledged, checkNothingLost, createProducts, placeUntil, unfinishedOrders, waitNoOrderUnfinished } from './crash.ts';
+import { until } from './infra.ts';
+import type { Inspector } from './invariants.ts';
+import { adminLogin, createUsers } from './http.ts';
+import { printTable, round } from './report.ts';
+import { ServiceProcess, type ServiceOptions } from './service.ts';
 
-/**
+/*
  * Scenario 10 — one service process (ROLE=all) is SIGKILLed under a load of orders and items, and
  * started again: in each mode every acknowledged write is there, stock is exact, no order has a
  * second final transition, and every order is final within 20 s of the restart. On the embedded
@@ -26,7 +21,7 @@ const FINAL_WITHIN_MS = 20000;
  * `inspect`: the database to check once every order is final, and how to let it go; the embedded
  * one is opened only after the service stopped (one process per data directory).
  */
-async function crashUnderLoad(mode: string, options: ServiceOptions, inspect: (svc: ServiceProcess) => Promise<{ inspector: Inspector; release: () => Promise<void> }>) {
+export async function crashUnderLoad(mode: string, options: ServiceOptions, inspect: (svc: ServiceProcess) => Promise<{ inspector: Inspector; release: () => Promise<void> }>) {
   const svc = await ServiceProcess.start(options);
   try {
     const admin = await adminLogin(svc.baseUrl);
@@ -89,31 +84,3 @@ async function crashUnderLoad(mode: string, options: ServiceOptions, inspect: (s
     await svc.destroy();
   }
 }
-
-describe('reliability: SIGKILL under load, embedded database', () => {
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'oas-rel-crash-'));
-  after(() => fs.rmSync(dataDir, { recursive: true, force: true }));
-
-  it('loses no acknowledged write and finishes every order within 20 s of the restart', async () => {
-    const options: ServiceOptions = { role: 'all', dataDir, jwtKey: jwtPrivateKey(), env: { ...UNLIMITED, LOG_LEVEL: 'info' }, name: 'embedded' };
-    await crashUnderLoad('embedded', options, async (svc) => {
-      await svc.stop();
-      const inspector = await inspectEmbedded(dataDir);
-      return { inspector, release: () => inspector.close() };
-    });
-  });
-});
-
-describe('reliability: SIGKILL under load, PostgreSQL', () => {
-  let d: Deployment | undefined;
-  after(async () => {
-    await d?.destroy();
-  });
-
-  it('loses no acknowledged write and finishes every order within 20 s of the restart', async () => {
-    d = await Deployment.create({ redis: false });
-    const inspector = d.inspector;
-    // the Deployment's inspector reads the live database; the Deployment closes it
-    await crashUnderLoad('postgres', d.options('all', { LOG_LEVEL: 'info' }, 'postgres'), async () => ({ inspector, release: async () => {} }));
-  });
-});

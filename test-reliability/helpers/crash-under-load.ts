@@ -19,15 +19,22 @@ const FINAL_WITHIN_MS = 20000;
 
 /**
  * `inspect`: the database to check once every order is final, and how to let it go; the embedded
- * one is opened only after the service stopped (one process per data directory).
+ * one is opened only after the service stopped (one process per data directory). `prepare` runs
+ * before the load (a subscription, say). Returns the start-up line about the jobs taken up.
  */
-export async function crashUnderLoad(mode: string, options: ServiceOptions, inspect: (svc: ServiceProcess) => Promise<{ inspector: Inspector; release: () => Promise<void> }>) {
+export async function crashUnderLoad(
+  mode: string,
+  options: ServiceOptions,
+  inspect: (svc: ServiceProcess) => Promise<{ inspector: Inspector; release: () => Promise<void> }>,
+  prepare?: (base: string, adminToken: string) => Promise<void>,
+): Promise<Record<string, unknown>> {
   const svc = await ServiceProcess.start(options);
   try {
     const admin = await adminLogin(svc.baseUrl);
     const users = await createUsers(svc.baseUrl, admin.access, 3, `crash-${mode}`);
     // two scarce products, so some orders fail for stock and the stock check has something to count
     const initial = await createProducts(svc.baseUrl, admin.access, `CRASH-${mode}`, [60, 60, 2000, 2000, 2000]);
+    await prepare?.(svc.baseUrl, admin.access);
 
     let stop = false;
     const acked: Acknowledged = { orders: [], items: [], unexpected: [], cutOff: 0 };
@@ -77,6 +84,7 @@ export async function crashUnderLoad(mode: string, options: ServiceOptions, insp
     assert.equal(found.itemsFound, acked.items.length, 'every acknowledged item is there');
     assert.equal(found.processingErrors, 0, 'a kill is not a processing error: the retry completes the order');
     assert.ok(takenUp !== undefined, 'start-up says which jobs it took up again');
+    return takenUp;
     // From the moment the restarted process answers: its start-up time is the host's (PGlite's
     // start on a busy shared machine takes 5–20 s), not a wait for the dead process's jobs.
     assert.ok(finalAt - readyAt <= FINAL_WITHIN_MS, `every order final ${finalAt - readyAt} ms after the restart answered (bound ${FINAL_WITHIN_MS} ms)`);

@@ -66,7 +66,11 @@ export class ServiceProcess {
 
   static async start(options: ServiceOptions): Promise<ServiceProcess> {
     const svc = await ServiceProcess.launch(options);
-    await svc.waitReady();
+    // one that never became ready is not left running, nor its data directory behind
+    await svc.waitReady().catch(async (err: unknown) => {
+      await svc.destroy();
+      throw err;
+    });
     return svc;
   }
 

@@ -13,9 +13,28 @@ export const HOUSEKEEPING_RETRY = { retryDelay: 60 } as const;
  * How a job whose worker died (SIGKILL, OOM, lost host) gets back to another worker. A running
  * handler refreshes its heartbeat every `heartbeatSeconds / 2`; a job without a fresh heartbeat is
  * failed (and retried) by the next supervision pass of any worker, while a live but slow handler
- * keeps its job. `expireInSeconds` still bounds a handler that hangs while its process lives.
+ * keeps its job. 10 s is the shortest heartbeat pg-boss accepts. `expireInSeconds` still bounds a
+ * handler that hangs while its process lives. Figures: docs/decisions/005-crash-recovery.md.
  */
 export const JOB_LIVENESS = { heartbeatSeconds: 10, expireInSeconds: 300 } as const;
+
+/**
+ * How often a running handler's heartbeat is refreshed (pg-boss's default: half the heartbeat). 3 s
+ * lets a live handler's process stall up to 7 s (a busy host, a long embedded query) before a
+ * supervision pass takes its job; a dead worker's jobs lapse after 10 s whatever this is.
+ */
+export const HEARTBEAT_REFRESH_SECONDS = 3;
+
+/**
+ * Seconds between two supervision passes of a process that runs jobs: each pass fails the jobs
+ * whose heartbeat lapsed (on PostgreSQL, a dead worker's jobs are back in the queue within
+ * heartbeat + this) and counts every queue's jobs (the metrics, the backlog that keeps a
+ * one-at-a-time loop fetching). The embedded database has one process, which takes up a dead one's
+ * jobs at start-up: its passes only count, and cost its single connection, so they are rarer.
+ */
+export function superviseSeconds(embedded: boolean): number {
+  return embedded ? 5 : 2;
+}
 
 /**
  * Dead-letter queues record an outcome (a row marked failed) for a job its own queue gave up on, so

@@ -9,7 +9,7 @@ import { inBatchSpan, inJobSpan, withTraceContext } from './job-tracing.ts';
 import { jobCounts, jobsAbout, takeUpLeftJobs, type JobSubjects } from './job-inspection.ts';
 import type { JobRecord, QueueJobCounts } from './job-records.ts';
 import { insertJobLink, jobLinkInsert } from './jobs.repository.ts';
-import { DEAD_LETTER_RETRY, queueSettings, type QueueDefinition } from './job-policies.ts';
+import { DEAD_LETTER_RETRY, HEARTBEAT_REFRESH_SECONDS, queueSettings, superviseSeconds, type QueueDefinition } from './job-policies.ts';
 import { deadLetterQueueOf, jobSubjectOf, type DeadLettered, type Job, type JobName, type JobPayloads, type JobSubject } from './registry.ts';
 
 export { DEAD_LETTER_RETRY, HOUSEKEEPING_RETRY, INTERNAL_RETRY, JOB_LIVENESS, type QueueDefinition } from './job-policies.ts';
@@ -57,13 +57,6 @@ interface Worker {
   opts: WorkOptions<JobName>;
 }
 
-/**
- * Seconds between two passes of a worker's supervision: jobs whose worker died (a stale heartbeat)
- * go back to the queue, and each queue's counts (the metrics, and the ready jobs that keep a
- * one-at-a-time loop fetching) are taken again.
- */
-const SUPERVISE_SECONDS = 5;
-
 /** Jobs fetched at once by a queue's loop unless its definition says otherwise. */
 const DEFAULT_BATCH_SIZE = 4;
 
@@ -101,6 +94,7 @@ export class JobQueue {
     this.config = config;
     this.log = log;
     const runsWorkers = config.role !== 'api';
+    const supervise = superviseSeconds(handle.pglite !== undefined);
     const common = {
       schema: 'pgboss',
       // only a process that fetches jobs listens; an API process's sends notify the workers
@@ -108,7 +102,7 @@ export class JobQueue {
       supervise: runsWorkers,
       schedule: runsWorkers,
       migrate: true,
-      ...(runsWorkers ? { superviseIntervalSeconds: SUPERVISE_SECONDS, monitorIntervalSeconds: SUPERVISE_SECONDS, queueCacheIntervalSeconds: SUPERVISE_SECONDS } : {}),
+      ...(runsWorkers ? { superviseIntervalSeconds: supervise, monitorIntervalSeconds: supervise, queueCacheIntervalSeconds: supervise } : {}),
     };
     this.boss = handle.pglite
       ? new PgBoss({ ...common, db: fromPglite(handle.pglite), backend: 'pglite' })
@@ -176,7 +170,7 @@ export class JobQueue {
    * A queue fetched in batches gets one loop, which runs a batch's jobs `concurrency` at a time and
    * fetches again at once after a full batch. A queue fetched one job at a time (slow, I/O-bound
    * jobs) gets `concurrency` loops, so a slow job holds no other behind it; each fetches again at
-   * once after a job while pg-boss's count of the queue's ready jobs (taken every SUPERVISE_SECONDS)
+   * once after a job while pg-boss's count of the queue's ready jobs (taken every supervision pass)
    * says more than one is waiting: a backlog of retries come due drains at full speed.
    */
   private async startLoops(w: Worker): Promise<void> {
@@ -184,6 +178,7 @@ export class JobQueue {
       includeMetadata: true,
       pollingIntervalSeconds: this.config.jobPollingSeconds,
       notifyPollingIntervalSeconds: this.config.jobPollingSeconds,
+      heartbeatRefreshSeconds: HEARTBEAT_REFRESH_SECONDS,
     } as const;
     if (w.batchSize > 1) {
       const options = { ...common, batchSize: w.batchSize, burstWhenBatchFull: true } as const;

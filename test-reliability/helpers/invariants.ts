@@ -2,24 +2,36 @@ import assert from 'node:assert/strict';
 import pg from 'pg';
 import { until } from './infra.ts';
 
+/** What the inspector needs of a database: pg's pool and PGlite both answer it. */
+export interface SqlSession {
+  query(text: string, values: unknown[]): Promise<{ rows: unknown[] }>;
+  close(): Promise<void>;
+}
+
 /**
  * Direct SQL on a scenario's database: seeding and the invariants that must hold whatever the
  * fault was (no lost order, stock reserved exactly once, one final transition per order).
  */
 export class Inspector {
-  readonly pool: pg.Pool;
+  private readonly session: SqlSession;
 
-  constructor(databaseUrl: string) {
-    this.pool = new pg.Pool({ connectionString: databaseUrl, max: 3, connectionTimeoutMillis: 3000 });
-    this.pool.on('error', () => {});
+  /** On PostgreSQL (a URL), or on any session that answers SQL (an embedded database the test opened). */
+  constructor(source: string | SqlSession) {
+    if (typeof source !== 'string') {
+      this.session = source;
+      return;
+    }
+    const pool = new pg.Pool({ connectionString: source, max: 3, connectionTimeoutMillis: 3000 });
+    pool.on('error', () => {});
+    this.session = { query: (text, values) => pool.query(text, values), close: () => pool.end() };
   }
 
   async close(): Promise<void> {
-    await this.pool.end();
+    await this.session.close();
   }
 
-  async query<T extends pg.QueryResultRow>(text: string, values: unknown[] = []): Promise<T[]> {
-    return (await this.pool.query<T>(text, values)).rows;
+  async query<T>(text: string, values: unknown[] = []): Promise<T[]> {
+    return (await this.session.query(text, values)).rows as T[];
   }
 
   /** Products with the given stocks; returns id → initial stock. */

@@ -20,7 +20,10 @@ export function jwtPrivateKey(): string {
 
 export interface ServiceOptions {
   role: 'api' | 'worker' | 'all';
-  databaseUrl: string;
+  /** PostgreSQL; absent: the embedded database in `dataDir` */
+  databaseUrl?: string;
+  /** the process's DATA_DIR, kept by its owner (default: a temp directory of its own, removed with it) */
+  dataDir?: string;
   redisUrl?: string;
   jwtKey: string;
   /** extra environment (RATE_LIMIT_*, WEBHOOK_RETRY_SCHEDULE, …) */
@@ -42,10 +45,11 @@ export class ServiceProcess {
   readonly output: string[] = [];
   private child: ChildProcess | undefined;
   private readonly options: ServiceOptions;
-  private readonly dataDir: string;
+  readonly dataDir: string;
+  private readonly ownsDataDir: boolean;
   exitCode: number | null = null;
   exitSignal: NodeJS.Signals | null = null;
-  private exited: Promise<void> = Promise.resolve();
+  private exitedPromise: Promise<void> = Promise.resolve();
   private readonly forget: () => void;
 
   private constructor(options: ServiceOptions, port: number) {
@@ -53,17 +57,40 @@ export class ServiceProcess {
     this.role = options.role;
     this.port = port;
     this.name = options.name ?? `${options.role}-${++counter}`;
-    this.dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'oas-rel-svc-'));
+    this.ownsDataDir = options.dataDir === undefined;
+    this.dataDir = options.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'oas-rel-svc-'));
     this.forget = onExit(() => {
       if (this.running) this.child?.kill('SIGKILL');
     });
   }
 
   static async start(options: ServiceOptions): Promise<ServiceProcess> {
+    const svc = await ServiceProcess.launch(options);
+    // one that never became ready is not left running, nor its data directory behind
+    await svc.waitReady().catch(async (err: unknown) => {
+      await svc.destroy();
+      throw err;
+    });
+    return svc;
+  }
+
+  /** Spawns the process without waiting for it to be ready (it may be meant to fail, or to be killed while starting). */
+  static async launch(options: ServiceOptions): Promise<ServiceProcess> {
     const svc = new ServiceProcess(options, await freePort());
     svc.spawn();
-    await svc.waitReady();
     return svc;
+  }
+
+  /** Resolves when the process has exited, with how. */
+  async exited(): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+    await this.exitedPromise;
+    return { code: this.exitCode, signal: this.exitSignal };
+  }
+
+  /** The output of the latest start only. */
+  get currentOutput(): string {
+    const text = this.output.join('');
+    return text.slice(text.lastIndexOf(START_MARK) + START_MARK.length);
   }
 
   get baseUrl(): string {
@@ -106,7 +133,7 @@ export class ServiceProcess {
       HOST: '127.0.0.1',
       PORT: String(this.port),
       DATA_DIR: this.dataDir,
-      DATABASE_URL: o.databaseUrl,
+      ...(o.databaseUrl ? { DATABASE_URL: o.databaseUrl } : {}),
       JWT_PRIVATE_KEY: o.jwtKey,
       // workers log at info so that their "worker started" line tells when they are up
       LOG_LEVEL: o.role === 'worker' ? 'info' : 'warn',
@@ -130,7 +157,7 @@ export class ServiceProcess {
     };
     child.stdout?.on('data', keep);
     child.stderr?.on('data', keep);
-    this.exited = new Promise((resolve) => {
+    this.exitedPromise = new Promise((resolve) => {
       child.once('exit', (code, signal) => {
         this.exitCode = code;
         this.exitSignal = signal;
@@ -139,7 +166,7 @@ export class ServiceProcess {
     });
   }
 
-  async waitReady(timeoutMs = 60000): Promise<void> {
+  async waitReady(timeoutMs = 120000): Promise<void> {
     await until(`${this.name} to start`, async () => {
       if (!this.running) throw new Error(`${this.name} exited (${this.exitCode ?? this.exitSignal}):\n${this.tail()}`);
       if (this.role === 'worker') {
@@ -159,7 +186,7 @@ export class ServiceProcess {
     if (this.running) {
       this.child?.kill(signal);
       const timer = setTimeout(() => this.child?.kill('SIGKILL'), timeoutMs);
-      await this.exited;
+      await this.exitedPromise;
       clearTimeout(timer);
     }
     return { code: this.exitCode, signal: this.exitSignal, ms: Date.now() - started };
@@ -180,7 +207,7 @@ export class ServiceProcess {
   async destroy(): Promise<void> {
     await this.stop('SIGKILL', 5000);
     this.forget();
-    fs.rmSync(this.dataDir, { recursive: true, force: true });
+    if (this.ownsDataDir) fs.rmSync(this.dataDir, { recursive: true, force: true });
   }
 }
 

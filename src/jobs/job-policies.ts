@@ -1,3 +1,5 @@
+import type { FastifyBaseLogger } from 'fastify';
+import type { PgBoss } from 'pg-boss';
 import type { JobName } from './registry.ts';
 
 /** Internal jobs: the spec's "at most 3 attempts", with exponential backoff between them. */
@@ -71,4 +73,34 @@ export interface QueueDefinition {
 export function queueSettings(def: QueueDefinition, retentionDays: number) {
   const { name: _name, batchSize: _batchSize, ...own } = def;
   return { ...INTERNAL_RETRY, ...JOB_LIVENESS, deleteAfterSeconds: retentionDays * 86400, ...own, notify: true };
+}
+
+/**
+ * Creates the defined queues, or brings the settings of queues an earlier version created in line
+ * with their definitions (pg-boss's `createQueue` leaves an existing queue as it is). Dead-letter
+ * queues first: a queue can only name an existing one.
+ */
+export async function syncQueues(boss: PgBoss, definitions: readonly QueueDefinition[], retentionDays: number, log: FastifyBaseLogger): Promise<void> {
+  const defs = [...definitions].sort((a, b) => Number(a.deadLetter !== undefined) - Number(b.deadLetter !== undefined));
+  const existing = new Map((await boss.getQueues(defs.map((d) => d.name))).map((q) => [q.name, q as unknown as Record<string, unknown>]));
+  const touched: string[] = [];
+  for (const def of defs) {
+    const options = queueSettings(def, retentionDays);
+    const current = existing.get(def.name);
+    if (!current) {
+      await boss.createQueue(def.name, options);
+      touched.push(def.name);
+      continue;
+    }
+    const changed = Object.entries(options).filter(([key, value]) => current[key] !== value);
+    if (changed.length === 0) continue;
+    await boss.updateQueue(def.name, options);
+    touched.push(def.name);
+    log.info({ queue: def.name, changed: changed.map(([key]) => key) }, 'job queue settings updated');
+  }
+  // A send that misses pg-boss's queue cache looks the queue up on pg-boss's own connection,
+  // outside the sender's transaction: on PGlite (one session) that waits for the transaction,
+  // which waits for the send. Creating or updating a queue drops it from the cache; any call by
+  // queue name fills it again.
+  for (const name of touched) await boss.getJobById(name, '00000000-0000-0000-0000-000000000000');
 }

@@ -9,7 +9,7 @@ import { inBatchSpan, inJobSpan, withTraceContext } from './job-tracing.ts';
 import { jobCounts, jobsAbout, takeUpLeftJobs, type JobSubjects } from './job-inspection.ts';
 import type { JobRecord, QueueJobCounts } from './job-records.ts';
 import { insertJobLink, jobLinkInsert } from './jobs.repository.ts';
-import { DEAD_LETTER_RETRY, HEARTBEAT_REFRESH_SECONDS, queueSettings, superviseSeconds, type QueueDefinition } from './job-policies.ts';
+import { DEAD_LETTER_RETRY, HEARTBEAT_REFRESH_SECONDS, superviseSeconds, syncQueues, type QueueDefinition } from './job-policies.ts';
 import { deadLetterQueueOf, jobSubjectOf, type DeadLettered, type Job, type JobName, type JobPayloads, type JobSubject } from './registry.ts';
 
 export { DEAD_LETTER_RETRY, HOUSEKEEPING_RETRY, INTERNAL_RETRY, JOB_LIVENESS, type QueueDefinition } from './job-policies.ts';
@@ -219,34 +219,9 @@ export class JobQueue {
     }
   }
 
-  /**
-   * Creates the defined queues, or brings the settings of queues an earlier version created in line
-   * with their definitions (pg-boss's `createQueue` leaves an existing queue as it is). Dead-letter
-   * queues first: a queue can only name an existing one.
-   */
+  /** Creates or updates each defined queue as its definition says (job-policies.ts). */
   private async syncQueues(): Promise<void> {
-    const defs = [...this.definitions.values()].sort((a, b) => Number(a.deadLetter !== undefined) - Number(b.deadLetter !== undefined));
-    const existing = new Map((await this.boss.getQueues(defs.map((d) => d.name))).map((q) => [q.name, q as unknown as Record<string, unknown>]));
-    const touched: string[] = [];
-    for (const def of defs) {
-      const options = queueSettings(def, this.config.jobRetentionDays);
-      const current = existing.get(def.name);
-      if (!current) {
-        await this.boss.createQueue(def.name, options);
-        touched.push(def.name);
-        continue;
-      }
-      const changed = Object.entries(options).filter(([key, value]) => current[key] !== value);
-      if (changed.length === 0) continue;
-      await this.boss.updateQueue(def.name, options);
-      touched.push(def.name);
-      this.log.info({ queue: def.name, changed: changed.map(([key]) => key) }, 'job queue settings updated');
-    }
-    // A send that misses pg-boss's queue cache looks the queue up on pg-boss's own connection,
-    // outside the sender's transaction: on PGlite (one session) that waits for the transaction,
-    // which waits for the send. Creating or updating a queue drops it from the cache; any call by
-    // queue name fills it again.
-    for (const name of touched) await this.boss.getJobById(name, '00000000-0000-0000-0000-000000000000');
+    await syncQueues(this.boss, [...this.definitions.values()], this.config.jobRetentionDays, this.log);
   }
 
   /**

@@ -10,6 +10,7 @@ import { clusterPhase } from './cluster.ts';
 import { createContext, log, type RunContext } from './context.ts';
 import { loginsPhase } from './logins.ts';
 import { mixedPhase } from './mixed.ts';
+import { oneAtATimeEmbedded, oneAtATimeOnService } from './one-at-a-time.ts';
 import { parseOptions } from './options.ts';
 import { readsPhase } from './reads.ts';
 import { startReport, writeResults } from './report.ts';
@@ -29,10 +30,12 @@ async function main(ctx: RunContext): Promise<void> {
   // before any load: the figure is the process's own, not the machine's
   const startup = await startupPhase(ctx, report);
   const statements = await statementsPhase(ctx, report);
+  const embedded = await oneAtATimeEmbedded(ctx, report);
   const { service, loader } = await startProcesses(ctx); // the baseline, the service, the load generator
   try {
     const b = await logIn(ctx, { client, loader, service, report });
-    b.targets.push(startup, statements);
+    b.targets.push(startup, statements, ...embedded);
+    await oneAtATimeOnService(b);
     if (phase('reads')) await readsPhase(b);
     if (phase('mixed')) await mixedPhase(b);
     if (phase('logins')) await loginsPhase(b);

@@ -12,6 +12,7 @@ import { migrateToLatest } from '../src/db/migrate.ts';
 import { dbUrl, type RunContext } from './context.ts';
 import { ADMIN_PASSWORD, HIGH_LIMIT, WEBHOOK_SECRET } from './options.ts';
 import { LoadRunner, startNode, stopProc, tail, waitReady, waitUntil, type Proc } from './procs.ts';
+import { startCommand } from './start-command.ts';
 
 async function adminQuery(ctx: RunContext, sqlText: string): Promise<void> {
   const c = new pg.Client({ connectionString: ctx.adminUrl.toString() });
@@ -37,6 +38,7 @@ export async function freshDatabase(ctx: RunContext, name: string): Promise<pg.C
 
 export function serviceEnv(ctx: RunContext, database: string, extra: Record<string, string> = {}): Record<string, string> {
   return {
+    ...startCommand(ctx.root).env,
     DATABASE_URL: dbUrl(ctx, database),
     REDIS_URL: ctx.redisUrl,
     PORT: String(ctx.opts.port),
@@ -62,13 +64,12 @@ export function serviceEnv(ctx: RunContext, database: string, extra: Record<stri
 }
 
 /**
- * How `npm start` starts the service: with the compile cache preloaded (src/compile-cache.js); then
- * BENCH_SERVICE_NODE_ARGS, Node and V8 flags to compare (some, such as --heap-growing-percent, are
- * refused in NODE_OPTIONS).
+ * `npm start`'s Node and V8 flags (package.json); then BENCH_SERVICE_NODE_ARGS, flags to compare
+ * (some, such as --heap-growing-percent, are refused in NODE_OPTIONS).
  */
 export function serviceExecArgv(ctx: RunContext): string[] {
   const extra = (process.env.BENCH_SERVICE_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
-  return ['--import', path.join(ctx.root, 'src', 'compile-cache.js'), ...extra];
+  return [...startCommand(ctx.root).execArgv, ...extra];
 }
 
 /** Starts src/server.ts on `database` and waits until it is ready (its job worker too, topology split). */

@@ -1,6 +1,7 @@
-import crypto from 'node:crypto';
-import net from 'node:net';
 import path from 'node:path';
+import { bool, ConfigError, int, LOG_LEVELS, metricsToken, num, oneOf, resetUrlTemplate, signingKey, str, trustProxy, url, type Env } from './config-values.ts';
+
+export { ConfigError } from './config-values.ts';
 
 export type Role = 'api' | 'worker' | 'all';
 
@@ -38,6 +39,8 @@ export interface Config {
   /** failed logins for one e-mail within the window after which logins for it answer 429 */
   readonly loginThrottleMaxFailures: number;
   readonly loginThrottleWindowSeconds: number;
+  /** failed logins for one e-mail from all clients together before it answers 429 everywhere; unset: 10 × LOGIN_THROTTLE_MAX_FAILURES */
+  readonly loginThrottleMaxFailuresPerEmail: number | undefined;
   readonly rateLimitAuthenticated: number;
   readonly rateLimitAnonymous: number;
   readonly rateLimitWebhook: number;
@@ -70,8 +73,6 @@ export interface Config {
   /** seconds (>= 0.5) between two polls of each job queue by an idle worker, for retries and delayed jobs (new jobs wake it by NOTIFY) */
   readonly jobPollingSeconds: number;
   readonly orderWorkerConcurrency: number;
-  /** idle seconds after which a process whose resident set grew gives the memory back (0: never) */
-  readonly memoryReleaseIdleSeconds: number;
   /** how long an API process may serve a user row from memory (0: never); see user-cache.ts */
   readonly userCacheTtlSeconds: number;
   readonly webConcurrency: number;
@@ -95,124 +96,6 @@ export interface Config {
   readonly metricsToken: string | undefined;
   /** how long a platform webhook body counts as a replay of one stored before it (seconds) */
   readonly inboundReplayWindowSeconds: number;
-}
-
-export class ConfigError extends Error {}
-
-type Env = Record<string, string | undefined>;
-
-function str(env: Env, name: string): string | undefined {
-  const v = env[name];
-  return v === undefined || v.trim() === '' ? undefined : v;
-}
-
-function int(env: Env, name: string, def: number, min: number, max = Number.MAX_SAFE_INTEGER): number {
-  const raw = str(env, name);
-  if (raw === undefined) return def;
-  if (!/^-?\d+$/.test(raw.trim())) throw new ConfigError(`${name} must be an integer, got "${raw}"`);
-  const n = Number(raw);
-  if (n < min || n > max) throw new ConfigError(`${name} must be between ${min} and ${max}, got ${n}`);
-  return n;
-}
-
-function num(env: Env, name: string, def: number, min: number): number {
-  const raw = str(env, name);
-  if (raw === undefined) return def;
-  const n = Number(raw);
-  if (!Number.isFinite(n) || n < min) throw new ConfigError(`${name} must be a number >= ${min}, got "${raw}"`);
-  return n;
-}
-
-/** A boolean setting's value, or undefined when `raw` is not one of the words for true or false. */
-function boolWord(raw: string): boolean | undefined {
-  const v = raw.trim().toLowerCase();
-  if (['1', 'true', 'yes', 'on'].includes(v)) return true;
-  if (['0', 'false', 'no', 'off'].includes(v)) return false;
-  return undefined;
-}
-
-function bool(env: Env, name: string, def: boolean): boolean {
-  const raw = str(env, name);
-  if (raw === undefined) return def;
-  const value = boolWord(raw);
-  if (value === undefined) throw new ConfigError(`${name} must be true or false, got "${raw}"`);
-  return value;
-}
-
-function url(env: Env, name: string, protocols: string[]): string | undefined {
-  const raw = str(env, name);
-  if (raw === undefined) return undefined;
-  let parsed: URL;
-  try {
-    parsed = new URL(raw);
-  } catch {
-    throw new ConfigError(`${name} is not a valid URL`);
-  }
-  if (!protocols.includes(parsed.protocol)) {
-    throw new ConfigError(`${name} must use ${protocols.join(' or ')}`);
-  }
-  return raw;
-}
-
-/** METRICS_TOKEN: a bearer token of at least 16 characters, no spaces (it travels in a header). */
-function metricsToken(env: Env): string | undefined {
-  const raw = str(env, 'METRICS_TOKEN');
-  if (raw === undefined) return undefined;
-  if (!/^[\x21-\x7e]{16,512}$/.test(raw)) throw new ConfigError('METRICS_TOKEN must be 16 to 512 printable ASCII characters without spaces');
-  return raw;
-}
-
-/** PASSWORD_RESET_URL: an http(s) URL template that contains `{token}`. */
-function resetUrlTemplate(env: Env): string | undefined {
-  const raw = str(env, 'PASSWORD_RESET_URL');
-  if (raw === undefined) return undefined;
-  if (!raw.includes('{token}')) throw new ConfigError('PASSWORD_RESET_URL must contain {token} where the reset token goes');
-  url({ PASSWORD_RESET_URL: raw.replaceAll('{token}', 'token') }, 'PASSWORD_RESET_URL', ['http:', 'https:']);
-  return raw.trim();
-}
-
-/** TRUST_PROXY: true/false, or a comma-separated list of trusted proxy addresses, CIDRs or proxy-addr names. */
-function trustProxy(env: Env): boolean | string {
-  const raw = str(env, 'TRUST_PROXY');
-  if (raw === undefined) return false;
-  const word = boolWord(raw);
-  if (word !== undefined) return word;
-  const parts = raw.split(',').map((p) => p.trim());
-  const named = ['loopback', 'linklocal', 'uniquelocal'];
-  for (const part of parts) {
-    const [address, prefix] = part.split('/');
-    const validPrefix = prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= (net.isIPv4(address) ? 32 : 128));
-    if (!named.includes(part) && !(net.isIP(address) !== 0 && validPrefix)) {
-      throw new ConfigError(`TRUST_PROXY must be true, false or a list of proxy addresses or CIDRs, got "${part}"`);
-    }
-  }
-  return parts.join(',');
-}
-
-const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
-
-function oneOf(env: Env, name: string, values: readonly string[], fallback: string): string {
-  const raw = str(env, name);
-  if (raw === undefined) return fallback;
-  if (!values.includes(raw)) throw new ConfigError(`${name} must be one of ${values.join(', ')}, got "${raw}"`);
-  return raw;
-}
-
-/** A PEM key that signs or verifies tokens: it must parse, and be P-256 (ES256) or Ed25519. */
-function signingKey(env: Env, name: string, kind: 'private' | 'public'): string | undefined {
-  const pem = str(env, name);
-  if (pem === undefined) return undefined;
-  let key: crypto.KeyObject;
-  try {
-    key = kind === 'private' ? crypto.createPrivateKey(pem) : crypto.createPublicKey(pem);
-  } catch {
-    throw new ConfigError(`${name} must be a PEM-encoded ${kind === 'private' ? 'PKCS#8 private' : 'SPKI public'} key`);
-  }
-  const p256 = key.asymmetricKeyType === 'ec' && key.asymmetricKeyDetails?.namedCurve === 'prime256v1';
-  if (!p256 && key.asymmetricKeyType !== 'ed25519') {
-    throw new ConfigError(`${name} must be an ES256 (P-256) or Ed25519 key, got ${key.asymmetricKeyType ?? 'an unknown type'}`);
-  }
-  return pem;
 }
 
 export const DEFAULT_WEBHOOK_RETRY_SCHEDULE: readonly number[] = Object.freeze([5, 300, 1800, 7200, 18000, 36000, 36000]);
@@ -269,7 +152,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     databasePreparedStatements: bool(env, 'DATABASE_PREPARED_STATEMENTS', true),
     databasePoolSize: int(env, 'DATABASE_POOL_SIZE', 20, 1, 1000),
     jobQueuePoolSize: int(env, 'JOB_QUEUE_POOL_SIZE', 10, 2, 1000),
-    embeddedSharedBuffersMb: int(env, 'EMBEDDED_SHARED_BUFFERS_MB', 128, 1, 4096),
+    embeddedSharedBuffersMb: int(env, 'EMBEDDED_SHARED_BUFFERS_MB', 32, 1, 4096),
     redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
     role,
     adminEmail,
@@ -287,6 +170,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     passwordResetUrl: resetUrlTemplate(env),
     loginThrottleMaxFailures: int(env, 'LOGIN_THROTTLE_MAX_FAILURES', 10, 1),
     loginThrottleWindowSeconds: int(env, 'LOGIN_THROTTLE_WINDOW_SECONDS', 900, 1),
+    loginThrottleMaxFailuresPerEmail: str(env, 'LOGIN_THROTTLE_MAX_FAILURES_PER_EMAIL') === undefined ? undefined : int(env, 'LOGIN_THROTTLE_MAX_FAILURES_PER_EMAIL', 0, 1),
     rateLimitAuthenticated: int(env, 'RATE_LIMIT_AUTHENTICATED', 100, 1),
     rateLimitAnonymous: int(env, 'RATE_LIMIT_ANONYMOUS', 20, 1),
     rateLimitWebhook: int(env, 'RATE_LIMIT_WEBHOOK', 1000, 1),
@@ -310,7 +194,6 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     // PGlite runs one transaction at a time: more jobs at once would only queue in front of requests
     orderWorkerConcurrency: int(env, 'ORDER_WORKER_CONCURRENCY', embedded ? 4 : 12, 1, 64),
     userCacheTtlSeconds: num(env, 'USER_CACHE_TTL_SECONDS', 10, 0),
-    memoryReleaseIdleSeconds: int(env, 'MEMORY_RELEASE_IDLE_SECONDS', 10, 0, 86400),
     webConcurrency: int(env, 'WEB_CONCURRENCY', 1, 1, 64),
     webhookMessageRetentionDays: int(env, 'WEBHOOK_MESSAGE_RETENTION_DAYS', 30, 0, 3650),
     inboundPayloadRetentionDays: int(env, 'INBOUND_PAYLOAD_RETENTION_DAYS', 30, 0, 3650),

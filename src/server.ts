@@ -35,39 +35,27 @@ if (shouldRunCluster(config)) await runClusterPrimary(config);
 const telemetry = config.otelEndpoint ? (await import('./telemetry.ts')).startTelemetry(config) : undefined;
 const { buildApp } = await import('./app.ts');
 const { bootstrapAdmin } = await import('./modules/users/admin-bootstrap.ts');
-const { releaseStartupMemory, watchIdleMemory } = await import('./memory.ts');
 
 const app = await buildApp(config).catch((err: unknown) => {
   if (err instanceof DataDirInUse) exitWith(err.message);
   throw err;
 });
 if (config.role !== 'worker') await bootstrapAdmin(app.ctx);
-
-let stopIdleMemory: (() => void) | undefined;
+// tracing says whether it is on and where spans go, and from now on when they fail to get there
+const { tracingStatus, tracingStatusLine } = await import('./telemetry-status.ts');
+const tracing = tracingStatus(config);
+app.log.info({ tracing }, tracingStatusLine(tracing));
+telemetry?.reportTo(app.log);
 
 // SIGTERM/SIGINT: stop accepting, let in-flight requests finish, let running jobs finish, close pools.
 closeWithGrace({ delay: 30000 }, async ({ signal, err }) => {
   if (err) app.log.error({ err }, 'shutting down after an error');
   else app.log.info({ signal }, 'shutting down');
-  stopIdleMemory?.();
   await app.close();
   await telemetry?.shutdown();
 });
 
 await app.ready();
-app.log.info(releaseStartupMemory(), 'start-up memory released');
-if (config.memoryReleaseIdleSeconds > 0) {
-  // an API process is idle while no request comes; a worker's jobs leave no such count, only a quiet loop
-  let requests = 0;
-  const serves = config.role !== 'worker';
-  if (serves) app.server.on('request', () => requests++);
-  stopIdleMemory = watchIdleMemory({
-    idleSeconds: config.memoryReleaseIdleSeconds,
-    activity: serves ? () => requests : undefined,
-    onRelease: (r) => app.log.info(r, 'idle: memory released'),
-  });
-}
-
 if (config.role === 'worker') {
   app.log.info('worker started (ROLE=worker): processing jobs, not serving HTTP');
   if (!process.stdout.isTTY) process.stdout.write('Worker started: processing jobs\n');

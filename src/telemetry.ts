@@ -13,23 +13,86 @@
  * polling, which has no parent), each job run (src/jobs/queue.ts), and each outgoing HTTP call
  * (webhook deliveries, platform reports) through undici, which also sends the `traceparent` header.
  * PGlite (the embedded database) has no instrumentation: its statements make no spans.
+ * docs/tracing.md lists them with their names and attributes.
  */
+import { setGlobalErrorHandler } from '@opentelemetry/core';
 import { HttpInstrumentation } from '@opentelemetry/instrumentation-http';
 import { IORedisInstrumentation } from '@opentelemetry/instrumentation-ioredis';
 import { PgInstrumentation } from '@opentelemetry/instrumentation-pg';
 import { UndiciInstrumentation } from '@opentelemetry/instrumentation-undici';
 import { NodeSDK } from '@opentelemetry/sdk-node';
+import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from './config.ts';
+import { cachedQuerySummary } from './telemetry-query-summary.ts';
+import { tracingStatus } from './telemetry-status.ts';
 
 /** Probes and scrapes: frequent, and of no interest in a trace. */
 const UNTRACED_PATHS = new Set(['/health', '/ready', '/metrics']);
 
+/** At most one line per this many ms about failed exports, saying how many failed meanwhile. */
+const EXPORT_FAILURE_LOG_INTERVAL_MS = 60_000;
+
 export interface Telemetry {
+  /** reports failed span exports to `log` from now on (the ones before it are counted in its first line) */
+  reportTo(log: FastifyBaseLogger): void;
   /** exports the spans still buffered and stops */
   shutdown(): Promise<void>;
 }
 
+/**
+ * Counts the SDK's export failures (the batch span processor hands each to OpenTelemetry's global
+ * error handler, which is otherwise silent without a diagnostic logger) and logs the first at once,
+ * then at most one line a minute with the count since the last line, so a collector that is down
+ * says so without a line per batch.
+ */
+class ExportFailureLog {
+  private log: FastifyBaseLogger | undefined;
+  private failures = 0;
+  private lastError = '';
+  private lastLineAt = -Infinity;
+  private timer: NodeJS.Timeout | undefined;
+  private readonly endpoint: string;
+
+  constructor(endpoint: string) {
+    this.endpoint = endpoint;
+  }
+
+  attach(log: FastifyBaseLogger): void {
+    this.log = log;
+    if (this.failures > 0) this.flush();
+  }
+
+  failed(err: unknown): void {
+    this.failures++;
+    this.lastError = err instanceof Error ? err.message || err.name : String(err);
+    if (!this.log || this.timer) return;
+    const wait = this.lastLineAt + EXPORT_FAILURE_LOG_INTERVAL_MS - Date.now();
+    if (wait <= 0) this.flush();
+    else this.timer = setTimeout(() => this.flush(), wait).unref();
+  }
+
+  private flush(): void {
+    this.timer = undefined;
+    if (!this.log || this.failures === 0) return;
+    const failures = this.failures;
+    this.log.warn(
+      { failures, endpoint: this.endpoint, error: this.lastError },
+      `tracing: ${failures} span export${failures === 1 ? '' : 's'} to ${this.endpoint} failed since the last report (spans dropped); is the collector up?`,
+    );
+    this.failures = 0;
+    this.lastLineAt = Date.now();
+  }
+
+  stop(): void {
+    clearTimeout(this.timer);
+    this.flush();
+  }
+}
+
 export function startTelemetry(config: Config): Telemetry {
+  const status = tracingStatus(config);
+  const failures = new ExportFailureLog(status.endpoint ?? (status.exporters ?? []).join(','));
+  setGlobalErrorHandler((err) => failures.failed(err));
   const sdk = new NodeSDK({
     serviceName: config.otelServiceName,
     // traces only
@@ -40,10 +103,25 @@ export function startTelemetry(config: Config): Telemetry {
         ignoreIncomingRequestHook: (req) => UNTRACED_PATHS.has((req.url ?? '').split('?')[0]),
       }),
       new UndiciInstrumentation(),
-      new PgInstrumentation({ requireParentSpan: true }),
+      new PgInstrumentation({
+        requireParentSpan: true,
+        // named by what the statement does (`SELECT orders`), not by its prepared statement's id
+        requestHook: (span, { query }) => {
+          const summary = cachedQuerySummary(query.text);
+          if (summary === undefined) return;
+          span.setAttribute('db.query.summary', summary);
+          span.updateName(summary);
+        },
+      }),
       new IORedisInstrumentation({ requireParentSpan: true }),
     ],
   });
   sdk.start();
-  return { shutdown: () => sdk.shutdown() };
+  return {
+    reportTo: (log) => failures.attach(log),
+    shutdown: async () => {
+      await sdk.shutdown();
+      failures.stop();
+    },
+  };
 }

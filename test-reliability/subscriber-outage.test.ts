@@ -111,7 +111,7 @@ describe('reliability: subscriber down for a while, then up', () => {
     for (let i = 0; i < ORDERS; i++) {
       const items = [{ product_id: pick(productIds), quantity: randInt(1, 5) }];
       const r = await call(api.baseUrl, 'POST', '/api/v1/orders', { token: user.token, body: { items, shipping_address: 'Hook Hill' } });
-      assert.equal(r.status, 201);
+      assert.equal(r.status, 201, `${JSON.stringify(r.body)}\n--- api output ---\n${api.tail()}`);
       orderIds.push((r.body as { id: number }).id);
     }
     await d.inspector.waitAllFinal(orderIds, 60000);

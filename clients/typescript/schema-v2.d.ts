@@ -213,7 +213,7 @@ export interface paths {
          * Sign in with your e-mail address (as username) and password
          * @description Accepts JSON or an OAuth2 password-flow form (application/x-www-form-urlencoded).
          *
-         *     After `LOGIN_THROTTLE_MAX_FAILURES` (10) failed sign-ins for one e-mail within `LOGIN_THROTTLE_WINDOW_SECONDS` (15 minutes), further sign-ins for that e-mail answer 429 `LOGIN_THROTTLED` with `Retry-After` until the window ends, whichever client they come from, whether or not an account has that e-mail. A successful sign-in or a password reset clears the count. Always counted against the client IP (429 `RATE_LIMITED`), whatever `Authorization` header is sent.
+         *     After `LOGIN_THROTTLE_MAX_FAILURES` (10) failed sign-ins for one e-mail from one client (its address; the forwarded address with `TRUST_PROXY`) within `LOGIN_THROTTLE_WINDOW_SECONDS` (15 minutes), further sign-ins for that e-mail from that client answer 429 `LOGIN_THROTTLED` with `Retry-After` until the window ends; other clients are not affected until the e-mail reaches `LOGIN_THROTTLE_MAX_FAILURES_PER_EMAIL` (10 times the first) across all clients. Known and unknown e-mails alike. A successful sign-in or a password reset clears the counts. Always counted against the client IP (429 `RATE_LIMITED`), whatever `Authorization` header is sent.
          */
         post: {
             parameters: {
@@ -931,6 +931,8 @@ export interface paths {
                             full_name: string;
                             is_active: boolean;
                             is_admin: boolean;
+                            /** @description whether the holder proved the address (created or changed by an administrator, or a confirmation link or a password reset went through it); only a verified address links platform orders and receives password recovery e-mails */
+                            email_verified: boolean;
                             /** Format: date-time */
                             created_at: string;
                         };
@@ -1198,7 +1200,7 @@ export interface paths {
         put?: never;
         /**
          * Ask for a password reset e-mail
-         * @description Always 202 with the same body, in the same time, whether or not an account has this e-mail. For a live account that is active, or that was created by a platform order and has no password yet, an e-mail goes out with a single-use reset token (valid `PASSWORD_RESET_TTL_SECONDS`, 30 minutes by default; a newer request replaces it), as a link when `PASSWORD_RESET_URL` is set. Use it with `POST /auth/reset-password`.
+         * @description Always 202 with the same body, in the same time, whether or not an account has this e-mail. For a live account that is active with this address verified, or that was created by a platform order and has no password yet, an e-mail goes out with a single-use reset token (valid `PASSWORD_RESET_TTL_SECONDS`, 30 minutes by default), as a link when `PASSWORD_RESET_URL` is set. Use it with `POST /auth/reset-password`. While a token sent earlier is still valid, a new request sends nothing and never replaces it; at most 3 recovery e-mails go to one address per hour. An account whose address is not verified gets no e-mail: its holder signs in with the password and confirms the address, or asks an administrator.
          */
         post: {
             parameters: {
@@ -1350,7 +1352,7 @@ export interface paths {
         put?: never;
         /**
          * Set a new password with a token from a recovery e-mail
-         * @description Sets the password (same rules as everywhere: 8 to 72 bytes), revokes every refresh token and refuses (401) every access token issued before it. An account created by a platform order without a password becomes active. Errors (400): `INVALID_RESET_TOKEN` (not a token this service issued), `RESET_TOKEN_USED`, `RESET_TOKEN_EXPIRED`, `RESET_TOKEN_SUPERSEDED` (a newer token was requested, or the password, the e-mail or the account changed since).
+         * @description Sets the password (same rules as everywhere: 8 to 72 bytes), revokes every refresh token and refuses (401) every access token issued before it. An account created by a platform order without a password becomes active. Errors (400): `INVALID_RESET_TOKEN` (not a token this service issued), `RESET_TOKEN_USED`, `RESET_TOKEN_EXPIRED`, `RESET_TOKEN_SUPERSEDED` (the password, the e-mail or the account changed since). The address becomes verified, and the e-mail's sign-in throttle (its ceiling, and this client's count) is cleared.
          */
         post: {
             parameters: {
@@ -1494,6 +1496,310 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v2/auth/verify-email": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Confirm an e-mail address with the token mailed to it
+         * @description A change of your own e-mail (PATCH /users/{user_id}) mails a token to the new address, valid 2 days. Sending it here marks the address verified: from then on platform orders with this address are linked to the account and password recovery mails it. Errors (400): `INVALID_EMAIL_TOKEN` (not a token this service issued, or the account has another address since), `EMAIL_TOKEN_USED`, `EMAIL_TOKEN_EXPIRED`, `EMAIL_EXISTS` (another account verified the address first).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    /**
+                     * @example {
+                     *       "token": "the token from the e-mail"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description the token from the e-mail */
+                        token: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description OK */
+                200: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            status: string;
+                            message: string;
+                        };
+                    };
+                };
+                /** @description Bad request (`INVALID_EMAIL_TOKEN`, `EMAIL_TOKEN_USED`, `EMAIL_TOKEN_EXPIRED`, `EMAIL_EXISTS`, `BAD_REQUEST`) */
+                400: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body in any encoding (characters escaped, pretty-printed) (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                422: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
+                429: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        /** @description seconds to wait before trying again */
+                        "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/auth/email-change/revert": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Undo an e-mail change with the token mailed to the previous address
+         * @description Every change of an account's e-mail mails the previous address a token, valid 7 days. Sending it here restores that address, marks it verified and ends every session of the account (refresh tokens revoked, access tokens issued until now refused, password reset tokens void); then choose a new password through `POST /auth/password-recovery`. Errors (400): `INVALID_EMAIL_TOKEN`, `EMAIL_TOKEN_USED`, `EMAIL_TOKEN_EXPIRED`, `EMAIL_EXISTS` (another account verified the address meanwhile).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    /**
+                     * @example {
+                     *       "token": "the token from the e-mail"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description the token from the e-mail */
+                        token: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description OK */
+                200: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            status: string;
+                            message: string;
+                        };
+                    };
+                };
+                /** @description Bad request (`INVALID_EMAIL_TOKEN`, `EMAIL_TOKEN_USED`, `EMAIL_TOKEN_EXPIRED`, `EMAIL_EXISTS`, `BAD_REQUEST`) */
+                400: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Payload too large: the body is over this route's limit, which fits its largest valid body in any encoding (characters escaped, pretty-printed) (`PAYLOAD_TOO_LARGE`) */
+                413: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported media type: send `application/json` (`UNSUPPORTED_MEDIA_TYPE`) */
+                415: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                422: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
+                429: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        /** @description seconds to wait before trying again */
+                        "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v2/users": {
         parameters: {
             query?: never;
@@ -1534,6 +1840,8 @@ export interface paths {
                                 email: string;
                                 full_name: string;
                                 is_active: boolean;
+                                /** @description whether the holder proved the address (created or changed by an administrator, or a confirmation link or a password reset went through it); only a verified address links platform orders and receives password recovery e-mails */
+                                email_verified: boolean;
                                 /** Format: date-time */
                                 created_at: string;
                             }[];
@@ -1672,6 +1980,8 @@ export interface paths {
                             full_name: string;
                             is_active: boolean;
                             is_admin: boolean;
+                            /** @description whether the holder proved the address (created or changed by an administrator, or a confirmation link or a password reset went through it); only a verified address links platform orders and receives password recovery e-mails */
+                            email_verified: boolean;
                             /** Format: date-time */
                             created_at: string;
                         };
@@ -1845,6 +2155,8 @@ export interface paths {
                             full_name: string;
                             is_active: boolean;
                             is_admin: boolean;
+                            /** @description whether the holder proved the address (created or changed by an administrator, or a confirmation link or a password reset went through it); only a verified address links platform orders and receives password recovery e-mails */
+                            email_verified: boolean;
                             /** Format: date-time */
                             created_at: string;
                             updated_at: string | null;
@@ -2114,7 +2426,10 @@ export interface paths {
         };
         options?: never;
         head?: never;
-        /** Update a user (self or admin); only the given fields change */
+        /**
+         * Update a user (self or admin); only the given fields change
+         * @description A change of your own `email` leaves it unverified and mails a confirmation link to the new address (`POST /auth/verify-email`); the previous address is told, with a link that undoes the change for 7 days (`POST /auth/email-change/revert`). An unverified address links no platform orders and receives no password recovery e-mails. An e-mail an administrator sets on another account is verified. In v2, changing your own `email` needs `current_password` (422 without it, 401 `INVALID_CREDENTIALS` when wrong).
+         */
         patch: {
             parameters: {
                 query?: never;
@@ -2127,11 +2442,6 @@ export interface paths {
             };
             requestBody: {
                 content: {
-                    /**
-                     * @example {
-                     *       "full_name": "Jane Q. Doe"
-                     *     }
-                     */
                     "application/json": {
                         full_name?: string;
                         /**
@@ -2143,6 +2453,8 @@ export interface paths {
                         is_active?: boolean;
                         /** @description administrators only, not on their own account */
                         is_admin?: boolean;
+                        /** @description your current password: required to change your own `email` */
+                        current_password?: string;
                     };
                 };
             };
@@ -2165,6 +2477,8 @@ export interface paths {
                             full_name: string;
                             is_active: boolean;
                             is_admin: boolean;
+                            /** @description whether the holder proved the address (created or changed by an administrator, or a confirmation link or a password reset went through it); only a verified address links platform orders and receives password recovery e-mails */
+                            email_verified: boolean;
                             /** Format: date-time */
                             created_at: string;
                             updated_at: string | null;
@@ -2186,7 +2500,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
+                /** @description Not authenticated (`INVALID_CREDENTIALS`, `NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
                 401: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2361,6 +2675,8 @@ export interface paths {
                                 full_name: string;
                                 is_active: boolean;
                                 is_admin: boolean;
+                                /** @description whether the holder proved the address (created or changed by an administrator, or a confirmation link or a password reset went through it); only a verified address links platform orders and receives password recovery e-mails */
+                                email_verified: boolean;
                                 /** Format: date-time */
                                 created_at: string;
                                 updated_at: string | null;
@@ -5383,7 +5699,7 @@ export interface paths {
         put?: never;
         /**
          * Receive an order-created webhook from the e-commerce platform
-         * @description Authenticated by `X-Shopify-Hmac-Sha256` (base64 HMAC-SHA256 of the raw body with the shared secret), not by a token. A correctly signed body is stored, whatever it contains, and processed in the background; the answer is sent as soon as it is committed. A body that is not a JSON object describing an order is recorded as failed by that processing, not refused here. A repeated `X-Shopify-Webhook-Id` is acknowledged and not processed again.
+         * @description Authenticated by `X-Shopify-Hmac-Sha256` (base64 HMAC-SHA256 of the raw body with the shared secret), not by a token. A correctly signed body is stored, whatever it contains, and processed in the background; the answer is sent as soon as it is committed. A body that is not a JSON object describing an order is recorded as failed by that processing, not refused here. A repeated `X-Shopify-Webhook-Id` or `X-Shopify-Event-Id`, or a body stored before (under any route, for as long as the stored webhook is kept), is acknowledged and not processed again. The topic is this route's: an `X-Shopify-Topic` other than `orders/create` is refused (401 `INVALID_SIGNATURE`, nothing stored).
          */
         post: {
             parameters: {
@@ -5535,7 +5851,7 @@ export interface paths {
         put?: never;
         /**
          * Receive an order-cancelled webhook from the e-commerce platform
-         * @description Authenticated by `X-Shopify-Hmac-Sha256` (base64 HMAC-SHA256 of the raw body with the shared secret), not by a token. A correctly signed body is stored, whatever it contains, and processed in the background; the answer is sent as soon as it is committed. A body that is not a JSON object describing a cancelled order (its `id`, and `cancel_reason`) is recorded as failed by that processing, not refused here. A repeated `X-Shopify-Webhook-Id` is acknowledged and not processed again. Processing cancels the order of that platform id with the same effects as POST /orders/{order_id}/cancel (a completed order's stock is released); a cancellation of an order not received yet is recorded and applied when its orders/create arrives.
+         * @description Authenticated by `X-Shopify-Hmac-Sha256` (base64 HMAC-SHA256 of the raw body with the shared secret), not by a token. A correctly signed body is stored, whatever it contains, and processed in the background; the answer is sent as soon as it is committed. A body that is not a JSON object describing a cancelled order (its `id`, and `cancel_reason`) is recorded as failed by that processing, not refused here. A repeated `X-Shopify-Webhook-Id` or `X-Shopify-Event-Id`, or a body stored before (under any route, for as long as the stored webhook is kept), is acknowledged and not processed again. The topic is this route's: an `X-Shopify-Topic` other than `orders/cancelled` is refused (401 `INVALID_SIGNATURE`, nothing stored). Processing cancels the order of that platform id with the same effects as POST /orders/{order_id}/cancel (a completed order's stock is released); a cancellation of an order not received yet is recorded and applied when its orders/create arrives.
          */
         post: {
             parameters: {
@@ -8301,6 +8617,11 @@ export interface paths {
                                     created_at: string;
                                 }[];
                             };
+                            /**
+                             * @description the OpenTelemetry trace id of the request (or job) that created the order: search it in the tracing back end to see the request, its processing job and its deliveries (docs/tracing.md); null when tracing was off or the trace not sampled
+                             * @example 4bf92f3577b34da6a3ce929d0e0e4736
+                             */
+                            trace_id: string | null;
                             /** @description the platform webhooks that created or were linked to the order, oldest first */
                             inbound: {
                                 id: number;
@@ -8371,8 +8692,13 @@ export interface paths {
                                     event_type: string;
                                     /** @description the event's sequence in the order's history */
                                     sequence: number | null;
-                                    /** @description `held`: waits for an earlier message of the order; `queued`: being delivered or retried; `delivered`; `failed`: every attempt failed */
-                                    status: "held" | "queued" | "delivered" | "failed";
+                                    /** @description `pending`: being delivered, retried, or waiting for an earlier message of the order; `delivered`; `failed`: every attempt failed, or its subscription was disabled or deleted — the vocabulary of the delivery log and the message detail */
+                                    status: "pending" | "delivered" | "failed";
+                                    /**
+                                     * @description the trace its deliveries belong to: that of the request or job that wrote its event; null when that was not traced
+                                     * @example 4bf92f3577b34da6a3ce929d0e0e4736
+                                     */
+                                    trace_id: string | null;
                                     attempts: {
                                         attempt: number;
                                         /** Format: date-time */
@@ -8499,7 +8825,7 @@ export interface components {
         ErrorBody: {
             detail: string;
             /** @enum {string} */
-            error_code: "VALIDATION_ERROR" | "BAD_REQUEST" | "INVALID_INPUT" | "NOT_AUTHENTICATED" | "INVALID_CREDENTIALS" | "INVALID_TOKEN" | "INVALID_SIGNATURE" | "INACTIVE_USER" | "FORBIDDEN" | "ADMIN_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "EMAIL_EXISTS" | "SKU_EXISTS" | "INVALID_PRODUCT" | "INVALID_QUANTITY" | "INVALID_STATE" | "ORDER_NOT_CANCELLABLE" | "SUBSCRIPTION_LIMIT_REACHED" | "SUBSCRIPTION_URL_EXISTS" | "INVALID_RESET_TOKEN" | "RESET_TOKEN_USED" | "RESET_TOKEN_EXPIRED" | "RESET_TOKEN_SUPERSEDED" | "IDEMPOTENCY_KEY_REUSED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMITED" | "LOGIN_THROTTLED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "WEBHOOK_NOT_CONFIGURED" | "REQUEST_TIMEOUT" | "HEADERS_TOO_LARGE";
+            error_code: "VALIDATION_ERROR" | "BAD_REQUEST" | "INVALID_INPUT" | "NOT_AUTHENTICATED" | "INVALID_CREDENTIALS" | "INVALID_TOKEN" | "INVALID_SIGNATURE" | "INACTIVE_USER" | "FORBIDDEN" | "ADMIN_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "EMAIL_EXISTS" | "SKU_EXISTS" | "INVALID_PRODUCT" | "INVALID_QUANTITY" | "INVALID_STATE" | "ORDER_NOT_CANCELLABLE" | "SUBSCRIPTION_LIMIT_REACHED" | "SUBSCRIPTION_URL_EXISTS" | "INVALID_RESET_TOKEN" | "RESET_TOKEN_USED" | "RESET_TOKEN_EXPIRED" | "RESET_TOKEN_SUPERSEDED" | "INVALID_EMAIL_TOKEN" | "EMAIL_TOKEN_USED" | "EMAIL_TOKEN_EXPIRED" | "IDEMPOTENCY_KEY_REUSED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMITED" | "LOGIN_THROTTLED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "WEBHOOK_NOT_CONFIGURED" | "REQUEST_TIMEOUT" | "HEADERS_TOO_LARGE";
             errors?: {
                 loc: (string | number)[];
                 msg: string;

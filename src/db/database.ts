@@ -30,7 +30,7 @@ export interface DatabaseOptions {
   poolSize?: number;
   /** named prepared statements (src/db/named-statements.ts); default true */
   preparedStatements?: boolean;
-  /** PGlite's shared_buffers in MiB (default 128, PostgreSQL's own default) */
+  /** PGlite's shared_buffers in MiB (default 32: one process's working set, a quarter of PostgreSQL's default) */
   sharedBuffersMb?: number;
   /** shown in pg_stat_activity (the service uses oas-<role>) */
   applicationName?: string;
@@ -69,9 +69,9 @@ export async function createDatabase(opts: DatabaseOptions): Promise<DatabaseHan
   }
   // loaded only here: a process on PostgreSQL never holds the embedded database's code
   const { PGlite } = await import('@electric-sql/pglite');
-  // PostgreSQL zeroes its whole shared buffer pool at start: 128 MiB of it is most of a start-up's
-  // CPU (about 0.5 s) and resident memory from the first query on
-  const startParams = [...PGlite.defaultStartParams, '-c', `shared_buffers=${opts.sharedBuffersMb ?? 128}MB`];
+  // PostgreSQL zeroes its whole shared buffer pool at start, so the pool is resident from the first
+  // query on; the operating system's page cache still holds the rest of the data directory
+  const startParams = [...PGlite.defaultStartParams, '-c', `shared_buffers=${opts.sharedBuffersMb ?? 32}MB`];
   let pglite: PGlite;
   let lock: DataDirLock | undefined;
   if (opts.databaseUrl === ':memory:') {

@@ -29,6 +29,8 @@ export interface UsersTable {
   sessions_valid_after: NullableTimestamp;
   /** created without a password (a platform customer): setting one through password recovery activates it */
   awaiting_password: Generated<boolean>;
+  /** the holder proved the address (see migration 20261214000000); only verified addresses link platform orders */
+  email_verified: Generated<boolean>;
 }
 
 export interface PasswordResetTokensTable {
@@ -42,6 +44,20 @@ export interface PasswordResetTokensTable {
   used_at: NullableTimestamp;
   /** revoked when the user's sessions end (password changed, deactivated, deleted) */
   revoked_at: NullableTimestamp;
+  created_at: CreatedAt;
+}
+
+export interface EmailTokensTable {
+  id: Generated<number>;
+  user_id: number;
+  /** `verify`: confirms a new address (sent to it); `revert`: undoes a change (sent to the previous address) */
+  purpose: 'verify' | 'revert';
+  /** SHA-256 of the token, hex */
+  token_hash: string;
+  /** `verify`: the address to confirm; `revert`: the address to restore */
+  email: string;
+  expires_at: Timestamp;
+  used_at: NullableTimestamp;
   created_at: CreatedAt;
 }
 
@@ -75,6 +91,8 @@ export interface OrdersTable {
   external_id: string | null;
   /** when it was cancelled; null unless it is `cancelled` */
   cancelled_at: NullableTimestamp;
+  /** the trace (OpenTelemetry trace id) of the request or job that created it; null when not traced */
+  trace_id: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: CreatedAt;
   updated_at: CreatedAt;
 }
@@ -219,6 +237,8 @@ export interface WebhookMessagesTable {
   /** attempts made before the message was last re-queued (resend, recover): its retry schedule starts again there */
   retry_base: Generated<number>;
   last_error: string | null;
+  /** the W3C traceparent of the span that wrote its event, continued by each delivery; null when not traced */
+  traceparent: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: CreatedAt;
   settled_at: NullableTimestamp;
 }
@@ -282,6 +302,7 @@ export interface JobLinksTable {
 
 export interface Database {
   users: UsersTable;
+  email_tokens: EmailTokensTable;
   user_counts: UserCountsTable;
   order_counts: OrderCountsTable;
   user_order_counts: UserOrderCountsTable;

@@ -58,6 +58,12 @@ const EXAMPLES: Record<ErrorCode, ErrorExample> = {
     detail:
       'This password reset token is no longer valid: a newer one was requested, or the account changed since; use the latest e-mail or request a new one',
   },
+  INVALID_EMAIL_TOKEN: {
+    summary: 'an unknown token, or the address changed since',
+    detail: 'Invalid e-mail confirmation token, or the account no longer has this address',
+  },
+  EMAIL_TOKEN_USED: { summary: 'the token was used', detail: 'This e-mail link has already been used' },
+  EMAIL_TOKEN_EXPIRED: { summary: 'the token expired', detail: 'This e-mail link has expired' },
   IDEMPOTENCY_KEY_REUSED: {
     summary: 'the key was used with another body',
     detail: 'Idempotency-Key has already been used with a different request body',
@@ -93,9 +99,17 @@ export const ROUTE_CODES: Readonly<Record<string, readonly RouteCode[]>> = {
   'POST /auth/logout': ['INVALID_TOKEN'],
   'POST /auth/password': [{ code: 'INVALID_CREDENTIALS', detail: 'Current password is incorrect' }],
   'POST /auth/reset-password': ['INVALID_RESET_TOKEN', 'RESET_TOKEN_USED', 'RESET_TOKEN_EXPIRED', 'RESET_TOKEN_SUPERSEDED'],
+  'POST /auth/verify-email': ['INVALID_EMAIL_TOKEN', 'EMAIL_TOKEN_USED', 'EMAIL_TOKEN_EXPIRED', { code: 'EMAIL_EXISTS', detail: 'Email already in use by another account' }],
+  'POST /auth/email-change/revert': [
+    { code: 'INVALID_EMAIL_TOKEN', detail: 'Invalid e-mail change revert token' },
+    'EMAIL_TOKEN_USED',
+    'EMAIL_TOKEN_EXPIRED',
+    { code: 'EMAIL_EXISTS', detail: 'Email already in use by another account' },
+  ],
   'POST /users': ['EMAIL_EXISTS'],
   'PATCH /users/{user_id}': [
     { code: 'EMAIL_EXISTS', detail: 'Email already in use' },
+    { code: 'INVALID_CREDENTIALS', detail: 'Current password is incorrect' },
     { code: 'FORBIDDEN', detail: 'Not enough permissions to update this user' },
   ],
   'DELETE /users/{user_id}': [{ code: 'FORBIDDEN', detail: 'Administrators cannot delete their own account' }],

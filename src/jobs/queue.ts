@@ -15,6 +15,14 @@ import { deadLetterQueueOf, jobSubjectOf, type DeadLettered, type Job, type JobN
 export { DEAD_LETTER_RETRY, HOUSEKEEPING_RETRY, INTERNAL_RETRY, JOB_LIVENESS, type QueueDefinition } from './job-policies.ts';
 export { givenUpJob, isLastAttempt, jobFailureMessage, type JobRecord, type QueueJobCounts } from './job-records.ts';
 
+/**
+ * `traceParent`: the stored `traceparent` the job's run continues (the trace of what caused the
+ * work), instead of the sender's span, which it then links to.
+ */
+export interface TraceOption {
+  traceParent?: string | null;
+}
+
 export type JobHandler<N extends JobName> = (job: Job<N>) => Promise<void>;
 
 export interface WorkOptions<N extends JobName> {
@@ -34,6 +42,11 @@ export interface WorkOptions<N extends JobName> {
    * fetched in batches (batchSize above 1).
    */
   together?: (jobs: Job<N>[]) => Promise<void>;
+  /**
+   * Which attempt of its work a job is, for its span, when the queue counts attempts itself (each
+   * retry sent as a new job); pg-boss's count of the job's own retries otherwise.
+   */
+  attempt?: (job: Job<N>) => number;
 }
 
 interface Worker {
@@ -203,7 +216,8 @@ export class JobQueue {
   /** One attempt of one job; a failed attempt is failed by id, so pg-boss retries it. */
   private async run(w: Worker, job: JobWithMetadata<unknown>): Promise<void> {
     try {
-      await inJobSpan(w.name, job, () => w.handler(job));
+      const attempt = w.opts.attempt?.(job as Job<JobName>);
+      await inJobSpan(w.name, job, () => w.handler(job), attempt);
     } catch (err) {
       this.log.warn({ err, queue: w.name, jobId: job.id, attempt: job.retryCount + 1 }, 'job attempt failed');
       await this.boss.fail(w.name, job.id, { message: err instanceof Error ? err.message : String(err) });
@@ -246,9 +260,10 @@ export class JobQueue {
    * unless it is a `linkedJob` (its `id` given), whose link the statement that created its subject
    * wrote.
    */
-  async send<N extends JobName>(trx: Transaction<Database>, name: N, data: JobPayloads[N], options: SendOptions = {}): Promise<string> {
+  async send<N extends JobName>(trx: Transaction<Database>, name: N, data: JobPayloads[N], options: SendOptions & TraceOption = {}): Promise<string> {
+    const { traceParent, ...sendOptions } = options;
     const id = options.id ?? randomUUID();
-    await this.boss.send(name, withTraceContext(data), { ...options, id, db: fromKysely(trx) });
+    await this.boss.send(name, withTraceContext(data, traceParent), { ...sendOptions, id, db: fromKysely(trx) });
     const subject = jobSubjectOf(data);
     if (subject && options.id === undefined) await insertJobLink(trx, id, name, subject);
     return id;

@@ -24,12 +24,14 @@ interface Payloads {
   'user-welcome-email': { userId: number };
   /** tell the previous address of a user that the account's e-mail changed (users) */
   'user-email-changed': { userId: number; previousEmail: string; newEmail: string; changedAt: string };
+  /** mail a confirmation link to the address a user gave themselves, unless it changed again since (users) */
+  'user-email-verification': { userId: number; email: string };
   /**
    * a password recovery request, for any e-mail: the job decides whether an account gets a reset
    * token and an e-mail, so the request costs the same either way (auth)
    */
   'password-recovery-email': { email: string };
-  /** scheduled: delete refresh and password reset tokens expired, used or revoked for a day (auth) */
+  /** scheduled: delete refresh, password reset and e-mail link tokens expired, used or revoked for a day (auth) */
   'refresh-tokens-purge': NoPayload;
   /** scheduled: delete expired Idempotency-Key responses (orders) */
   'idempotency-keys-purge': NoPayload;

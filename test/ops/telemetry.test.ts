@@ -17,6 +17,7 @@ interface ExportedSpan {
   kind: number;
   attributes: Record<string, unknown>;
   resource: Record<string, unknown>;
+  links: { traceId: string; spanId: string }[];
 }
 
 const SPAN_KIND = { SERVER: 2, CLIENT: 3, CONSUMER: 5 } as const;
@@ -46,13 +47,23 @@ async function startOtlpReceiver(): Promise<{ url: string; spans: ExportedSpan[]
       const body = JSON.parse((req.headers['content-encoding'] === 'gzip' ? zlib.gunzipSync(raw) : raw).toString('utf8')) as {
         resourceSpans: {
           resource?: { attributes?: { key: string; value: AnyValue }[] };
-          scopeSpans: { spans: { traceId: string; spanId: string; parentSpanId?: string; name: string; kind: number; attributes?: { key: string; value: AnyValue }[] }[] }[];
+          scopeSpans: {
+            spans: {
+              traceId: string;
+              spanId: string;
+              parentSpanId?: string;
+              name: string;
+              kind: number;
+              attributes?: { key: string; value: AnyValue }[];
+              links?: { traceId: string; spanId: string }[];
+            }[];
+          }[];
         }[];
       };
       for (const rs of body.resourceSpans) {
         const resource = attributesOf(rs.resource?.attributes);
         for (const ss of rs.scopeSpans) {
-          for (const s of ss.spans) spans.push({ ...s, attributes: attributesOf(s.attributes), resource });
+          for (const s of ss.spans) spans.push({ ...s, attributes: attributesOf(s.attributes), resource, links: s.links ?? [] });
         }
       }
       res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
@@ -64,6 +75,15 @@ async function startOtlpReceiver(): Promise<{ url: string; spans: ExportedSpan[]
     spans,
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
+}
+
+/** Lines a process logged (pino's JSON lines on stdout), parsed. */
+function logLines(p: Proc): { level: number; msg: string; [k: string]: unknown }[] {
+  return p
+    .stdout()
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as { level: number; msg: string });
 }
 
 async function call(base: string, method: 'GET' | 'POST', path: string, token: string | undefined, body?: unknown): Promise<{ status: number; json: Record<string, unknown> }> {
@@ -85,21 +105,28 @@ describe(`OpenTelemetry: one trace from POST /orders to the subscriber (${split 
     defer(t, () => otlp.close());
     const subscriber = await startSlowReceiver();
     defer(t, () => subscriber.close());
+    // the first delivery fails: its retry, a job of its own, is attempt 2
+    subscriber.respond = (_hit, i) => (i === 0 ? { status: 500, body: 'not yet' } : { status: 200, body: 'ok' });
     const otel = {
       OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url,
       OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
       OTEL_BSP_SCHEDULE_DELAY: '100',
       WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+      WEBHOOK_RETRY_SCHEDULE: '0.2',
       BCRYPT_ROUNDS: '4',
     };
 
     const apiPort = await freePort();
     const base = `http://127.0.0.1:${apiPort}`;
-    const apiEnv = await serverEnv(t, { ...otel, PORT: String(apiPort), ROLE: split ? 'api' : 'all' });
+    const apiEnv = await serverEnv(t, { ...otel, PORT: String(apiPort), ROLE: split ? 'api' : 'all', LOG_LEVEL: 'info' });
     const processes: Proc[] = [start(t, 'src/server.ts', apiEnv, SDK_LOAD_PROBE)];
     await untilHealthy(base, processes[0]);
     // the probe sees the SDK load when the endpoint is set (test/ops/server-process.test.ts: and not otherwise)
     assert.ok(processes[0].stderr().includes(SDK_LOADED), 'the SDK is loaded');
+    // one start-up line says tracing is on and where the spans go
+    const status = logLines(processes[0]).filter((l) => l.msg.startsWith('tracing '));
+    assert.equal(status.length, 1, processes[0].stdout());
+    assert.equal(status[0].msg, `tracing on: spans of service order-account-service exported via OTLP http/json to ${otlp.url}/v1/traces`);
     if (split) {
       const workerEnv = await serverEnv(t, { ...otel, PORT: String(await freePort()), ROLE: 'worker', LOG_LEVEL: 'info' });
       workerEnv.DATABASE_URL = apiEnv.DATABASE_URL;
@@ -160,7 +187,29 @@ describe(`OpenTelemetry: one trace from POST /orders to the subscriber (${split 
     assert.equal(processOrder?.kind, SPAN_KIND.CONSUMER);
     assert.equal(processOrder?.attributes['job.queue'], 'order-process');
     assert.equal(processOrder?.attributes['job.attempt'], 1);
-    assert.ok(inTrace.some((s) => s.name === 'process webhook-deliver' && s.attributes['job.attempt'] === 1));
+    // each delivery attempt is a child of the span that wrote its event (the request, or the order's
+    // job), never of the delivery before it; the retry reports attempt 2 and links to what sent it
+    const deliverSpans = inTrace.filter((s) => s.name === 'process webhook-deliver');
+    const writers = new Set([orderSpan.spanId, ...inTrace.filter((s) => s.name === 'process order-process').map((s) => s.spanId)]);
+    for (const d of deliverSpans) assert.ok(writers.has(d.parentSpanId ?? ''), `delivery span ${d.spanId} hangs under ${d.parentSpanId}`);
+    const created = deliverSpans.filter((d) => d.attributes['webhook.event.type'] === 'order.created');
+    assert.deepEqual(created.map((d) => d.attributes['job.attempt']).sort(), [1, 2]);
+    for (const d of created) assert.equal(d.parentSpanId, orderSpan.spanId, 'order.created belongs to the request that created the order');
+    const retry = created.find((d) => d.attributes['job.attempt'] === 2)!;
+    const firstAttempt = created.find((d) => d.attributes['job.attempt'] === 1)!;
+    assert.deepEqual(retry.links.map((l) => l.spanId), [firstAttempt.spanId], 'the retry links to the attempt that sent it');
+    assert.equal(retry.attributes['order.id'], orderId);
+    assert.match(String(retry.attributes['webhook.message.id']), /^msg_/);
+
+    // the admin trace gives the trace id to look the order up with, in both versions
+    for (const version of ['v1', 'v2']) {
+      const story = await call(base, 'GET', `/api/${version}/admin/orders/${orderId}/trace`, token);
+      assert.equal(story.status, 200);
+      assert.equal(story.json.trace_id, traceId);
+      const messages = (story.json.deliveries as { messages: { trace_id: string }[] }[]).flatMap((d) => d.messages);
+      assert.ok(messages.length >= 2);
+      for (const m of messages) assert.equal(m.trace_id, traceId);
+    }
 
     // spans from every process share the trace: the API's request, the worker's jobs and deliveries
     const pids = processes.map((p) => p.child.pid);
@@ -172,12 +221,51 @@ describe(`OpenTelemetry: one trace from POST /orders to the subscriber (${split 
 
     // with PostgreSQL, the statements of the request and of the jobs are spans of the trace too
     if (split) {
-      const statements = inTrace.filter((s) => s.attributes['db.system.name'] === 'postgresql' || s.attributes['db.system'] === 'postgresql');
+      const statements = inTrace.filter((s) => s.attributes['db.system.name'] === 'postgresql' && s.attributes['db.query.text'] !== undefined);
       assert.ok(statements.some((s) => s.resource['process.pid'] === pids[0]), 'the API process traced its statements');
       assert.ok(statements.some((s) => s.resource['process.pid'] === pids[1]), 'the worker traced its statements');
+      // named by what they do (OpenTelemetry's query summary), not by prepared statement ids
+      for (const s of statements) {
+        assert.doesNotMatch(s.name, /^pg\.query/, String(s.attributes['db.query.text']));
+        assert.equal(s.name, s.attributes['db.query.summary']);
+      }
+      const names = new Set(statements.map((s) => s.name));
+      assert.ok([...names].some((n) => /\bINSERT orders\b/.test(n)), [...names].join(' | '));
+      assert.ok(names.has('UPDATE webhook_messages') || [...names].some((n) => n.startsWith('UPDATE webhook_messages')), [...names].join(' | '));
     }
 
     for (const p of processes) p.child.kill('SIGTERM');
     for (const p of processes) assert.deepEqual(await p.exited, { code: 0, signal: null }, p.stderr());
+  });
+
+  it('with the collector down, the failed exports are logged, the first at once', async (t) => {
+    // a port nothing listens on
+    const deadCollector = `http://127.0.0.1:${await freePort()}`;
+    const port = await freePort();
+    const base = `http://127.0.0.1:${port}`;
+    const env = await serverEnv(t, {
+      OTEL_EXPORTER_OTLP_ENDPOINT: deadCollector,
+      OTEL_BSP_SCHEDULE_DELAY: '100',
+      OTEL_EXPORTER_OTLP_TIMEOUT: '1000',
+      PORT: String(port),
+      LOG_LEVEL: 'info',
+      BCRYPT_ROUNDS: '4',
+    });
+    const proc = start(t, 'src/server.ts', env);
+    await untilHealthy(base, proc);
+    assert.ok(logLines(proc).some((l) => l.msg === `tracing on: spans of service order-account-service exported via OTLP http/protobuf to ${deadCollector}/v1/traces`));
+    // a request makes spans to export
+    assert.equal((await call(base, 'POST', '/api/v1/auth/login', undefined, { username: ADMIN_EMAIL, password: ADMIN_PASSWORD })).status, 200);
+    const line = await waitFor(async () => logLines(proc).find((l) => l.msg.startsWith('tracing: ')), 60000);
+    assert.equal(line.level, 40, 'a warning');
+    assert.equal(line.endpoint, `${deadCollector}/v1/traces`);
+    assert.ok(Number(line.failures) >= 1);
+    assert.ok(typeof line.error === 'string' && line.error.length > 0);
+    assert.match(line.msg, /span exports? to http:\/\/127\.0\.0\.1:\d+\/v1\/traces failed/);
+    // more requests within the minute: no line per failed batch
+    for (let i = 0; i < 3; i++) await call(base, 'POST', '/api/v1/auth/login', undefined, { username: ADMIN_EMAIL, password: 'wrong-password' });
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    assert.equal(logLines(proc).filter((l) => l.msg.startsWith('tracing: ')).length, 1);
+    proc.child.kill('SIGKILL');
   });
 });

@@ -1,6 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Db } from '../../db/database.ts';
 import { HOUSEKEEPING_RETRY, type JobQueue } from '../../jobs/queue.ts';
+import { purgeExpiredEmailTokens } from '../users/email-tokens.repository.ts';
 import { purgeExpiredRefreshTokens } from './auth.repository.ts';
 import type { PasswordRecoveryService } from './password-recovery.service.ts';
 import { purgeExpiredResetTokens } from './password-reset.repository.ts';
@@ -12,6 +13,8 @@ export function registerAuthJobs(queue: JobQueue, deps: { db: Db; log: FastifyBa
     if (purged > 0) deps.log.info({ purged }, 'purged expired refresh tokens');
     const resetTokens = await purgeExpiredResetTokens(deps.db);
     if (resetTokens > 0) deps.log.info({ purged: resetTokens }, 'purged expired password reset tokens');
+    const emailTokens = await purgeExpiredEmailTokens(deps.db);
+    if (emailTokens > 0) deps.log.info({ purged: emailTokens }, 'purged expired e-mail confirmation and revert tokens');
   });
   queue.scheduleCron('refresh-tokens-purge', '17 * * * *');
 

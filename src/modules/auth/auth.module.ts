@@ -32,10 +32,12 @@ export async function createAuthModule(ctx: AppContext, deps: { users: UsersModu
   return {
     tokens,
     verifyAccessToken: (token) => tokens.verify(token, 'access'),
-    routes: (api) => registerAuthRoutes(api, auth, recovery),
+    routes: (api) => registerAuthRoutes(api, auth, recovery, deps.users.emailChange),
     rootRoutes: (app) => {
       if (tokens.asymmetric) registerJwksRoute(app, tokens);
     },
-    close: () => throttle.close(),
+    close: async () => {
+      await Promise.all([throttle.close(), recovery.close()]);
+    },
   };
 }

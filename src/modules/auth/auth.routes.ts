@@ -4,11 +4,13 @@ import { Type } from 'typebox';
 import { authUser } from '../../http/auth.ts';
 import { errorResponses } from '../../http/errors.ts';
 import { toUserPublic } from '../users/users.mapper.ts';
-import { UserPublic } from '../users/users.schemas.ts';
+import { userSchemas } from '../users/users.schemas.ts';
+import { apiVersionOf } from '../../http/api-version.ts';
 import {
   AccessToken,
   ActionResult,
   ChangePasswordBody,
+  EmailTokenBody,
   Jwks,
   LoginBody,
   PasswordRecoveryBody,
@@ -17,6 +19,7 @@ import {
   TokenPair,
 } from './auth.schemas.ts';
 import type { AuthService } from './auth.service.ts';
+import type { EmailChangeService } from '../users/email-change.service.ts';
 import type { PasswordRecoveryService } from './password-recovery.service.ts';
 import type { TokenService } from './token.service.ts';
 
@@ -35,9 +38,11 @@ export function registerJwksRoute(app: FastifyInstance, tokens: TokenService): v
  */
 const credentialRoute = { auth: 'public', rateLimit: 'ip' } as const;
 
-export function registerAuthRoutes(root: FastifyInstance, auth: AuthService, recovery: PasswordRecoveryService): void {
+export function registerAuthRoutes(root: FastifyInstance, auth: AuthService, recovery: PasswordRecoveryService, emailChange: EmailChangeService): void {
   const app = root.withTypeProvider<TypeBoxTypeProvider>();
   const tags = ['auth'];
+  const version = apiVersionOf(root);
+  const { UserPublic } = userSchemas(version);
 
   app.post('/auth/login', {
     config: credentialRoute,
@@ -46,16 +51,17 @@ export function registerAuthRoutes(root: FastifyInstance, auth: AuthService, rec
       summary: 'Sign in with your e-mail address (as username) and password',
       description:
         'Accepts JSON or an OAuth2 password-flow form (application/x-www-form-urlencoded).\n\n' +
-        'After `LOGIN_THROTTLE_MAX_FAILURES` (10) failed sign-ins for one e-mail within `LOGIN_THROTTLE_WINDOW_SECONDS` ' +
-        '(15 minutes), further sign-ins for that e-mail answer 429 `LOGIN_THROTTLED` with `Retry-After` until the window ' +
-        'ends, whichever client they come from, whether or not an account has that e-mail. A successful sign-in or a ' +
-        'password reset clears the count. Always counted against the client IP (429 `RATE_LIMITED`), whatever ' +
-        '`Authorization` header is sent.',
+        'After `LOGIN_THROTTLE_MAX_FAILURES` (10) failed sign-ins for one e-mail from one client (its address; the forwarded ' +
+        'address with `TRUST_PROXY`) within `LOGIN_THROTTLE_WINDOW_SECONDS` (15 minutes), further sign-ins for that e-mail from ' +
+        'that client answer 429 `LOGIN_THROTTLED` with `Retry-After` until the window ends; other clients are not affected ' +
+        'until the e-mail reaches `LOGIN_THROTTLE_MAX_FAILURES_PER_EMAIL` (10 times the first) across all clients. Known and ' +
+        'unknown e-mails alike. A successful sign-in or a password reset clears the counts. Always counted against the client ' +
+        'IP (429 `RATE_LIMITED`), whatever `Authorization` header is sent.',
       consumes: ['application/json', 'application/x-www-form-urlencoded'],
       body: LoginBody,
       response: { 200: TokenPair, ...errorResponses(401, 403, 422, 429) },
     },
-    handler: async (request) => auth.login(request.body.username, request.body.password),
+    handler: async (request) => auth.login(request.body.username, request.body.password, request.ip),
   });
 
   app.post('/auth/refresh', {
@@ -105,7 +111,7 @@ export function registerAuthRoutes(root: FastifyInstance, auth: AuthService, rec
       summary: 'The signed-in user',
       response: { 200: UserPublic, ...errorResponses(401, 403, 429) },
     },
-    handler: async (request) => toUserPublic(authUser(request)),
+    handler: async (request) => toUserPublic(version, authUser(request)),
   });
 
   app.post('/auth/password', {
@@ -130,9 +136,11 @@ export function registerAuthRoutes(root: FastifyInstance, auth: AuthService, rec
       summary: 'Ask for a password reset e-mail',
       description:
         'Always 202 with the same body, in the same time, whether or not an account has this e-mail. For a live account ' +
-        'that is active, or that was created by a platform order and has no password yet, an e-mail goes out with a ' +
-        'single-use reset token (valid `PASSWORD_RESET_TTL_SECONDS`, 30 minutes by default; a newer request replaces it), ' +
-        'as a link when `PASSWORD_RESET_URL` is set. Use it with `POST /auth/reset-password`.',
+        'that is active with this address verified, or that was created by a platform order and has no password yet, an e-mail ' +
+        'goes out with a single-use reset token (valid `PASSWORD_RESET_TTL_SECONDS`, 30 minutes by default), as a link when ' +
+        '`PASSWORD_RESET_URL` is set. Use it with `POST /auth/reset-password`. While a token sent earlier is still valid, a new ' +
+        'request sends nothing and never replaces it; at most 3 recovery e-mails go to one address per hour. An account whose ' +
+        'address is not verified gets no e-mail: its holder signs in with the password and confirms the address, or asks an administrator.',
       body: PasswordRecoveryBody,
       response: { 202: ActionResult, ...errorResponses(422, 429) },
     },
@@ -154,13 +162,52 @@ export function registerAuthRoutes(root: FastifyInstance, auth: AuthService, rec
         'Sets the password (same rules as everywhere: 8 to 72 bytes), revokes every refresh token and refuses (401) every ' +
         'access token issued before it. An account created by a platform order without a password becomes active. ' +
         'Errors (400): `INVALID_RESET_TOKEN` (not a token this service issued), `RESET_TOKEN_USED`, `RESET_TOKEN_EXPIRED`, ' +
-        '`RESET_TOKEN_SUPERSEDED` (a newer token was requested, or the password, the e-mail or the account changed since).',
+        '`RESET_TOKEN_SUPERSEDED` (the password, the e-mail or the account changed since). The address becomes verified, and ' +
+        "the e-mail's sign-in throttle (its ceiling, and this client's count) is cleared.",
       body: ResetPasswordBody,
       response: { 200: ActionResult, ...errorResponses(400, 422, 429) },
     },
     handler: async (request) => {
-      await recovery.reset(request.body.token, request.body.new_password);
+      await recovery.reset(request.body.token, request.body.new_password, request.ip);
       return { status: 'completed', message: 'Password has been reset; sign in with the new password' };
+    },
+  });
+
+  app.post('/auth/verify-email', {
+    config: credentialRoute,
+    schema: {
+      tags,
+      summary: 'Confirm an e-mail address with the token mailed to it',
+      description:
+        'A change of your own e-mail (PATCH /users/{user_id}) mails a token to the new address, valid 2 days. Sending it here marks ' +
+        'the address verified: from then on platform orders with this address are linked to the account and password recovery mails it. ' +
+        'Errors (400): `INVALID_EMAIL_TOKEN` (not a token this service issued, or the account has another address since), ' +
+        '`EMAIL_TOKEN_USED`, `EMAIL_TOKEN_EXPIRED`, `EMAIL_EXISTS` (another account verified the address first).',
+      body: EmailTokenBody,
+      response: { 200: ActionResult, ...errorResponses(400, 422, 429) },
+    },
+    handler: async (request) => {
+      await emailChange.verify(request.body.token);
+      return { status: 'completed', message: 'The e-mail address is verified' };
+    },
+  });
+
+  app.post('/auth/email-change/revert', {
+    config: credentialRoute,
+    schema: {
+      tags,
+      summary: 'Undo an e-mail change with the token mailed to the previous address',
+      description:
+        'Every change of an account\'s e-mail mails the previous address a token, valid 7 days. Sending it here restores that address, ' +
+        'marks it verified and ends every session of the account (refresh tokens revoked, access tokens issued until now refused, ' +
+        'password reset tokens void); then choose a new password through `POST /auth/password-recovery`. ' +
+        'Errors (400): `INVALID_EMAIL_TOKEN`, `EMAIL_TOKEN_USED`, `EMAIL_TOKEN_EXPIRED`, `EMAIL_EXISTS` (another account verified the address meanwhile).',
+      body: EmailTokenBody,
+      response: { 200: ActionResult, ...errorResponses(400, 422, 429) },
+    },
+    handler: async (request) => {
+      await emailChange.revert(request.body.token);
+      return { status: 'completed', message: 'The previous e-mail address is restored and every session of the account has ended' };
     },
   });
 }

@@ -50,6 +50,12 @@ export const ResetPasswordBody = Type.Object(
 );
 export type ResetPasswordBody = Static<typeof ResetPasswordBody>;
 
+export const EmailTokenBody = Type.Object(
+  { token: Type.String({ maxLength: 256, description: 'the token from the e-mail' }) },
+  { additionalProperties: false, examples: [{ token: 'the token from the e-mail' }] },
+);
+export type EmailTokenBody = Static<typeof EmailTokenBody>;
+
 /** The action-style answer (`status`, `message`) of the recovery routes. */
 export const ActionResult = Type.Object({
   status: Type.String(),

@@ -31,16 +31,16 @@ export class AuthService {
   /**
    * Unknown e-mail, a user without a usable password and a wrong password all cost one bcrypt
    * comparison and give the same 401; only the holder of the right password learns the account is
-   * inactive. Every attempt counts against the e-mail's sign-in throttle first (429 once it is
-   * locked, for known and unknown e-mails alike); a successful sign-in clears it.
+   * inactive. Every attempt counts against the sign-in throttle of the e-mail and the client first
+   * (429 once it is reached, for known and unknown e-mails alike); a successful sign-in clears it.
    */
-  async login(email: string, password: string) {
-    await this.throttle.attempt(email);
+  async login(email: string, password: string, client: string) {
+    await this.throttle.attempt(email, client);
     const user = await this.users.findByEmail(email);
     const ok = await this.hasher.verify(password, user?.password_hash);
     if (!user || !ok) throw invalidCredentials();
     if (!user.is_active) throw new AppError('INACTIVE_USER', 'Inactive user');
-    await this.throttle.clear(email);
+    await this.throttle.clear(email, client);
     // never issued before the user's session cut-off, which may be a fraction of a second ahead
     const notBefore = user.sessions_valid_after ? Math.floor(user.sessions_valid_after.getTime() / 1000) : 0;
     const [access, refresh] = await Promise.all([

@@ -3,35 +3,46 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../../config.ts';
 import { createAttemptLimiter, type AttemptLimiter } from '../../http/attempt-limiter.ts';
 import { AppError } from '../../http/errors.ts';
+import type { Verdict } from '../../http/rate-limit-counter.ts';
 
 /**
- * Protection of each account against password guessing, whatever IPs and tokens the guesses come
- * from: sign-in attempts are counted per e-mail address (LOGIN_THROTTLE_MAX_FAILURES within
- * LOGIN_THROTTLE_WINDOW_SECONDS), in Redis when configured so every API process sees one count.
+ * Protection of each account against password guessing that an attacker cannot turn into a lockout
+ * of its holder (OWASP: throttle, don't lock; decision 103). Sign-in attempts are counted twice, in
+ * Redis when configured so every API process sees one count:
+ * - per e-mail and client (LOGIN_THROTTLE_MAX_FAILURES within LOGIN_THROTTLE_WINDOW_SECONDS): the
+ *   client is the request's address, the forwarded one with TRUST_PROXY, so failures from one
+ *   client do not throttle the holder signing in from another;
+ * - per e-mail across all clients, a higher ceiling (LOGIN_THROTTLE_MAX_FAILURES_PER_EMAIL, 10 × the
+ *   first by default) against guessing spread over many addresses.
  *
  * An attempt is counted before its password is checked, so concurrent guesses cannot all slip in
- * before the count reaches the limit; a successful sign-in (or a password reset) forgets the count,
- * so what remains counted are the failures. Once the limit is reached every further attempt answers
- * 429 until the window (which began with the first counted attempt) ends — without looking the
- * e-mail up, so the answer is the same whether an account exists or not, and unknown e-mails are
- * counted like known ones.
+ * before the count reaches the limit; a successful sign-in forgets the counts, so what remains
+ * counted are the failures. A password reset forgets the e-mail's ceiling and the resetting client's
+ * count. Once a limit is reached every further attempt answers 429 until the window ends — without
+ * looking the e-mail up, so the answer is the same whether an account exists or not.
  */
 export class LoginThrottle {
-  private readonly limiter: AttemptLimiter;
+  private readonly perClient: AttemptLimiter;
+  private readonly perEmail: AttemptLimiter;
 
   constructor(deps: { config: Config; log: FastifyBaseLogger }) {
-    this.limiter = createAttemptLimiter({
-      config: deps.config,
-      log: deps.log,
-      name: 'login',
-      points: deps.config.loginThrottleMaxFailures,
-      durationSeconds: deps.config.loginThrottleWindowSeconds,
+    const { config, log } = deps;
+    const durationSeconds = config.loginThrottleWindowSeconds;
+    this.perClient = createAttemptLimiter({ config, log, name: 'login', points: config.loginThrottleMaxFailures, durationSeconds });
+    this.perEmail = createAttemptLimiter({
+      config,
+      log,
+      name: 'login-email',
+      points: config.loginThrottleMaxFailuresPerEmail ?? 10 * config.loginThrottleMaxFailures,
+      durationSeconds,
     });
   }
 
-  /** Counts a sign-in attempt for `email`; throws LOGIN_THROTTLED when the account is locked. */
-  async attempt(email: string): Promise<void> {
-    const verdict = await this.limiter.consume(keyOf(email));
+  /** Counts a sign-in attempt for `email` from `client`; throws LOGIN_THROTTLED when either limit is reached. */
+  async attempt(email: string, client: string): Promise<void> {
+    const pair = await this.perClient.consume(pairKey(email, client));
+    // attempts the client's own limit refuses do not count against the holder's other clients
+    const verdict: Verdict = pair.exceeded ? pair : await this.perEmail.consume(emailKey(email));
     if (!verdict.exceeded) return;
     const retryAfter = Math.max(1, Math.ceil(verdict.msBeforeNext / 1000));
     throw new AppError('LOGIN_THROTTLED', `Too many failed sign-in attempts for this e-mail address; retry in ${retryAfter} seconds`, {
@@ -39,20 +50,25 @@ export class LoginThrottle {
     });
   }
 
-  /** Forgets the attempts for `email` (a successful sign-in, a password reset). */
-  async clear(email: string): Promise<void> {
-    await this.limiter.reset(keyOf(email));
+  /** Forgets the attempts for `email`: from `client`, and across all clients (a successful sign-in, a password reset). */
+  async clear(email: string, client: string): Promise<void> {
+    await Promise.all([this.perClient.reset(pairKey(email, client)), this.perEmail.reset(emailKey(email))]);
   }
 
-  close(): Promise<void> {
-    return this.limiter.close();
+  async close(): Promise<void> {
+    await Promise.all([this.perClient.close(), this.perEmail.close()]);
   }
 }
 
 /**
- * The counter's key: the e-mail as sign-in matches it (case-insensitively), hashed so that neither
- * Redis nor the process holds the addresses, and every key has the same short length.
+ * The counters' keys: the e-mail as sign-in matches it (case-insensitively), with the client's
+ * address for the first, hashed so that neither Redis nor the process holds the addresses, and
+ * every key has the same short length.
  */
-function keyOf(email: string): string {
+function emailKey(email: string): string {
   return crypto.createHash('sha256').update(email.toLowerCase()).digest('base64url');
+}
+
+function pairKey(email: string, client: string): string {
+  return crypto.createHash('sha256').update(`${email.toLowerCase()}\n${client}`).digest('base64url');
 }

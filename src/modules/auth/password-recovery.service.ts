@@ -1,21 +1,20 @@
-import crypto from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../../config.ts';
 import type { Db } from '../../db/database.ts';
+import { isUniqueViolation } from '../../db/errors.ts';
 import type { UserRow } from '../../db/schema.ts';
+import { createAttemptLimiter, type AttemptLimiter } from '../../http/attempt-limiter.ts';
 import { AppError } from '../../http/errors.ts';
 import type { JobQueue } from '../../jobs/queue.ts';
 import type { Mailer } from '../../mail/mailer.ts';
+import { hashOfMailToken, isMailToken, newMailToken } from '../users/mail-tokens.ts';
 import { assertPasswordLength } from '../users/passwords.ts';
 import type { UsersService } from '../users/users.service.ts';
 import type { LoginThrottle } from './login-throttle.ts';
-import { consumeResetToken, findResetToken, insertResetToken } from './password-reset.repository.ts';
+import { consumeResetToken, deleteResetToken, findResetToken, hasUsableResetToken, insertResetToken } from './password-reset.repository.ts';
 
-/** 32 random bytes (256 bits), base64url: the only shape a reset token has. */
-const TOKEN_BYTES = 32;
-const TOKEN_SHAPE = /^[A-Za-z0-9_-]{43}$/;
-
-const hashOf = (token: string) => crypto.createHash('sha256').update(token).digest('hex');
+/** At most this many recovery e-mails go to one address per hour, however many requests come. */
+export const RECOVERY_EMAILS_PER_HOUR = 3;
 
 const invalidToken = () => new AppError('INVALID_RESET_TOKEN', 'Invalid password reset token');
 const usedToken = () => new AppError('RESET_TOKEN_USED', 'This password reset token has already been used');
@@ -23,25 +22,29 @@ const expiredToken = () => new AppError('RESET_TOKEN_EXPIRED', 'This password re
 const supersededToken = () =>
   new AppError(
     'RESET_TOKEN_SUPERSEDED',
-    'This password reset token is no longer valid: a newer one was requested, or the account changed since; use the latest e-mail or request a new one',
+    'This password reset token is no longer valid: the account changed since it was sent; request a new one',
   );
 
 /**
- * Who may recover a password: a live account that is active, or that was created without a password
- * and awaits its first one (a platform customer, which the reset then activates). An account an
- * administrator deactivated gets nothing.
+ * Who may recover a password: a live account that is active with its address verified, or that was
+ * created without a password and awaits its first one (a platform customer, which the reset then
+ * activates and verifies). An account an administrator deactivated gets nothing, and nor does an
+ * unverified address: whoever claimed it never proved it is theirs.
  */
 function mayRecover(user: UserRow | undefined): user is UserRow {
-  return user !== undefined && (user.is_active || user.awaiting_password);
+  return user !== undefined && ((user.is_active && user.email_verified) || user.awaiting_password);
 }
 
 /**
  * Password recovery by e-mail. A request only enqueues a job carrying the e-mail, whether or not an
  * account has it: the request does the same work and answers the same in the same time either way,
  * and the job (on a worker) decides whether to issue a token and send it. A token is 256 random
- * bits, stored only as its SHA-256, valid PASSWORD_RESET_TTL_SECONDS, used once, and void once a
- * newer one is issued, the account's sessions end (password changed, deactivated, deleted) or its
- * e-mail changes.
+ * bits, stored only as its SHA-256, valid PASSWORD_RESET_TTL_SECONDS and used once; it is void once
+ * the account's sessions end (password changed, deactivated, deleted) or its e-mail changes.
+ *
+ * A request never voids a token sent before (decision 103): while one is still usable nothing new is
+ * sent, so no one can keep a holder's recovery e-mails useless by asking again and again, and at
+ * most RECOVERY_EMAILS_PER_HOUR e-mails reach one address per hour.
  */
 export class PasswordRecoveryService {
   private readonly db: Db;
@@ -51,6 +54,7 @@ export class PasswordRecoveryService {
   private readonly config: Config;
   private readonly throttle: LoginThrottle;
   private readonly log: FastifyBaseLogger;
+  private readonly mailsPerAddress: AttemptLimiter;
 
   constructor(deps: { db: Db; queue: JobQueue; mailer: Mailer; users: UsersService; config: Config; throttle: LoginThrottle; log: FastifyBaseLogger }) {
     this.db = deps.db;
@@ -60,6 +64,13 @@ export class PasswordRecoveryService {
     this.config = deps.config;
     this.throttle = deps.throttle;
     this.log = deps.log;
+    this.mailsPerAddress = createAttemptLimiter({
+      config: deps.config,
+      log: deps.log,
+      name: 'recovery-mail',
+      points: RECOVERY_EMAILS_PER_HOUR,
+      durationSeconds: 3600,
+    });
   }
 
   /** The request: one job, for any e-mail. */
@@ -68,42 +79,65 @@ export class PasswordRecoveryService {
   }
 
   /**
-   * The job: a new token and its e-mail for an account that may recover its password; nothing for
-   * any other e-mail. A retried job issues a fresh token (superseding one whose e-mail may not have
-   * gone out), so only the latest e-mail's token works.
+   * The job: a new token and its e-mail for an account that may recover its password and has no
+   * usable token yet; nothing otherwise. When the e-mail cannot be sent the token is deleted, so the
+   * job's retry sends a new one.
    */
   async sendResetEmail(email: string): Promise<void> {
-    const user = await this.users.findByEmail(email);
+    const user = await this.users.findRecoverable(email);
     if (!mayRecover(user)) return;
-    const token = crypto.randomBytes(TOKEN_BYTES).toString('base64url');
+    if (await hasUsableResetToken(this.db, user.id, user.email, new Date())) return;
+    const quota = await this.mailsPerAddress.consume(hashOfMailToken(user.email.toLowerCase()));
+    if (quota.exceeded) {
+      this.log.info({ userId: user.id }, 'password recovery e-mail not sent: the hourly limit of the address is reached');
+      return;
+    }
+    const { token, hash } = newMailToken();
     const expiresAt = new Date(Date.now() + this.config.passwordResetTtlSeconds * 1000);
-    await insertResetToken(this.db, { user_id: user.id, token_hash: hashOf(token), email: user.email, expires_at: expiresAt });
-    await this.mailer.send({ to: user.email, ...resetMail(user, token, this.config) });
+    const id = await insertResetToken(this.db, { user_id: user.id, token_hash: hash, email: user.email, expires_at: expiresAt });
+    try {
+      await this.mailer.send({ to: user.email, ...resetMail(user, token, this.config) });
+    } catch (err) {
+      await deleteResetToken(this.db, id);
+      throw err;
+    }
   }
 
   /**
    * Sets the password with a token from a recovery e-mail. The password rules are checked before the
    * token is looked at (a refused password does not use it up). The token is consumed in the
-   * transaction that sets the password, so of two resets with one token only one succeeds.
+   * transaction that sets the password, so of two resets with one token only one succeeds. The
+   * address is then verified: the holder proved they read its mail.
    */
-  async reset(token: string, newPassword: string): Promise<void> {
+  async reset(token: string, newPassword: string, client: string): Promise<void> {
     assertPasswordLength(newPassword, 'new_password');
-    const row = TOKEN_SHAPE.test(token) ? await findResetToken(this.db, hashOf(token)) : undefined;
+    const row = isMailToken(token) ? await findResetToken(this.db, hashOfMailToken(token)) : undefined;
     if (!row) throw invalidToken();
     const now = new Date();
     if (row.used_at) throw usedToken();
-    if (row.revoked_at || row.superseded) throw supersededToken();
+    if (row.revoked_at) throw supersededToken();
     if (row.expires_at <= now) throw expiredToken();
     const user = await this.users.findById(row.user_id);
     // the token went to the account's address at the time: void once the address changes
     if (!mayRecover(user) || user.email.toLowerCase() !== row.email.toLowerCase()) throw supersededToken();
-    await this.users.setPassword(user.id, newPassword, {
-      within: async (trx) => {
-        if (!(await consumeResetToken(trx, row.id, now))) throw usedToken();
-      },
-    });
-    // the holder proved control of the address: a lock from failed sign-ins ends with the reset
-    await this.throttle.clear(user.email).catch((err: unknown) => this.log.warn({ err }, 'could not clear the sign-in throttle after a password reset'));
+    try {
+      await this.users.setPassword(user.id, newPassword, {
+        verifiesEmail: true,
+        within: async (trx) => {
+          if (!(await consumeResetToken(trx, row.id, now))) throw usedToken();
+        },
+      });
+    } catch (err) {
+      // another account verified the address after this token was sent
+      if (isUniqueViolation(err)) throw supersededToken();
+      throw err;
+    }
+    // the holder proved control of the address: the e-mail's sign-in throttle ends with the reset
+    await this.throttle.clear(user.email, client).catch((err: unknown) => this.log.warn({ err }, 'could not clear the sign-in throttle after a password reset'));
+  }
+
+  close(): Promise<void> {
+    return this.mailsPerAddress.close();
   }
 }
 
@@ -116,7 +150,7 @@ function validity(seconds: number): string {
 /** The recovery e-mail: a link when PASSWORD_RESET_URL is set, otherwise the token and the API call. */
 export function resetMail(user: UserRow, token: string, config: Config): { subject: string; text: string } {
   const first = user.password_hash === null;
-  const valid = `It is valid for ${validity(config.passwordResetTtlSeconds)} and can be used once; a newer request replaces it.`;
+  const valid = `It is valid for ${validity(config.passwordResetTtlSeconds)} and can be used once; asking again while it is valid sends nothing new.`;
   const intro = first
     ? `An account was created for ${user.email} when you placed an order. To sign in, choose a password.`
     : `Someone (hopefully you) asked to reset the password of the account ${user.email}.`;

@@ -1,47 +1,50 @@
-import { sql, type ExpressionBuilder, type Transaction } from 'kysely';
+import { sql, type Transaction } from 'kysely';
 import type { Db } from '../../db/database.ts';
-import type { Database, PasswordResetTokenRow, PasswordResetTokensTable } from '../../db/schema.ts';
+import type { Database, PasswordResetTokenRow } from '../../db/schema.ts';
 
 export async function insertResetToken(
   db: Db,
   row: { user_id: number; token_hash: string; email: string; expires_at: Date },
-): Promise<void> {
-  await db.insertInto('password_reset_tokens').values(row).execute();
+): Promise<number> {
+  const inserted = await db.insertInto('password_reset_tokens').values(row).returning('id').executeTakeFirstOrThrow();
+  return inserted.id;
 }
 
-/** A newer token of the same user as token `t`: it supersedes `t`. */
-function newerTokenOfTheUser(eb: ExpressionBuilder<Database & { t: PasswordResetTokensTable }, 't'>) {
-  return eb
-    .selectFrom('password_reset_tokens as n')
-    .select(sql.lit(1).as('one'))
-    .whereRef('n.user_id', '=', 't.user_id')
-    .whereRef('n.id', '>', 't.id');
+/** Deletes a token whose e-mail could not be sent, so the job's retry issues (and sends) a new one. */
+export async function deleteResetToken(db: Db, id: number): Promise<void> {
+  await db.deleteFrom('password_reset_tokens').where('id', '=', id).execute();
 }
 
-/** The token with this hash, and whether a newer token of the same user exists (which supersedes it). */
-export async function findResetToken(db: Db, tokenHash: string): Promise<(PasswordResetTokenRow & { superseded: boolean }) | undefined> {
+/** Whether the user has a token sent to `email` that can still be used. */
+export async function hasUsableResetToken(db: Db, userId: number, email: string, now: Date): Promise<boolean> {
   const row = await db
-    .selectFrom('password_reset_tokens as t')
-    .selectAll('t')
-    .select((eb) => eb.exists(newerTokenOfTheUser(eb)).as('superseded'))
-    .where('t.token_hash', '=', tokenHash)
+    .selectFrom('password_reset_tokens')
+    .select('id')
+    .where('user_id', '=', userId)
+    .where(sql<string>`lower(email)`, '=', email.toLowerCase())
+    .where('used_at', 'is', null)
+    .where('revoked_at', 'is', null)
+    .where('expires_at', '>', now)
     .executeTakeFirst();
-  return row && { ...row, superseded: Boolean(row.superseded) };
+  return row !== undefined;
+}
+
+export async function findResetToken(db: Db, tokenHash: string): Promise<PasswordResetTokenRow | undefined> {
+  return db.selectFrom('password_reset_tokens').selectAll().where('token_hash', '=', tokenHash).executeTakeFirst();
 }
 
 /**
  * Marks the token used, in the transaction that sets the new password, if it is still usable: not
- * used, revoked, expired or superseded. False when a concurrent reset (or request) got there first.
+ * used, revoked or expired. False when a concurrent reset got there first.
  */
 export async function consumeResetToken(trx: Transaction<Database>, id: number, now: Date): Promise<boolean> {
   const res = await trx
-    .updateTable('password_reset_tokens as t')
+    .updateTable('password_reset_tokens')
     .set({ used_at: now })
-    .where('t.id', '=', id)
-    .where('t.used_at', 'is', null)
-    .where('t.revoked_at', 'is', null)
-    .where('t.expires_at', '>', now)
-    .where((eb) => eb.not(eb.exists(newerTokenOfTheUser(eb))))
+    .where('id', '=', id)
+    .where('used_at', 'is', null)
+    .where('revoked_at', 'is', null)
+    .where('expires_at', '>', now)
     .executeTakeFirst();
   return Number(res.numUpdatedRows) > 0;
 }

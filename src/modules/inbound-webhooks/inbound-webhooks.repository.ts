@@ -4,8 +4,9 @@ import type { Db } from '../../db/database.ts';
 
 /**
  * Stores a received payload once per delivery; returns its id, or undefined when the payload was
- * already stored: the same webhook id or event id (unique indexes), or the same body digest received
- * within the last `replayWindowSeconds` (0: not looked up). The digest lookup and the insert run
+ * already stored: the same webhook id or event id (unique indexes), or, with `checkDigest`, the same
+ * body digest stored at any time the row is kept (a captured signed body resent later, under new ids
+ * or to the other topic's route, is a replay; the platform never sends one body twice). The digest lookup and the insert run
  * under a transaction-scoped advisory lock on the digest, taken by a statement of its own before
  * them (the insert's snapshot then holds every copy stored before the lock was granted), so two
  * copies of one body arriving together cannot both miss each other. `alongside` is another
@@ -24,17 +25,13 @@ export async function insertInboundWebhook(
     rawBody: string;
     rawBodyEncoding: InboundBodyEncoding;
   },
-  replayWindowSeconds: number,
+  checkDigest: boolean,
   alongside: (stored: RawBuilder<unknown>) => RawBuilder<unknown>,
 ): Promise<number | undefined> {
-  if (replayWindowSeconds > 0) {
+  if (checkDigest) {
     await sql`SELECT pg_advisory_xact_lock(hashtextextended(${`inbound-body:${values.bodySha256}`}, 0))`.execute(trx);
   }
-  const unseen =
-    replayWindowSeconds > 0
-      ? sql`NOT EXISTS (SELECT 1 FROM inbound_webhooks WHERE body_sha256 = ${values.bodySha256}
-          AND received_at >= now() - ${replayWindowSeconds}::integer * interval '1 second')`
-      : sql`true`;
+  const unseen = checkDigest ? sql`NOT EXISTS (SELECT 1 FROM inbound_webhooks WHERE body_sha256 = ${values.bodySha256})` : sql`true`;
   // ON CONFLICT: either unique index, the webhook id or the event id when given
   const { rows } = await sql<{ id: number }>`
     WITH stored AS (

@@ -25,7 +25,9 @@ export async function registerInboundRoutes(root: FastifyInstance, inbound: Inbo
             'Authenticated by `X-Shopify-Hmac-Sha256` (base64 HMAC-SHA256 of the raw body with the shared secret), not by a token. ' +
             'A correctly signed body is stored, whatever it contains, and processed in the background; the answer is sent as soon as it is committed. ' +
             `A body that is not a JSON object describing ${what} is recorded as failed by that processing, not refused here. ` +
-            'A repeated `X-Shopify-Webhook-Id` is acknowledged and not processed again.' +
+            'A repeated `X-Shopify-Webhook-Id` or `X-Shopify-Event-Id`, or a body stored before (under any route, for as long as ' +
+            'the stored webhook is kept), is acknowledged and not processed again. The topic is this route\'s: an ' +
+            `\`X-Shopify-Topic\` other than \`${topic}\` is refused (401 \`INVALID_SIGNATURE\`, nothing stored).` +
             (topic === ORDERS_CANCELLED_TOPIC
               ? ' Processing cancels the order of that platform id with the same effects as POST /orders/{order_id}/cancel (a completed order\'s stock ' +
                 'is released); a cancellation of an order not received yet is recorded and applied when its orders/create arrives.'
@@ -35,7 +37,7 @@ export async function registerInboundRoutes(root: FastifyInstance, inbound: Inbo
         },
         handler: async (request) => {
           const raw = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
-          const receipt = await inbound.receive(raw, request.headers, topic === ORDERS_CANCELLED_TOPIC ? topic : null);
+          const receipt = await inbound.receive(raw, request.headers, topic);
           return { status: 'received', webhook_id: receipt.webhookId, duplicate: receipt.duplicate };
         },
       });

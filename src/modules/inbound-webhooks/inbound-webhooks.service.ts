@@ -134,14 +134,18 @@ export class InboundWebhookService {
    * webhook id, the same event id, or (the webhook id is not covered by the HMAC, so a captured
    * body could be replayed under new ids) the same body within the replay window. Whether the
    * body is a usable order is for processing to decide and record (`failed`, with the reason).
-   * `defaultTopic` stands for a missing topic header (the cancellation route's own topic; none on
-   * the creation route, whose processing takes a topic-less body for an order).
+   * The topic is the route's: the HMAC does not cover `X-Shopify-Topic`, so a header naming another
+   * topic is refused (401) before anything is stored, and a missing one takes the route's.
    */
-  async receive(rawBody: Buffer, headers: IncomingHttpHeaders, defaultTopic: string | null = null): Promise<Receipt> {
+  async receive(rawBody: Buffer, headers: IncomingHttpHeaders, topic: string): Promise<Receipt> {
     const secret = this.config.shopifyWebhookSecret;
     if (!secret) throw new AppError('WEBHOOK_NOT_CONFIGURED', 'Inbound webhooks are not configured on this server');
     if (!verifyShopifyHmac(secret, rawBody, header(headers, 'x-shopify-hmac-sha256'))) {
       throw new AppError('INVALID_SIGNATURE', 'Invalid webhook signature');
+    }
+    const namedTopic = header(headers, 'x-shopify-topic');
+    if (namedTopic !== undefined && namedTopic !== topic) {
+      throw new AppError('INVALID_SIGNATURE', `X-Shopify-Topic ${JSON.stringify(namedTopic.slice(0, 64))} does not match this route (${topic})`);
     }
     // byte for byte: as text when PostgreSQL can hold it as text, else in base64
     const asText = isUtf8(rawBody) && !rawBody.includes(0);
@@ -159,13 +163,13 @@ export class InboundWebhookService {
           webhookId,
           eventId,
           bodySha256,
-          topic: header(headers, 'x-shopify-topic') ?? defaultTopic,
+          topic,
           shopDomain: header(headers, 'x-shopify-shop-domain') ?? null,
           headers: platformHeaders(headers),
           rawBody: asText ? rawBody.toString('utf8') : rawBody.toString('base64'),
           rawBodyEncoding: asText ? 'utf8' : 'base64',
         },
-        this.config.inboundReplayWindowSeconds,
+        this.config.inboundReplayWindowSeconds > 0,
         job.link,
       );
       if (id === undefined) return false;

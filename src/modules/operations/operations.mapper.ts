@@ -1,5 +1,7 @@
+import type { WebhookMessageStatus } from '../../db/schema.ts';
 import type { ApiVersion } from '../../http/api-version.ts';
 import { iso, isoOrNull } from '../../http/common.schemas.ts';
+import { traceIdOf } from '../../jobs/job-tracing.ts';
 import { jobFailureMessage, type JobRecord } from '../../jobs/queue.ts';
 import { toInboundWebhookSummary } from '../inbound-webhooks/inbound-webhooks.mapper.ts';
 import { toAdminOrderDetail, toOrderEvent } from '../orders/orders.mapper.ts';
@@ -19,12 +21,18 @@ export function toTraceJob(j: JobRecord) {
   };
 }
 
-function toTraceMessage(m: OrderTrace['messages'][number], sequence: number | null, attempts: OrderTrace['attempts']) {
+/** v2 names both pending states as the delivery log does; v1 keeps its own names (operations.schemas.ts). */
+function statusIn(version: ApiVersion, status: WebhookMessageStatus): WebhookMessageStatus | 'pending' {
+  return version === 'v2' && (status === 'held' || status === 'queued') ? 'pending' : status;
+}
+
+function toTraceMessage(version: ApiVersion, m: OrderTrace['messages'][number], sequence: number | null, attempts: OrderTrace['attempts']) {
   return {
     message_id: m.message_id,
     event_type: m.event_type,
     sequence,
-    status: m.status,
+    status: statusIn(version, m.status),
+    trace_id: traceIdOf(m.traceparent),
     attempts: attempts.map((a) => ({
       attempt: a.attempt,
       attempted_at: iso(a.created_at),
@@ -37,7 +45,7 @@ function toTraceMessage(m: OrderTrace['messages'][number], sequence: number | nu
 }
 
 /** Messages grouped by subscription (in the order each subscription first got one), each with its attempts. */
-function deliveries(t: OrderTrace) {
+function deliveries(version: ApiVersion, t: OrderTrace) {
   const sequences = new Map(t.record.events.map((e) => [e.id, e.sequence]));
   const attemptsOf = new Map<string, OrderTrace['attempts']>();
   for (const a of t.attempts) attemptsOf.set(a.message_id, [...(attemptsOf.get(a.message_id) ?? []), a]);
@@ -49,7 +57,7 @@ function deliveries(t: OrderTrace) {
       bySubscription.set(m.subscription_id, entry);
     }
     const sequence = m.event_id === null ? null : (sequences.get(m.event_id) ?? null);
-    entry.messages.push(toTraceMessage(m, sequence, attemptsOf.get(m.message_id) ?? []));
+    entry.messages.push(toTraceMessage(version, m, sequence, attemptsOf.get(m.message_id) ?? []));
   }
   return [...bySubscription.values()];
 }
@@ -58,9 +66,10 @@ export function toOrderTrace(version: ApiVersion, t: OrderTrace) {
   const { order, lines, events } = t.record;
   return {
     order: toAdminOrderDetail(version, order, lines, events),
+    trace_id: order.trace_id,
     inbound: t.inbound.map(toInboundWebhookSummary),
     events: events.map((e) => toOrderEvent(version, e)),
     jobs: t.jobs.map(toTraceJob),
-    deliveries: deliveries(t),
+    deliveries: deliveries(version, t),
   };
 }

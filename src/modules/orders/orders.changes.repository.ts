@@ -1,6 +1,7 @@
 import { sql, type RawBuilder, type Transaction } from 'kysely';
 import type { Database, OrderEventRow, OrderRow, OrderStatus } from '../../db/schema.ts';
 import type { OrderEventOf } from '../../events/order-events.ts';
+import { activeTraceparent, traceIdOf } from '../../jobs/job-tracing.ts';
 import { productStatesQuery, type LockedProduct, type ProductState } from '../products/products.repository.ts';
 
 /**
@@ -45,8 +46,8 @@ export async function insertOrder(
   const { rows } = await sql<InsertedRow>`
     WITH p AS MATERIALIZED (${productStatesQuery(trx, productIds)}),
     o AS (
-      INSERT INTO orders (user_id, status, total_amount, shipping_address, source, external_id)
-      SELECT ${input.userId}, 'pending', 0, ${input.shippingAddress}, ${input.source ?? 'api'}, ${input.externalId ?? null}
+      INSERT INTO orders (user_id, status, total_amount, shipping_address, source, external_id, trace_id)
+      SELECT ${input.userId}, 'pending', 0, ${input.shippingAddress}, ${input.source ?? 'api'}, ${input.externalId ?? null}, ${traceIdOf(activeTraceparent())}
       WHERE (SELECT count(*) FROM p WHERE p.is_active) = ${distinct}
       RETURNING *
     ), lines AS (

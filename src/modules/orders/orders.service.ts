@@ -16,6 +16,7 @@ import { lockOrder, type NewOrder } from './orders.changes.repository.ts';
 import { toOrderCreated } from './orders.mapper.ts';
 import { findOrderDetailJson, findOrderIdByExternalId, findOrderWithLines, listOrderEvents, listUserOrdersJson, type OrderLineView } from './orders.reads.repository.ts';
 import type { OrderCreateBody, OrderCreated, OrderListQuery } from './orders.schemas.ts';
+import { inTransaction } from '../../db/transaction.ts';
 
 /** The most units of one product an order line may ask for. */
 export const MAX_QUANTITY = 1000;
@@ -103,7 +104,7 @@ export class OrdersService {
     }
     const input = { userId: actor.id, shippingAddress: body.shipping_address, lines };
     try {
-      const created = await this.db.transaction().execute(async (trx) => {
+      const created = await inTransaction(this.db, async (trx) => {
         const placed = await placeOrder(trx, { orderEvents: this.orderEvents, queue: this.queue }, input);
         if (!placed.order) throw invalidProduct(body, placed.products);
         const response = toOrderCreated(placed.order, lines);
@@ -189,7 +190,7 @@ export class OrdersService {
 
   /** A failed order back to pending, queued for processing again (owner or administrator). */
   async retry(actor: UserRow, id: number): Promise<OrderRow> {
-    return this.db.transaction().execute(async (trx) => {
+    return inTransaction(this.db, async (trx) => {
       const order = await lockOrder(trx, id);
       if (!order) throw orderNotFound();
       if (order.user_id !== actor.id && !actor.is_admin) throw notYourOrder();
@@ -211,7 +212,7 @@ export class OrdersService {
    * interleave. Returns the order as cancelled, with its lines.
    */
   async cancel(actor: UserRow, id: number, reason: string | null): Promise<{ order: OrderRow; lines: OrderLineView[] }> {
-    await this.db.transaction().execute(async (trx) => {
+    await inTransaction(this.db, async (trx) => {
       const order = await lockOrder(trx, id);
       if (!order) throw orderNotFound();
       if (order.user_id !== actor.id && !actor.is_admin) throw notYourOrder();

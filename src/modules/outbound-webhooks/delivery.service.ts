@@ -1,13 +1,13 @@
-import crypto from 'node:crypto';
+import { trace } from '@opentelemetry/api';
 import type { Transaction } from 'kysely';
 import type { Dispatcher } from 'undici';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../../config.ts';
 import type { Db } from '../../db/database.ts';
-import type { Database, OrderEventRow, WebhookMessageRow, WebhookSubscriptionRow } from '../../db/schema.ts';
-import { ORDER_EVENT_TYPES, statusIn, V1_CANCELLED_REASON, type OrderEventOf, type WebhookEventKind } from '../../events/order-events.ts';
+import type { Database, WebhookMessageRow, WebhookSubscriptionRow } from '../../db/schema.ts';
+import { ORDER_EVENT_TYPES, type OrderEventOf, type WebhookEventKind } from '../../events/order-events.ts';
 import type { ApiVersion } from '../../http/api-version.ts';
-import { iso } from '../../http/common.schemas.ts';
+import { activeTraceparent } from '../../jobs/job-tracing.ts';
 import type { JobQueue } from '../../jobs/queue.ts';
 import type { JobPayloads } from '../../jobs/registry.ts';
 import {
@@ -17,73 +17,32 @@ import {
   laneBusy,
   laneInFlight,
   lockMessageLane,
+  failPendingMessages,
   noteFailedAttempt,
   releaseNextInLane,
   requeueMessages,
   settleMessage,
+  type MessageToSend,
 } from './messages.repository.ts';
+import { kindsOf, messageIdFor, orderEventEnvelope, testMessage, WEBHOOK_TEST_EVENT } from './message-rendering.ts';
 import { destinationOf, sendSignedMessage, type AttemptResult } from './sender.ts';
+import { overlapEnd } from './signing.ts';
 import { findMatchingSubscriptions, recordSubscriptionFailure, resetSubscriptionFailures } from './subscriptions.repository.ts';
 
-export const WEBHOOK_TEST_EVENT = 'webhook.test';
 /** A subscription whose last N messages all failed (after every retry) is disabled. */
 export const DISABLE_AFTER_FAILED_MESSAGES = 20;
+/** Why a disabled or deleted subscription's pending messages failed. */
+export const SUBSCRIPTION_GONE_ERROR = 'subscription is disabled or deleted';
 const DELIVERY_JITTER = 0.2;
 
 /** One attempt of one message: `messageRowId` is webhook_messages.id. */
 type DeliverJob = JobPayloads['webhook-deliver'];
-
-/**
- * The envelope of an order event as `version` renders it; `id` names the event (and the kind of
- * message, for `order.cancelled`), `webhook-id` the message. A move to `failed` also carries why
- * (`reason`) and what it concerned (`details`: the short lines of a stock failure, else null); in
- * v2 a move to `cancelled` carries the reason given (or null); v1 reads it as a move to `failed`
- * for the reason `CANCELLED`.
- */
-function orderEventEnvelope(event: OrderEventRow, kind: WebhookEventKind, version: ApiVersion) {
-  const status = statusIn(version, event.status);
-  const reason = event.status === 'cancelled' && version === 'v1' ? V1_CANCELLED_REASON : event.reason;
-  return {
-    id: kind === event.type ? `evt_${event.id}` : `evt_${event.id}_${kind.slice('order.'.length)}`,
-    type: kind,
-    timestamp: iso(event.created_at),
-    data: {
-      order_id: event.order_id,
-      user_id: event.user_id,
-      previous_status: event.previous_status === null ? null : statusIn(version, event.previous_status),
-      status,
-      total_amount: Number(event.total_amount),
-      sequence: event.sequence,
-      ...(status === 'failed' ? { reason, details: event.details ?? null } : {}),
-      ...(status === 'cancelled' ? { reason } : {}),
-    },
-  };
-}
-
-/** The kinds of message an order event makes: its own type, and `order.cancelled` for a cancellation. */
-function kindsOf(event: Pick<OrderEventRow, 'type' | 'status'>): WebhookEventKind[] {
-  const own = event.type as WebhookEventKind;
-  return event.type === 'order.status_changed' && event.status === 'cancelled' ? [own, 'order.cancelled'] : [own];
-}
-
-/** Stable across every retry of one event (of one kind) to one subscription. */
-function messageIdFor(eventId: number, subscriptionId: number, kind: WebhookEventKind, eventType: string): string {
-  return kind === eventType ? `msg_${eventId}_${subscriptionId}` : `msg_${eventId}_${subscriptionId}_${kind.slice('order.'.length)}`;
-}
 
 /** The delay before retry number `retry` (1 = the first retry), from the configured schedule, with ±10 % jitter. */
 function retryDelayMs(schedule: readonly number[], retry: number): number | undefined {
   const base = schedule[retry - 1];
   if (base === undefined) return undefined;
   return Math.round(base * 1000 * (1 - DELIVERY_JITTER / 2 + Math.random() * DELIVERY_JITTER));
-}
-
-/** When the secret before the last rotation stops signing; null when it does not sign (any more). */
-export function overlapEnd(subscription: WebhookSubscriptionRow, now = Date.now()): Date | null {
-  const expires = subscription.previous_secret_expires_at;
-  if (subscription.previous_secret === null || expires === null) return null;
-  const end = new Date(expires);
-  return end.getTime() > now ? end : null;
 }
 
 /**
@@ -123,6 +82,8 @@ export class WebhookDeliveryService {
     if (events.length === 0) return;
     const kinds = [...new Set(events.flatMap(kindsOf))];
     const subscriptions = await findMatchingSubscriptions(trx, [...new Set(events.map((e) => e.user_id))], kinds);
+    // every attempt of these messages continues the trace of the request or job that wrote the events
+    const traceparent = activeTraceparent();
     for (const event of events) {
       // each version's rendering, made once per kind
       const payloads = new Map<string, string>();
@@ -150,8 +111,9 @@ export class WebhookDeliveryService {
             eventType: kind,
             payload: payloadOf(kind, subscription.api_version),
             status: busy ? 'held' : 'queued',
+            traceparent,
           });
-          if (!busy) await this.enqueue(trx, subscription, { messageRowId: message.id, attempt: 1 });
+          if (!busy) await this.enqueue(trx, subscription, message);
         }
       }
     }
@@ -159,14 +121,7 @@ export class WebhookDeliveryService {
 
   /** A `webhook.test` message to one subscription, outside any order lane. */
   async sendTest(subscription: WebhookSubscriptionRow): Promise<string> {
-    const id = crypto.randomBytes(12).toString('hex');
-    const messageId = `msg_test_${id}`;
-    const payload = JSON.stringify({
-      id: `evt_test_${id}`,
-      type: WEBHOOK_TEST_EVENT,
-      timestamp: new Date().toISOString(),
-      data: { subscription_id: subscription.id, message: 'This is a test event.' },
-    });
+    const { messageId, payload } = testMessage(subscription);
     await this.db.transaction().execute(async (trx) => {
       const message = await insertMessage(trx, {
         messageId,
@@ -176,8 +131,9 @@ export class WebhookDeliveryService {
         eventType: WEBHOOK_TEST_EVENT,
         payload,
         status: 'queued',
+        traceparent: activeTraceparent(),
       });
-      await this.enqueue(trx, subscription, { messageRowId: message.id, attempt: 1 });
+      await this.enqueue(trx, subscription, message);
     });
     return messageId;
   }
@@ -197,7 +153,7 @@ export class WebhookDeliveryService {
     const sentNow: number[] = [];
     const laneless = messages.filter((m) => m.order_id === null).map((m) => m.id);
     for (const row of await requeueMessages(trx, laneless, 'queued')) {
-      await this.enqueue(trx, subscription, { messageRowId: row.id, attempt: row.attempts + 1 });
+      await this.enqueue(trx, subscription, row);
       requeued.push(row.id);
       sentNow.push(row.id);
     }
@@ -211,18 +167,31 @@ export class WebhookDeliveryService {
       if (rows.length === 0 || (await laneInFlight(trx, subscription.id, orderId))) continue;
       const next = await releaseNextInLane(trx, subscription.id, orderId);
       if (next === undefined) continue;
-      await this.enqueue(trx, subscription, { messageRowId: next.id, attempt: next.attempts + 1 });
+      await this.enqueue(trx, subscription, next);
       sentNow.push(next.id);
     }
     return { requeued, sentNow };
   }
 
-  /** Each job is grouped by its destination, which pg-boss limits per worker process (outbound-webhooks.jobs.ts). */
-  private async enqueue(trx: Transaction<Database>, subscription: { url: string }, job: DeliverJob, delayMs = 0): Promise<void> {
-    await this.queue.send(trx, 'webhook-deliver', job, {
+  /**
+   * The job of the next attempt of `message`, a child of the span that wrote its event (a link to
+   * the span sending it, when another). Each job is grouped by its destination, which pg-boss
+   * limits per worker process (outbound-webhooks.jobs.ts).
+   */
+  private async enqueue(trx: Transaction<Database>, subscription: { url: string }, message: MessageToSend, delayMs = 0): Promise<void> {
+    await this.queue.send(trx, 'webhook-deliver', { messageRowId: message.id, attempt: message.attempts + 1 }, {
       group: { id: destinationOf(subscription.url) },
+      traceParent: message.traceparent,
       ...(delayMs > 0 ? { startAfter: new Date(Date.now() + delayMs) } : {}),
     });
+  }
+
+  /**
+   * Settles every pending message of a subscription being disabled or deleted as `failed`, in the
+   * caller's transaction (the one that disables or deletes it).
+   */
+  failPending(trx: Transaction<Database>, subscriptionId: number): Promise<number> {
+    return failPendingMessages(trx, subscriptionId, SUBSCRIPTION_GONE_ERROR);
   }
 
   /** One attempt of one message (the job handler). Never throws for a receiver's failure. */
@@ -232,8 +201,14 @@ export class WebhookDeliveryService {
     const { message, subscription } = found;
     // a job whose attempt is already recorded: a repeated job, or one left from before a re-queue
     if (job.attempt !== message.attempts + 1) return;
+    trace.getActiveSpan()?.setAttributes({
+      'webhook.message.id': message.message_id,
+      'webhook.subscription.id': subscription.id,
+      'webhook.event.type': message.event_type,
+      ...(message.order_id !== null ? { 'order.id': message.order_id } : {}),
+    });
     if (!subscription.is_active || subscription.deleted_at !== null) {
-      await this.settle(message, subscription, { status: 'failed', attempts: message.attempts, error: 'subscription is disabled or deleted' });
+      await this.settle(message, subscription, { status: 'failed', attempts: message.attempts, error: SUBSCRIPTION_GONE_ERROR });
       return;
     }
     const result = await sendSignedMessage(
@@ -265,10 +240,9 @@ export class WebhookDeliveryService {
       responseBody: result.responseBody,
     };
     if (result.success) {
-      await this.settle(message, subscription, { status: 'delivered', attempts: attempt, error: null }, async (trx) => {
-        await insertDeliveryAttempt(trx, attemptRow);
-        await resetSubscriptionFailures(trx, message.subscription_id);
-      });
+      await this.settle(message, subscription, { status: 'delivered', attempts: attempt, error: null }, attemptRow, (trx) =>
+        resetSubscriptionFailures(trx, message.subscription_id),
+      );
       return;
     }
     // the subscriber reads only the generic reason; the cause (resolved addresses, resolver errors) is logged here
@@ -280,38 +254,45 @@ export class WebhookDeliveryService {
       await this.db.transaction().execute(async (trx) => {
         await insertDeliveryAttempt(trx, attemptRow);
         await noteFailedAttempt(trx, message.id, attempt, result.error);
-        await this.enqueue(trx, subscription, { messageRowId: message.id, attempt: attempt + 1 }, delay);
+        await this.enqueue(trx, subscription, { ...message, attempts: attempt }, delay);
       });
       return;
     }
     this.log.warn(logged, 'webhook message failed');
-    await this.settle(message, subscription, { status: 'failed', attempts: attempt, error: result.error }, async (trx) => {
-      await insertDeliveryAttempt(trx, attemptRow);
+    await this.settle(message, subscription, { status: 'failed', attempts: attempt, error: result.error }, attemptRow, async (trx) => {
       const { disabled } = await recordSubscriptionFailure(trx, message.subscription_id, {
         disableAfter: DISABLE_AFTER_FAILED_MESSAGES,
         ...(gone ? { disableReason: 'receiver answered 410 Gone' } : {}),
       });
       if (disabled) {
-        this.log.warn({ subscriptionId: message.subscription_id }, 'webhook subscription disabled');
+        const failed = await this.failPending(trx, message.subscription_id);
+        this.log.warn({ subscriptionId: message.subscription_id, pendingMessagesFailed: failed }, 'webhook subscription disabled');
         await this.queue.send(trx, 'webhook-disabled-email', { subscriptionId: message.subscription_id });
       }
     });
   }
 
-  /** Final state of a message, plus the release of the next message of its lane, in one transaction. */
+  /**
+   * Final state of a message, plus the release of the next message of its lane, in one transaction.
+   * The attempt made is recorded even when the message was settled meanwhile (its subscription
+   * disabled or deleted while the attempt was in flight); `alsoInTransaction` runs only when this
+   * call settled it.
+   */
   private async settle(
     message: WebhookMessageRow,
     subscription: WebhookSubscriptionRow,
     outcome: { status: 'delivered' | 'failed'; attempts: number; error: string | null },
+    attempt?: Parameters<typeof insertDeliveryAttempt>[1],
     alsoInTransaction?: (trx: Transaction<Database>) => Promise<void>,
   ): Promise<void> {
     await this.db.transaction().execute(async (trx) => {
       if (message.order_id !== null) await lockMessageLane(trx, message.subscription_id, message.order_id);
+      if (attempt) await insertDeliveryAttempt(trx, attempt);
       if (!(await settleMessage(trx, message.id, outcome))) return;
       if (alsoInTransaction) await alsoInTransaction(trx);
       if (message.order_id === null) return;
       const next = await releaseNextInLane(trx, message.subscription_id, message.order_id);
-      if (next !== undefined) await this.enqueue(trx, subscription, { messageRowId: next.id, attempt: next.attempts + 1 });
+      if (next !== undefined) await this.enqueue(trx, subscription, next);
     });
   }
 }

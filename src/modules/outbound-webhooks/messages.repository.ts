@@ -43,6 +43,7 @@ export async function insertMessage(
     eventType: string;
     payload: string;
     status: Extract<WebhookMessageStatus, 'held' | 'queued'>;
+    traceparent: string | null;
   },
 ): Promise<WebhookMessageRow> {
   return db
@@ -55,6 +56,7 @@ export async function insertMessage(
       event_type: values.eventType,
       payload: values.payload,
       status: values.status,
+      traceparent: values.traceparent,
     })
     .returningAll()
     .executeTakeFirstOrThrow();
@@ -99,12 +101,11 @@ export async function noteFailedAttempt(db: Db, id: number, attempts: number, er
   await db.updateTable('webhook_messages').set({ attempts, last_error: error }).where('id', '=', id).execute();
 }
 
+/** What sending a message's next attempt needs of it. */
+export type MessageToSend = Pick<WebhookMessageRow, 'id' | 'attempts' | 'traceparent'>;
+
 /** The oldest held message of the lane, now queued; undefined when the lane is empty. */
-export async function releaseNextInLane(
-  db: Db,
-  subscriptionId: number,
-  orderId: number,
-): Promise<{ id: number; attempts: number } | undefined> {
+export async function releaseNextInLane(db: Db, subscriptionId: number, orderId: number): Promise<MessageToSend | undefined> {
   const next = await db
     .selectFrom('webhook_messages')
     .select('id')
@@ -119,7 +120,7 @@ export async function releaseNextInLane(
     .updateTable('webhook_messages')
     .set({ status: 'queued' })
     .where('id', '=', next.id)
-    .returning(['id', 'attempts'])
+    .returning(['id', 'attempts', 'traceparent'])
     .executeTakeFirstOrThrow();
 }
 
@@ -143,15 +144,32 @@ export async function requeueMessages(
   db: Db,
   ids: number[],
   status: Extract<WebhookMessageStatus, 'held' | 'queued'>,
-): Promise<{ id: number; attempts: number }[]> {
+): Promise<MessageToSend[]> {
   if (ids.length === 0) return [];
   return db
     .updateTable('webhook_messages')
     .set((eb) => ({ status, retry_base: eb.ref('attempts'), settled_at: null }))
     .where('id', 'in', ids)
     .where('status', 'in', ['delivered', 'failed'])
-    .returning(['id', 'attempts'])
+    .returning(['id', 'attempts', 'traceparent'])
     .execute();
+}
+
+/**
+ * Every pending message (held or queued) of a subscription moves to `failed` for `error`, in the
+ * transaction that disables or deletes the subscription: nothing more is sent to it, and its log
+ * says so at once. A delivery in flight meanwhile finds its message settled; the UPDATE waits for
+ * a transaction that is settling one of them (and releasing the next) and re-reads its status.
+ * Returns how many it settled.
+ */
+export async function failPendingMessages(trx: Transaction<Database>, subscriptionId: number, error: string): Promise<number> {
+  const res = await trx
+    .updateTable('webhook_messages')
+    .set({ status: 'failed', last_error: error, settled_at: new Date() })
+    .where('subscription_id', '=', subscriptionId)
+    .where('status', 'in', ['held', 'queued'])
+    .executeTakeFirst();
+  return Number(res.numUpdatedRows);
 }
 
 export async function insertDeliveryAttempt(

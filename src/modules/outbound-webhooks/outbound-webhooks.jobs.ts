@@ -19,6 +19,8 @@ export function registerOutboundWebhookJobs(
   queue.define({ name: 'webhook-deliver', expireInSeconds: Math.ceil(DELIVERY_TIMEOUT_MS / 1000) * 4, batchSize: 1 });
   queue.work('webhook-deliver', (job) => deps.delivery.deliver(job.data), Math.max(DELIVERY_CONCURRENCY, deps.maxPerHost), {
     perGroup: deps.maxPerHost,
+    // each retry of a message is a job of its own: the span reports the message's attempt
+    attempt: (job) => job.data.attempt,
   });
   queue.define({ name: 'webhook-disabled-email' });
   queue.work('webhook-disabled-email', (job) => deps.notices.send(job.data.subscriptionId));

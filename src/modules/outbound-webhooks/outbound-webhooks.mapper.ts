@@ -1,7 +1,7 @@
 import type { WebhookDeliveryRow, WebhookMessageRow, WebhookMessageStatus, WebhookSubscriptionRow } from '../../db/schema.ts';
 import type { ApiVersion } from '../../http/api-version.ts';
 import { iso, isoOrNull } from '../../http/common.schemas.ts';
-import { overlapEnd } from './delivery.service.ts';
+import { overlapEnd } from './signing.ts';
 import type { DeliveryListRow, MessageState } from './messages.repository.ts';
 
 export function toSubscription(version: ApiVersion, s: WebhookSubscriptionRow) {

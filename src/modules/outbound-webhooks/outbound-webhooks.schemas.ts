@@ -3,7 +3,7 @@ import type { ApiVersion } from '../../http/api-version.ts';
 import { IdOf, NullableTimestamp, Page, PageQuery, Timestamp } from '../../http/common.schemas.ts';
 import { MAX_ID } from '../../http/path-ids.ts';
 import { WEBHOOK_EVENT_KINDS } from '../../events/order-events.ts';
-import { WEBHOOK_TEST_EVENT } from './delivery.service.ts';
+import { WEBHOOK_TEST_EVENT } from './message-rendering.ts';
 
 /** How long the previous secret keeps signing after a rotation, unless the caller says otherwise. */
 export const DEFAULT_SECRET_OVERLAP_SECONDS = 86400;

@@ -1,4 +1,5 @@
 import crypto from 'node:crypto';
+import type { WebhookSubscriptionRow } from '../../db/schema.ts';
 
 /** Standard Webhooks secrets: `whsec_` + base64 of 24 random bytes (192 bits). */
 export function newSubscriptionSecret(): string {
@@ -13,4 +14,12 @@ export function signStandardWebhook(secret: string, messageId: string, timestamp
   const key = Buffer.from(secret.startsWith('whsec_') ? secret.slice('whsec_'.length) : secret, 'base64');
   const mac = crypto.createHmac('sha256', key).update(`${messageId}.${timestampSeconds}.${body}`).digest('base64');
   return `v1,${mac}`;
+}
+
+/** When the secret before the last rotation stops signing; null when it does not sign (any more). */
+export function overlapEnd(subscription: WebhookSubscriptionRow, now = Date.now()): Date | null {
+  const expires = subscription.previous_secret_expires_at;
+  if (subscription.previous_secret === null || expires === null) return null;
+  const end = new Date(expires);
+  return end.getTime() > now ? end : null;
 }

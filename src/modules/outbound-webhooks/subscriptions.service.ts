@@ -140,17 +140,28 @@ export class SubscriptionsService {
         await lockUserSubscriptions(trx, actor.id);
         SubscriptionsService.assertNoDuplicate(await liveSubscriptionUrls(trx, actor.id), input.url, id);
       }
-      return updateSubscription(trx, id, patch);
+      const row = await updateSubscription(trx, id, patch);
+      // disabled: what is still pending fails now, not at its next attempt (up to the longest retry delay away)
+      if (row && input.is_active === false) await this.delivery.failPending(trx, id);
+      return row;
     });
     if (!updated) throw notFound();
     return updated;
   }
 
-  /** Soft delete: the row and its delivery log stay; nothing is sent to it any more. */
+  /**
+   * Soft delete: the row and its delivery log stay; nothing is sent to it any more, and its pending
+   * messages fail in the same transaction.
+   */
   async remove(actor: UserRow, id: number): Promise<void> {
     await this.get(actor, id);
     const now = new Date();
-    if (!(await updateSubscription(this.db, id, { deleted_at: now, is_active: false, updated_at: now }))) throw notFound();
+    const removed = await this.db.transaction().execute(async (trx) => {
+      const row = await updateSubscription(trx, id, { deleted_at: now, is_active: false, updated_at: now });
+      if (row) await this.delivery.failPending(trx, id);
+      return row;
+    });
+    if (!removed) throw notFound();
   }
 
   /**

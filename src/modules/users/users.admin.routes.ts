@@ -1,13 +1,17 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { errorResponses } from '../../http/errors.ts';
-import { AdminUserListQuery, AdminUserPage } from './users.admin.schemas.ts';
+import { apiVersionOf } from '../../http/api-version.ts';
+import { AdminUserListQuery } from './users.admin.schemas.ts';
 import type { UsersAdminService } from './users.admin.service.ts';
 import { toUserDetail } from './users.mapper.ts';
+import { userSchemas } from './users.schemas.ts';
 
 /** The administrators' user search (activating and deactivating is PATCH /users/{user_id}). */
 export function registerUserAdminRoutes(root: FastifyInstance, users: UsersAdminService): void {
   const app = root.withTypeProvider<TypeBoxTypeProvider>();
+  const version = apiVersionOf(root);
+  const { AdminUserPage } = userSchemas(version);
 
   app.get('/admin/users', {
     config: { auth: 'admin' },
@@ -22,7 +26,7 @@ export function registerUserAdminRoutes(root: FastifyInstance, users: UsersAdmin
     },
     handler: async (request) => {
       const page = await users.list(request.query);
-      return { ...page, items: page.items.map(toUserDetail) };
+      return { ...page, items: page.items.map((u) => toUserDetail(version, u)) };
     },
   });
 }

@@ -1,6 +1,5 @@
 import { Type, type Static } from 'typebox';
-import { Page, PageQuery } from '../../http/common.schemas.ts';
-import { UserDetail } from './users.schemas.ts';
+import { PageQuery } from '../../http/common.schemas.ts';
 
 export const AdminUserListQuery = Type.Object({
   ...PageQuery,
@@ -10,5 +9,3 @@ export const AdminUserListQuery = Type.Object({
   is_active: Type.Optional(Type.Boolean({ examples: [true] })),
 });
 export type AdminUserListQuery = Static<typeof AdminUserListQuery>;
-
-export const AdminUserPage = Page(UserDetail, 'A page of users with their roles, ordered by id');

@@ -1,9 +1,10 @@
 import type { Db } from '../../db/database.ts';
 import type { JobQueue } from '../../jobs/queue.ts';
 import type { Mailer } from '../../mail/mailer.ts';
+import type { EmailChangeService } from './email-change.service.ts';
 import { findUserById } from './users.repository.ts';
 
-export function registerUserJobs(queue: JobQueue, deps: { db: Db; mailer: Mailer }): void {
+export function registerUserJobs(queue: JobQueue, deps: { db: Db; mailer: Mailer; emailChange: EmailChangeService }): void {
   queue.define({ name: 'user-welcome-email' });
   queue.work('user-welcome-email', async (job) => {
     const user = await findUserById(deps.db, job.data.userId);
@@ -16,32 +17,10 @@ export function registerUserJobs(queue: JobQueue, deps: { db: Db; mailer: Mailer
   });
 
   // Sent whatever happened to the account since: the change did happen, and the previous address
-  // is the one that must learn of it.
+  // is the one that must learn of it (and may undo it).
   queue.define({ name: 'user-email-changed' });
-  queue.work('user-email-changed', async (job) => {
-    const { previousEmail, newEmail, changedAt } = job.data;
-    await deps.mailer.send({
-      to: previousEmail,
-      subject: 'The e-mail address of your account was changed',
-      text: emailChangedText(previousEmail, newEmail, changedAt),
-    });
-  });
-}
+  queue.work('user-email-changed', async (job) => deps.emailChange.sendChangeNotice(job.data));
 
-function emailChangedText(previousEmail: string, newEmail: string, changedAt: string): string {
-  return (
-    `Hello,\n\n` +
-    `The e-mail address of your Order Service account was changed from ${previousEmail} to ${maskEmail(newEmail)} ` +
-    `at ${changedAt}. From now on, sign-in and e-mails use the new address.\n\n` +
-    `If you made this change, there is nothing more to do.\n\n` +
-    `If you did not, someone else may have access to your account: contact the service's administrators ` +
-    `so they can restore your address, and change your password.\n`
-  );
-}
-
-/** The new address, recognisable to its owner without giving it away in full: `j***@example.com`. */
-export function maskEmail(email: string): string {
-  const at = email.lastIndexOf('@');
-  if (at <= 0) return '***';
-  return `${email[0]}***${email.slice(at)}`;
+  queue.define({ name: 'user-email-verification' });
+  queue.work('user-email-verification', async (job) => deps.emailChange.sendVerification(job.data.userId, job.data.email));
 }

@@ -6,12 +6,45 @@ export async function findUserById(db: Db, id: number): Promise<UserRow | undefi
   return db.selectFrom('users').selectAll().where('id', '=', id).where('deleted_at', 'is', null).executeTakeFirst();
 }
 
+function liveWithEmail(db: Db, email: string) {
+  return db.selectFrom('users').selectAll().where(sql<string>`lower(email)`, '=', email.toLowerCase()).where('deleted_at', 'is', null);
+}
+
+/**
+ * The live user with this e-mail (any case). An unverified claim may share the address with its
+ * verified holder or a platform customer (see migration 20261214000000): the verified one comes
+ * first, then one that can sign in, then the oldest.
+ */
 export async function findUserByEmail(db: Db, email: string): Promise<UserRow | undefined> {
-  return db
-    .selectFrom('users')
-    .selectAll()
-    .where(sql<string>`lower(email)`, '=', email.toLowerCase())
-    .where('deleted_at', 'is', null)
+  return liveWithEmail(db, email)
+    .orderBy('email_verified', 'desc')
+    .orderBy(sql`password_hash IS NOT NULL`, 'desc')
+    .orderBy('id', 'asc')
+    .executeTakeFirst();
+}
+
+/**
+ * The account a platform order for this address belongs to: its verified holder, else a platform
+ * customer nobody has claimed yet (no password, not verified). An unverified self-service claim
+ * never gets the shopper's order.
+ */
+export async function findPlatformCustomer(db: Db, email: string): Promise<UserRow | undefined> {
+  return liveWithEmail(db, email)
+    .where((eb) => eb.or([eb('email_verified', '=', true), eb('password_hash', 'is', null)]))
+    .orderBy('email_verified', 'desc')
+    .orderBy('id', 'asc')
+    .executeTakeFirst();
+}
+
+/**
+ * The account that may recover its password through this address: active with the address
+ * verified, or a platform customer awaiting its first password (the order brought the address).
+ */
+export async function findRecoverableByEmail(db: Db, email: string): Promise<UserRow | undefined> {
+  return liveWithEmail(db, email)
+    .where((eb) => eb.or([eb.and([eb('email_verified', '=', true), eb('is_active', '=', true)]), eb('awaiting_password', '=', true)]))
+    .orderBy('email_verified', 'desc')
+    .orderBy('id', 'asc')
     .executeTakeFirst();
 }
 
@@ -41,11 +74,12 @@ function laterCutoff(cutoff: Date) {
 export async function setUserPassword(
   db: Db,
   id: number,
-  change: { password_hash: string; at: Date; cutoff: Date },
+  change: { password_hash: string; at: Date; cutoff: Date; verifiesEmail: boolean },
 ): Promise<UserRow | undefined> {
   return db
     .updateTable('users')
     .set((eb) => ({
+      ...(change.verifiesEmail ? { email_verified: true } : {}),
       password_hash: change.password_hash,
       password_changed_at: change.at,
       sessions_valid_after: laterCutoff(change.cutoff),
@@ -57,6 +91,29 @@ export async function setUserPassword(
     .where('deleted_at', 'is', null)
     .returningAll()
     .executeTakeFirst();
+}
+
+/**
+ * Sets the e-mail of a live user and cuts off its sessions (an e-mail change undone); with
+ * `onlyIf`, only while the account still has that address (a confirmation link).
+ */
+export async function setUserEmail(
+  db: Db,
+  id: number,
+  change: { email: string; at: Date; cutoff?: Date; onlyIf?: string },
+): Promise<UserRow | undefined> {
+  let query = db
+    .updateTable('users')
+    .set({
+      email: change.email,
+      email_verified: true,
+      updated_at: change.at,
+      ...(change.cutoff ? { sessions_valid_after: laterCutoff(change.cutoff) } : {}),
+    })
+    .where('id', '=', id)
+    .where('deleted_at', 'is', null);
+  if (change.onlyIf !== undefined) query = query.where(sql<string>`lower(email)`, '=', change.onlyIf.toLowerCase());
+  return query.returningAll().executeTakeFirst();
 }
 
 /** Access tokens of the user issued before `cutoff` are refused from now on; false when there is no such live user. */

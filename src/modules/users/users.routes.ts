@@ -4,20 +4,15 @@ import { Type } from 'typebox';
 import { authUser } from '../../http/auth.ts';
 import { errorResponses } from '../../http/errors.ts';
 import { toUserDetail, toUserListItem, toUserPublic } from './users.mapper.ts';
-import {
-  UserCreateBody,
-  UserDetail,
-  UserIdParams,
-  UserListQuery,
-  UserPage,
-  UserPublic,
-  UserUpdateBody,
-} from './users.schemas.ts';
+import { apiVersionOf } from '../../http/api-version.ts';
+import { UserCreateBody, UserIdParams, UserListQuery, userSchemas } from './users.schemas.ts';
 import type { UsersService } from './users.service.ts';
 
 export function registerUserRoutes(root: FastifyInstance, users: UsersService): void {
   const app = root.withTypeProvider<TypeBoxTypeProvider>();
   const tags = ['users'];
+  const version = apiVersionOf(root);
+  const { UserDetail, UserPage, UserPublic, UserUpdateBody } = userSchemas(version);
 
   app.post('/users', {
     config: { auth: 'admin', adminDetail: 'Only administrators can create users' },
@@ -27,7 +22,7 @@ export function registerUserRoutes(root: FastifyInstance, users: UsersService): 
       body: UserCreateBody,
       response: { 201: UserPublic, ...errorResponses(400, 401, 403, 422, 429) },
     },
-    handler: async (request, reply) => reply.code(201).send(toUserPublic(await users.create(request.body))),
+    handler: async (request, reply) => reply.code(201).send(toUserPublic(version, await users.create(request.body))),
   });
 
   app.get('/users', {
@@ -40,7 +35,7 @@ export function registerUserRoutes(root: FastifyInstance, users: UsersService): 
     },
     handler: async (request) => {
       const page = await users.list(request.query);
-      return { ...page, items: page.items.map(toUserListItem) };
+      return { ...page, items: page.items.map((u) => toUserListItem(version, u)) };
     },
   });
 
@@ -52,7 +47,7 @@ export function registerUserRoutes(root: FastifyInstance, users: UsersService): 
       params: UserIdParams,
       response: { 200: UserDetail, ...errorResponses(401, 403, 404, 422, 429) },
     },
-    handler: async (request) => toUserDetail(await users.get(request.params.user_id)),
+    handler: async (request) => toUserDetail(version, await users.get(request.params.user_id)),
   });
 
   app.patch('/users/:user_id', {
@@ -60,11 +55,18 @@ export function registerUserRoutes(root: FastifyInstance, users: UsersService): 
     schema: {
       tags,
       summary: 'Update a user (self or admin); only the given fields change',
+      description:
+        'A change of your own `email` leaves it unverified and mails a confirmation link to the new address (`POST /auth/verify-email`); ' +
+        'the previous address is told, with a link that undoes the change for 7 days (`POST /auth/email-change/revert`). ' +
+        'An unverified address links no platform orders and receives no password recovery e-mails. An e-mail an administrator sets ' +
+        'on another account is verified.' +
+        (version === 'v2' ? ' In v2, changing your own `email` needs `current_password` (422 without it, 401 `INVALID_CREDENTIALS` when wrong).' : ''),
       params: UserIdParams,
       body: UserUpdateBody,
       response: { 200: UserDetail, ...errorResponses(400, 401, 403, 404, 422, 429) },
     },
-    handler: async (request) => toUserDetail(await users.update(authUser(request), request.params.user_id, request.body)),
+    handler: async (request) =>
+      toUserDetail(version, await users.update(authUser(request), request.params.user_id, request.body, { currentPasswordForEmail: version === 'v2' })),
   });
 
   app.delete('/users/:user_id', {

@@ -7,7 +7,18 @@ import { AppError } from '../../http/errors.ts';
 import type { UserCache } from '../../http/user-cache.ts';
 import type { JobQueue } from '../../jobs/queue.ts';
 import { assertPasswordLength, type PasswordHasher } from './passwords.ts';
-import { cutOffSessions, findUserByEmail, findUserById, insertUser, listUsers, setUserPassword, updateUser } from './users.repository.ts';
+import {
+  cutOffSessions,
+  findPlatformCustomer,
+  findRecoverableByEmail,
+  findUserByEmail,
+  findUserById,
+  insertUser,
+  listUsers,
+  setUserEmail,
+  setUserPassword,
+  updateUser,
+} from './users.repository.ts';
 import type { UserCreateBody, UserUpdateBody } from './users.schemas.ts';
 
 const userNotFound = () => new AppError('NOT_FOUND', 'User not found');
@@ -92,6 +103,11 @@ export class UsersService {
     return findUserByEmail(this.db, email);
   }
 
+  /** The account that may recover its password through this address (see findRecoverableByEmail). */
+  async findRecoverable(email: string): Promise<UserRow | undefined> {
+    return findRecoverableByEmail(this.db, email);
+  }
+
   async list(q: { page: number; page_size: number; is_active?: boolean }): Promise<PageResult<UserRow>> {
     const { rows, total } = await listUsers(this.db, {
       limit: q.page_size,
@@ -101,8 +117,13 @@ export class UsersService {
     return pageOf(rows, total, q.page, q.page_size);
   }
 
-  /** PATCH semantics: only the given fields change. Flags only by an admin, never on their own account. */
-  async update(actor: UserRow, id: number, input: UserUpdateBody): Promise<UserRow> {
+  /**
+   * PATCH semantics: only the given fields change. Flags only by an admin, never on their own account.
+   * A change of one's own e-mail leaves it unverified until the link mailed to it is used; with
+   * `currentPasswordForEmail` (API v2) it also needs the current password, so a stolen access
+   * token alone cannot move the account to another address.
+   */
+  async update(actor: UserRow, id: number, input: UserUpdateBody, opts: { currentPasswordForEmail?: boolean } = {}): Promise<UserRow> {
     const self = actor.id === id;
     if (!self && !actor.is_admin) throw new AppError('FORBIDDEN', 'Not enough permissions to update this user');
     const touchesFlags = input.is_active !== undefined || input.is_admin !== undefined;
@@ -118,12 +139,17 @@ export class UsersService {
       const other = await findUserByEmail(this.db, input.email);
       if (other && other.id !== id) throw new AppError('EMAIL_EXISTS', 'Email already in use');
     }
-    const changes = Object.values(input).some((v) => v !== undefined);
+    const movesEmail = input.email !== undefined && input.email.toLowerCase() !== current.email.toLowerCase();
+    if (self && movesEmail && opts.currentPasswordForEmail) await this.assertCurrentPassword(current, input.current_password);
+    const { current_password: _proof, ...fields } = input;
+    const changes = Object.values(fields).some((v) => v !== undefined);
     if (!changes) return current; // an empty PATCH changes nothing, not even updated_at
     const now = new Date();
     const patch: UserUpdate = { updated_at: now };
     if (input.full_name !== undefined) patch.full_name = input.full_name;
     if (input.email !== undefined) patch.email = input.email;
+    // an administrator vouches for the address they set, as when they create an account
+    if (movesEmail) patch.email_verified = !self;
     // an administrator's decision on the flag settles it: a password set later no longer activates
     if (input.is_active !== undefined) {
       patch.is_active = input.is_active;
@@ -135,8 +161,13 @@ export class UsersService {
         this.db.transaction().execute(async (trx) => {
           const updated = await updateUser(trx, id, patch);
           if (!updated) throw userNotFound();
-          if (input.is_active === false) await this.endSessions(trx, id);
-          if (updated.email.toLowerCase() !== current.email.toLowerCase()) {
+          if (input.is_active === false) {
+            // the access tokens end too, so a later reactivation does not revive them
+            await cutOffSessions(trx, id, sessionCutoff(now.getTime()));
+            await this.endSessions(trx, id);
+          }
+          if (movesEmail && self) await this.queue.send(trx, 'user-email-verification', { userId: id, email: updated.email });
+          if (movesEmail) {
             // the previous address hears of it: whoever changed it may not be the account's holder
             await this.queue.send(trx, 'user-email-changed', {
               userId: id,
@@ -150,6 +181,55 @@ export class UsersService {
       );
     } catch (err) {
       if (isUniqueViolation(err)) throw new AppError('EMAIL_EXISTS', 'Email already in use');
+      throw err;
+    }
+  }
+
+  private async assertCurrentPassword(user: UserRow, password: string | undefined): Promise<void> {
+    if (password === undefined) {
+      const msg = 'required to change your own e-mail address';
+      throw new AppError('VALIDATION_ERROR', `Validation failed: body.current_password: ${msg}`, {
+        errors: [{ loc: ['body', 'current_password'], msg, type: 'missing' }],
+      });
+    }
+    if (!(await this.hasher.verify(password, user.password_hash))) throw new AppError('INVALID_CREDENTIALS', 'Current password is incorrect');
+  }
+
+  /**
+   * Marks the address verified while the account still has it; `within` runs first in the same
+   * transaction (it consumes the confirmation token). False when the address changed since.
+   */
+  async confirmEmail(userId: number, email: string, within: (trx: Transaction<Database>) => Promise<void>): Promise<boolean> {
+    return this.emailChange(userId, () =>
+      this.db.transaction().execute(async (trx) => {
+        await within(trx);
+        return (await setUserEmail(trx, userId, { email, at: new Date(), onlyIf: email })) !== undefined;
+      }),
+    );
+  }
+
+  /**
+   * Undoes an e-mail change: the previous address comes back verified and every session ends
+   * (whoever made the change is signed out). `within` runs first in the same transaction.
+   */
+  async restoreEmail(userId: number, email: string, within: (trx: Transaction<Database>) => Promise<void>): Promise<boolean> {
+    return this.emailChange(userId, () =>
+      this.db.transaction().execute(async (trx) => {
+        await within(trx);
+        const at = new Date();
+        const restored = await setUserEmail(trx, userId, { email, at, cutoff: sessionCutoff(at.getTime()) });
+        if (restored) await this.endSessions(trx, userId);
+        return restored !== undefined;
+      }),
+    );
+  }
+
+  /** An address taken meanwhile by a verified holder is EMAIL_EXISTS, not a 500. */
+  private async emailChange(userId: number, change: () => Promise<boolean>): Promise<boolean> {
+    try {
+      return await this.changing(userId, change);
+    } catch (err) {
+      if (isUniqueViolation(err)) throw new AppError('EMAIL_EXISTS', 'Email already in use by another account');
       throw err;
     }
   }
@@ -179,7 +259,7 @@ export class UsersService {
   async setPassword(
     userId: number,
     newPassword: string,
-    opts: { field?: string; within?: (trx: Transaction<Database>) => Promise<void> } = {},
+    opts: { field?: string; within?: (trx: Transaction<Database>) => Promise<void>; verifiesEmail?: boolean } = {},
   ): Promise<UserRow> {
     assertPasswordLength(newPassword, opts.field ?? 'new_password');
     const password_hash = await this.hasher.hash(newPassword);
@@ -187,7 +267,12 @@ export class UsersService {
       this.db.transaction().execute(async (trx) => {
         await opts.within?.(trx);
         const at = new Date();
-        const updated = await setUserPassword(trx, userId, { password_hash, at, cutoff: sessionCutoff(at.getTime()) });
+        const updated = await setUserPassword(trx, userId, {
+          password_hash,
+          at,
+          cutoff: sessionCutoff(at.getTime()),
+          verifiesEmail: opts.verifiesEmail ?? false,
+        });
         if (!updated) throw userNotFound();
         await this.endSessions(trx, userId);
         return updated;
@@ -206,12 +291,13 @@ export class UsersService {
   }
 
   /**
-   * The customer of a platform order, in the order's transaction: the live user with that e-mail,
-   * or a new account that cannot sign in until its holder sets a password through password recovery,
-   * which activates it.
+   * The customer of a platform order, in the order's transaction: the live user holding that e-mail
+   * verified (or the platform customer made for it before), else a new account that cannot sign in
+   * until its holder sets a password through password recovery, which activates and verifies it.
+   * An account that claimed the address without verifying it never gets the shopper's orders.
    */
   async findOrCreateCustomer(trx: Transaction<Database>, customer: { email: string; fullName: string }): Promise<UserRow> {
-    const existing = await findUserByEmail(trx, customer.email);
+    const existing = await findPlatformCustomer(trx, customer.email);
     if (existing) return existing;
     return insertUser(trx, {
       email: customer.email,
@@ -219,6 +305,7 @@ export class UsersService {
       password_hash: null,
       is_active: false,
       awaiting_password: true,
+      email_verified: false,
     });
   }
 }

@@ -1,12 +1,13 @@
 import { describe, it, before } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
-import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
+import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import { loadConfig } from '../../../src/config.ts';
 import { buildTestApp, createUser, errorBody, TEST_PASSWORD, twoApps, waitFor, type TestUser, REDIS_URL, redisAvailable, uniquePrefix } from '../../helpers/app.ts';
-import { login, requestRecovery, resetPassword } from './auth.helpers.ts';
+import { login, requestRecovery } from './auth.helpers.ts';
 
 const MAX = 10;
+const CEILING = 30;
 let ipCounter = 0;
 /** A client address no other test of this file uses (each IP has its own anonymous bucket). */
 const freshIp = () => `198.51.${Math.floor(++ipCounter / 250)}.${(ipCounter % 250) + 1}`;
@@ -21,13 +22,14 @@ function assertThrottled(res: LightMyRequestResponse, window: number): void {
   assert.ok(body.detail.includes(`retry in ${retryAfter} seconds`));
 }
 
-/** `count` wrong passwords for `email`, alternating between two client IPs: every one a plain 401. */
-async function fail(app: FastifyInstance, email: string, count: number, ips = [freshIp(), freshIp()]): Promise<void> {
+/** `count` wrong passwords for `email` from client `ip`: every one a plain 401. */
+async function fail(app: FastifyInstance, email: string, count: number, ip = freshIp(), extra: Partial<InjectOptions> = {}): Promise<string> {
   for (let i = 0; i < count; i++) {
-    const res = await login(app, email, `wrong-password-${i}`, { remoteAddress: ips[i % ips.length] });
+    const res = await login(app, email, `wrong-password-${i}`, { remoteAddress: ip, ...extra });
     assert.equal(res.statusCode, 401, `failure ${i + 1}: ${res.body}`);
     assert.equal(errorBody(res).error_code, 'INVALID_CREDENTIALS');
   }
+  return ip;
 }
 
 describe('login protection per account', () => {
@@ -37,33 +39,48 @@ describe('login protection per account', () => {
     app = await buildTestApp(undefined, {
       loginThrottleMaxFailures: MAX,
       loginThrottleWindowSeconds: 900,
+      loginThrottleMaxFailuresPerEmail: CEILING,
       rateLimitAnonymous: 20,
       rateLimitKeyPrefix: uniquePrefix(),
     });
     bystander = await createUser(app);
   });
 
-  it('after 10 failures from two IPs, every further sign-in for the e-mail is 429 — other IPs, a foreign bearer token, the right password', async () => {
+  it('after 10 failures from one client, its further sign-ins for the e-mail are 429 — a foreign bearer token, the right password', async () => {
     const victim = await createUser(app);
-    await fail(app, victim.email, MAX);
-    assertThrottled(await login(app, victim.email, 'wrong-password-11', { remoteAddress: freshIp() }), 900);
-    // the issue's attack: another account's valid token in the Authorization header buys nothing
-    assertThrottled(await login(app, victim.email, 'wrong-password-12', { remoteAddress: freshIp(), headers: bystander.auth }), 900);
-    // the right password does not get through either, until the window has passed
-    assertThrottled(await login(app, victim.email, TEST_PASSWORD, { remoteAddress: freshIp() }), 900);
-    assertThrottled(await login(app, victim.email.toUpperCase(), TEST_PASSWORD, { remoteAddress: freshIp() }), 900);
+    const attacker = await fail(app, victim.email, MAX);
+    assertThrottled(await login(app, victim.email, 'wrong-password-11', { remoteAddress: attacker }), 900);
+    // another account's valid token in the Authorization header buys nothing
+    assertThrottled(await login(app, victim.email, 'wrong-password-12', { remoteAddress: attacker, headers: bystander.auth }), 900);
+    assertThrottled(await login(app, victim.email, TEST_PASSWORD, { remoteAddress: attacker }), 900);
+    assertThrottled(await login(app, victim.email.toUpperCase(), TEST_PASSWORD, { remoteAddress: attacker }), 900);
     // other accounts are not affected
-    assert.equal((await login(app, bystander.email, TEST_PASSWORD, { remoteAddress: freshIp() })).statusCode, 200);
+    assert.equal((await login(app, bystander.email, TEST_PASSWORD, { remoteAddress: attacker })).statusCode, 200);
+  });
+
+  it('finding 3: failures from one client do not lock the holder out of another', async () => {
+    const victim = await createUser(app);
+    const attacker = await fail(app, victim.email, MAX);
+    assertThrottled(await login(app, victim.email, 'wrong', { remoteAddress: attacker }), 900);
+    assert.equal((await login(app, victim.email, TEST_PASSWORD, { remoteAddress: freshIp() })).statusCode, 200, 'the holder signs in from their own client');
+  });
+
+  it('a per-e-mail ceiling across all clients stays: failures spread over many clients reach it, then every client is 429', async () => {
+    const victim = await createUser(app);
+    // 5 failures from each client: none reaches its own limit of 10
+    for (let i = 0; i < CEILING / 5; i++) await fail(app, victim.email, 5);
+    assertThrottled(await login(app, victim.email, TEST_PASSWORD, { remoteAddress: freshIp() }), 900);
   });
 
   it('an unknown e-mail is counted and answered exactly like a known one', async () => {
     const known = await createUser(app);
     const unknown = `nobody-${crypto.randomBytes(4).toString('hex')}@example.com`;
-    const before = [await login(app, known.email, 'wrong', { remoteAddress: freshIp() }), await login(app, unknown, 'wrong', { remoteAddress: freshIp() })];
+    const [ipK, ipU] = [freshIp(), freshIp()];
+    const before = [await login(app, known.email, 'wrong', { remoteAddress: ipK }), await login(app, unknown, 'wrong', { remoteAddress: ipU })];
     assert.deepEqual(errorBody(before[1]), errorBody(before[0]));
-    await fail(app, known.email, MAX - 1);
-    await fail(app, unknown, MAX - 1);
-    const [k, u] = [await login(app, known.email, 'wrong', { remoteAddress: freshIp() }), await login(app, unknown, 'wrong', { remoteAddress: freshIp() })];
+    await fail(app, known.email, MAX - 1, ipK);
+    await fail(app, unknown, MAX - 1, ipU);
+    const [k, u] = [await login(app, known.email, 'wrong', { remoteAddress: ipK }), await login(app, unknown, 'wrong', { remoteAddress: ipU })];
     assertThrottled(k, 900);
     assertThrottled(u, 900);
     const shape = (r: LightMyRequestResponse) => ({ status: r.statusCode, body: r.body.replace(/\d+/g, 'N'), headers: Object.keys(r.headers).sort() });
@@ -72,15 +89,16 @@ describe('login protection per account', () => {
 
   it('a successful sign-in clears the count', async () => {
     const user = await createUser(app);
-    await fail(app, user.email, MAX - 1);
-    assert.equal((await login(app, user.email, TEST_PASSWORD, { remoteAddress: freshIp() })).statusCode, 200);
-    await fail(app, user.email, MAX);
-    assertThrottled(await login(app, user.email, TEST_PASSWORD, { remoteAddress: freshIp() }), 900);
+    const ip = await fail(app, user.email, MAX - 1);
+    assert.equal((await login(app, user.email, TEST_PASSWORD, { remoteAddress: ip })).statusCode, 200);
+    // without the clearing, the first of these would have been the 11th attempt (429)
+    await fail(app, user.email, MAX - 1, ip);
   });
 
-  it('a password reset ends the lock', async () => {
+  it("a password reset clears the e-mail's throttle: the resetting client's count and the ceiling", async () => {
     const user = await createUser(app);
-    await fail(app, user.email, MAX);
+    for (let i = 0; i < CEILING / MAX - 1; i++) await fail(app, user.email, MAX);
+    const ip = await fail(app, user.email, MAX);
     assertThrottled(await login(app, user.email, TEST_PASSWORD, { remoteAddress: freshIp() }), 900);
     // a token as the recovery e-mail would carry it
     const token = crypto.randomBytes(32).toString('base64url');
@@ -88,7 +106,9 @@ describe('login protection per account', () => {
       .insertInto('password_reset_tokens')
       .values({ user_id: user.user.id, token_hash: crypto.createHash('sha256').update(token).digest('hex'), email: user.email, expires_at: new Date(Date.now() + 60000) })
       .execute();
-    assert.equal((await resetPassword(app, token, 'a-password-after-the-lock')).statusCode, 200);
+    const reset = await app.inject({ method: 'POST', url: '/api/v1/auth/reset-password', payload: { token, new_password: 'a-password-after-the-lock' }, remoteAddress: ip });
+    assert.equal(reset.statusCode, 200, reset.body);
+    assert.equal((await login(app, user.email, 'a-password-after-the-lock', { remoteAddress: ip })).statusCode, 200);
     assert.equal((await login(app, user.email, 'a-password-after-the-lock', { remoteAddress: freshIp() })).statusCode, 200);
   });
 
@@ -127,6 +147,26 @@ describe('login protection per account', () => {
     assert.equal(set.loginThrottleWindowSeconds, 60);
     assert.throws(() => loadConfig({ LOGIN_THROTTLE_MAX_FAILURES: '0' }), /LOGIN_THROTTLE_MAX_FAILURES must be between 1 and/);
     assert.throws(() => loadConfig({ LOGIN_THROTTLE_WINDOW_SECONDS: 'x' }), /LOGIN_THROTTLE_WINDOW_SECONDS must be an integer/);
+    assert.equal(defaults.loginThrottleMaxFailuresPerEmail, undefined, 'unset: 10 times LOGIN_THROTTLE_MAX_FAILURES');
+    assert.equal(loadConfig({ LOGIN_THROTTLE_MAX_FAILURES_PER_EMAIL: '50' }).loginThrottleMaxFailuresPerEmail, 50);
+    assert.throws(() => loadConfig({ LOGIN_THROTTLE_MAX_FAILURES_PER_EMAIL: '0' }), /LOGIN_THROTTLE_MAX_FAILURES_PER_EMAIL must be between 1 and/);
+  });
+});
+
+describe('login protection behind a proxy (TRUST_PROXY)', () => {
+  let app: FastifyInstance;
+  before(async () => {
+    app = await buildTestApp(undefined, { trustProxy: true, loginThrottleMaxFailures: MAX, rateLimitKeyPrefix: uniquePrefix() });
+  });
+
+  it('the client is the forwarded address: failures forwarded for one address do not throttle another behind the same proxy', async () => {
+    const victim = await createUser(app);
+    const proxy = freshIp();
+    const forwardedFor = (ip: string) => ({ remoteAddress: proxy, headers: { 'x-forwarded-for': ip } });
+    const attacker = freshIp();
+    await fail(app, victim.email, MAX, proxy, forwardedFor(attacker));
+    assertThrottled(await login(app, victim.email, TEST_PASSWORD, forwardedFor(attacker)), 900);
+    assert.equal((await login(app, victim.email, TEST_PASSWORD, forwardedFor(freshIp()))).statusCode, 200);
   });
 });
 
@@ -149,22 +189,22 @@ describe('login protection per account, shared through Redis by two instances', 
   it('failures on either instance add up; both refuse the 11th; after the window both let the right password in', async (t) => {
     if (!available) return t.skip(`no Redis at ${REDIS_URL}`);
     const user = await createUser(a);
-    const ips = [freshIp(), freshIp()];
+    const ip = freshIp();
     // the window starts with the first failure: the failures and the first refusals must fall inside it
     for (let i = 0; i < MAX; i++) {
-      const res = await login(i % 2 === 0 ? a : b, user.email, `wrong-${i}`, { remoteAddress: ips[i % 2] });
+      const res = await login(i % 2 === 0 ? a : b, user.email, `wrong-${i}`, { remoteAddress: ip });
       assert.equal(res.statusCode, 401, `failure ${i + 1}`);
     }
-    assertThrottled(await login(a, user.email, TEST_PASSWORD, { remoteAddress: freshIp() }), WINDOW);
-    assertThrottled(await login(b, user.email, TEST_PASSWORD, { remoteAddress: freshIp(), headers: { authorization: 'Bearer forged.token.value' } }), WINDOW);
+    assertThrottled(await login(a, user.email, TEST_PASSWORD, { remoteAddress: ip }), WINDOW);
+    assertThrottled(await login(b, user.email, TEST_PASSWORD, { remoteAddress: ip, headers: { authorization: 'Bearer forged.token.value' } }), WINDOW);
     // until the window passes (polling; each attempt counts, but the window is fixed)
     const ok = await waitFor(async () => {
-      const res = await login(b, user.email, TEST_PASSWORD, { remoteAddress: freshIp() });
+      const res = await login(b, user.email, TEST_PASSWORD, { remoteAddress: ip });
       return res.statusCode === 200 ? res : undefined;
     }, (WINDOW + 5) * 1000, 250);
     assert.equal(ok.statusCode, 200);
     // the success on b cleared the count a sees
-    await fail(a, user.email, MAX - 1);
-    assert.equal((await login(a, user.email, TEST_PASSWORD, { remoteAddress: freshIp() })).statusCode, 200);
+    await fail(a, user.email, MAX - 1, ip);
+    assert.equal((await login(a, user.email, TEST_PASSWORD, { remoteAddress: ip })).statusCode, 200);
   });
 });

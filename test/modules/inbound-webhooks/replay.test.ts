@@ -3,8 +3,8 @@ import assert from 'node:assert/strict';
 import type { FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
 import { loadConfig } from '../../../src/config.ts';
-import { buildTestApp } from '../../helpers/app.ts';
-import { fixturePayload, sendInbound, SHOPIFY_SECRET } from '../../helpers/webhooks.ts';
+import { buildTestApp, waitFor } from '../../helpers/app.ts';
+import { fixturePayload, seedProduct, sendInbound, SHOPIFY_SECRET } from '../../helpers/webhooks.ts';
 
 let order = 7100000000000;
 const freshBody = () => JSON.stringify({ ...fixturePayload(), id: ++order });
@@ -13,6 +13,8 @@ describe('platform webhook replays', () => {
   let app: FastifyInstance;
   before(async () => {
     app = await buildTestApp(undefined, { shopifyWebhookSecret: SHOPIFY_SECRET });
+    await seedProduct(app, 'MUG-CERAMIC-350', { stock: 1000 });
+    await seedProduct(app, 'TEA-EARLGREY-100', { stock: 1000 });
   });
   after(() => app.close());
 
@@ -65,19 +67,53 @@ describe('platform webhook replays', () => {
     assert.equal(await storedWith(body), 1);
   });
 
-  it('outside the replay window the same body is a new delivery', async () => {
+  /** Makes the stored copy of `webhookId` look received `days` ago (past the former 24 h window). */
+  const age = (webhookId: string, days: number) =>
+    app.ctx.db.updateTable('inbound_webhooks').set({ received_at: new Date(Date.now() - days * 86400 * 1000) }).where('webhook_id', '=', webhookId).execute();
+
+  it('a body stored before is a duplicate for as long as it is kept, not only within 24 h', async () => {
     const body = freshBody();
     const first = receipt(await sendInbound(app, body));
-    await app.ctx.db
-      .updateTable('inbound_webhooks')
-      .set({ received_at: new Date(Date.now() - (app.ctx.config.inboundReplayWindowSeconds + 60) * 1000) })
-      .where('webhook_id', '=', first.webhook_id)
-      .execute();
-    assert.equal(receipt(await sendInbound(app, body)).duplicate, false);
-    assert.equal(await storedWith(body), 2);
+    await age(first.webhook_id, 20);
+    assert.equal(receipt(await sendInbound(app, body)).duplicate, true);
+    assert.equal(await storedWith(body), 1);
   });
 
-  it('the window is 24 h by default, INBOUND_REPLAY_WINDOW_SECONDS sets it, 0 turns the digest check off', async (t) => {
+  it('the topic is the route\'s: a mismatching X-Shopify-Topic is 401 and nothing is stored', async () => {
+    const body = freshBody();
+    for (const [url, topic] of [
+      ['/api/v1/webhooks/orders/create', 'orders/cancelled'],
+      ['/api/v1/webhooks/orders/cancelled', 'orders/create'],
+      ['/api/v2/webhooks/orders/create', 'orders/updated'],
+    ]) {
+      const res = await sendInbound(app, body, { url, topic, webhookId: `topic-${topic}-${url}` });
+      assert.equal(res.statusCode, 401, `${url} ${topic}: ${res.body}`);
+      assert.deepEqual(Object.keys(res.json() as object).sort(), ['detail', 'error_code']);
+      assert.equal((res.json() as { error_code: string }).error_code, 'INVALID_SIGNATURE');
+    }
+    assert.equal(await storedWith(body), 0);
+    // a missing topic takes the route's
+    const res = receipt(await sendInbound(app, freshBody(), { url: '/api/v1/webhooks/orders/cancelled', topic: '' }));
+    const row = await app.ctx.db.selectFrom('inbound_webhooks').select('topic').where('webhook_id', '=', res.webhook_id).executeTakeFirstOrThrow();
+    assert.equal(row.topic, 'orders/cancelled');
+  });
+
+  it('finding 4: a create body resent to the cancellation route after the former window cancels nothing', async () => {
+    const body = freshBody();
+    const created = receipt(await sendInbound(app, body));
+    const externalId = String((JSON.parse(body) as { id: number }).id);
+    const orderRow = await waitFor(async () => app.ctx.db.selectFrom('orders').select(['id', 'status']).where('external_id', '=', externalId).executeTakeFirst());
+    await age(created.webhook_id, 2);
+    const replay = receipt(await sendInbound(app, body, { url: '/api/v1/webhooks/orders/cancelled', topic: 'orders/cancelled', webhookId: 'resent-as-cancel' }));
+    assert.equal(replay.duplicate, true);
+    assert.equal(await storedWith(body), 1);
+    const after = await app.ctx.db.selectFrom('orders').select('status').where('id', '=', orderRow.id).executeTakeFirstOrThrow();
+    assert.notEqual(after.status, 'cancelled');
+    const cancellations = await app.ctx.db.selectFrom('platform_cancellations').selectAll().where('external_id', '=', externalId).execute();
+    assert.deepEqual(cancellations, []);
+  });
+
+  it('INBOUND_REPLAY_WINDOW_SECONDS is read and validated; 0 turns the digest check off', async (t) => {
     assert.equal(loadConfig({}).inboundReplayWindowSeconds, 86400);
     assert.equal(loadConfig({ INBOUND_REPLAY_WINDOW_SECONDS: '600' }).inboundReplayWindowSeconds, 600);
     assert.throws(() => loadConfig({ INBOUND_REPLAY_WINDOW_SECONDS: '-1' }));

@@ -34,6 +34,7 @@ interface Trace {
   inbound: { id: number; webhook_id: string; topic: string; shop_domain: string; status: string; error: string | null; order_id: number; received_at: string; processed_at: string }[];
   events: { sequence: number; status: string }[];
   jobs: TraceJob[];
+  trace_id: string | null;
   deliveries: { subscription_id: number; url: string; messages: TraceMessage[] }[];
 }
 
@@ -95,7 +96,9 @@ describe('GET /admin/orders/{order_id}/trace: inbound webhook → order → jobs
       },
       30000,
     );
-    assert.deepEqual(Object.keys(story).sort(), ['deliveries', 'events', 'inbound', 'jobs', 'order']);
+    assert.deepEqual(Object.keys(story).sort(), ['deliveries', 'events', 'inbound', 'jobs', 'order', 'trace_id']);
+    // tracing is off in this process (test/ops/telemetry.test.ts covers it on)
+    assert.equal(story.trace_id, null);
 
     // the order, as the admin read shows it
     const adminRead = (await api(app, admin, { method: 'GET', url: `/api/v1/admin/orders/${orderId}` })).json();

@@ -339,7 +339,7 @@ describe('users', () => {
       assert.equal(res.json().is_admin, true);
     });
 
-    it('deactivation by an admin revokes refresh tokens; the user then gets 403 Inactive user; reactivation restores access', async () => {
+    it('deactivation by an admin ends every session (refresh and access tokens); reactivation lets the user sign in again but revives no old token', async () => {
       const ivy = await createUser(app);
       const second = await login(ivy.email, TEST_PASSWORD);
       const res = await patch(admin, ivy.user.id, { is_active: false });
@@ -350,10 +350,10 @@ describe('users', () => {
       assert.ok(tokens.every((t) => t.revoked_at !== null), 'all refresh tokens revoked');
 
       const me = await api(app, ivy, { method: 'GET', url: '/api/v1/auth/me' });
-      assert.equal(me.statusCode, 403);
-      assert.deepEqual(errorBody(me), { detail: 'Inactive user', error_code: 'INACTIVE_USER' });
+      assert.equal(me.statusCode, 401, 'the access token ended with the deactivation');
+      assert.equal(errorBody(me).error_code, 'INVALID_TOKEN');
       const list = await api(app, ivy, { method: 'GET', url: '/api/v1/users' });
-      assert.equal(list.statusCode, 403);
+      assert.equal(list.statusCode, 401);
       const refreshed = await app.inject({ method: 'POST', url: '/api/v1/auth/refresh', payload: { refresh_token: second.json().refresh_token } });
       assert.equal(refreshed.statusCode, 401);
       const relogin = await login(ivy.email, TEST_PASSWORD);
@@ -363,8 +363,14 @@ describe('users', () => {
       const back = await patch(admin, ivy.user.id, { is_active: true });
       assert.equal(back.statusCode, 200);
       assert.equal(back.json().is_active, true);
-      assert.equal((await login(ivy.email, TEST_PASSWORD)).statusCode, 200);
-      assert.equal((await api(app, ivy, { method: 'GET', url: '/api/v1/auth/me' })).statusCode, 200);
+      // finding 4: reactivation does not revive the tokens issued before the deactivation
+      assert.equal((await api(app, ivy, { method: 'GET', url: '/api/v1/auth/me' })).statusCode, 401);
+      const refreshedAfter = await app.inject({ method: 'POST', url: '/api/v1/auth/refresh', payload: { refresh_token: second.json().refresh_token } });
+      assert.equal(refreshedAfter.statusCode, 401);
+      const fresh = await login(ivy.email, TEST_PASSWORD);
+      assert.equal(fresh.statusCode, 200);
+      const mine = await app.inject({ method: 'GET', url: '/api/v1/auth/me', headers: { authorization: `Bearer ${fresh.json().access_token}` } });
+      assert.equal(mine.statusCode, 200);
     });
 
     it('an unknown or deleted user is 404 for an admin', async () => {

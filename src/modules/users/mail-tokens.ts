@@ -1,0 +1,22 @@
+import crypto from 'node:crypto';
+
+/**
+ * The tokens mailed to an address (password reset, e-mail confirmation, revert of an e-mail
+ * change): 32 random bytes (256 bits), base64url, stored only as their SHA-256.
+ */
+const TOKEN_BYTES = 32;
+const TOKEN_SHAPE = /^[A-Za-z0-9_-]{43}$/;
+
+export function newMailToken(): { token: string; hash: string } {
+  const token = crypto.randomBytes(TOKEN_BYTES).toString('base64url');
+  return { token, hash: hashOfMailToken(token) };
+}
+
+export function hashOfMailToken(token: string): string {
+  return crypto.createHash('sha256').update(token).digest('hex');
+}
+
+/** Whether `token` has the shape of a mailed token (anything else is refused without a lookup). */
+export function isMailToken(token: string): boolean {
+  return TOKEN_SHAPE.test(token);
+}

@@ -1,0 +1,58 @@
+import type { Config } from './config.ts';
+
+/**
+ * What the start-up line says of tracing: on or off, and where spans go. Read from the same
+ * variables the OpenTelemetry SDK reads (it picks the exporter itself, src/telemetry.ts), without
+ * loading it, so a process with tracing off says so too.
+ */
+export interface TracingStatus {
+  enabled: boolean;
+  /** OTEL_TRACES_EXPORTER's exporters (`otlp` unless set) */
+  exporters?: string[];
+  /** the OTLP protocol: http/protobuf (default), http/json or grpc */
+  protocol?: string;
+  /** where the OTLP exporter sends spans */
+  endpoint?: string;
+  serviceName?: string;
+}
+
+type Env = Record<string, string | undefined>;
+
+/** The OTLP traces endpoint as the SDK resolves it: the traces-only variable as is, else the base URL plus /v1/traces (HTTP). */
+function otlpTracesEndpoint(env: Env, protocol: string): string | undefined {
+  const own = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?.trim();
+  if (own) return own;
+  const base = env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim();
+  if (!base) return undefined;
+  return protocol === 'grpc' ? base : `${base.replace(/\/+$/, '')}/v1/traces`;
+}
+
+export function tracingStatus(config: Pick<Config, 'otelEndpoint' | 'otelServiceName'>, env: Env = process.env): TracingStatus {
+  if (!config.otelEndpoint || env.OTEL_SDK_DISABLED?.trim().toLowerCase() === 'true') return { enabled: false };
+  const exporters = (env.OTEL_TRACES_EXPORTER ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+  if (exporters[0] === 'none') return { enabled: false, exporters };
+  const protocol = env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL?.trim() || env.OTEL_EXPORTER_OTLP_PROTOCOL?.trim() || 'http/protobuf';
+  const list = exporters.length > 0 ? exporters : ['otlp'];
+  return {
+    enabled: true,
+    exporters: list,
+    ...(list.includes('otlp') ? { protocol, endpoint: otlpTracesEndpoint(env, protocol) } : {}),
+    serviceName: config.otelServiceName,
+  };
+}
+
+/** The start-up line. */
+export function tracingStatusLine(s: TracingStatus): string {
+  if (!s.enabled) {
+    return s.exporters?.[0] === 'none'
+      ? 'tracing off: OTEL_TRACES_EXPORTER is none'
+      : 'tracing off: set OTEL_EXPORTER_OTLP_ENDPOINT (e.g. http://localhost:4318) to export spans (docs/tracing.md)';
+  }
+  const where = s.endpoint ? `OTLP ${s.protocol} to ${s.endpoint}` : '';
+  const others = (s.exporters ?? []).filter((e) => e !== 'otlp');
+  const to = [where, ...others.map((e) => `the ${e} exporter`)].filter((x) => x !== '').join(' and ');
+  return `tracing on: spans of service ${s.serviceName} exported via ${to}`;
+}

@@ -2442,6 +2442,11 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "full_name": "Jane Q. Doe"
+                     *     }
+                     */
                     "application/json": {
                         full_name?: string;
                         /**

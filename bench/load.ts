@@ -127,7 +127,7 @@ async function runOnce(job: LoadJob, durationSec: number, record: boolean): Prom
   const done = await instance;
   // autocannon stops at its first one-second sample after the duration: a run of 1.5 s (half of a
   // quick run's 3 s, the baseline's share beside each read) sends requests for 2 s. The rates are
-  // taken over the time it ran (bench/README.md, finding 70).
+  // taken over the time it ran.
   return result(job, done.duration > 0 ? done.duration : durationSec, latencies, statuses, done.errors, done.timeouts);
 }
 

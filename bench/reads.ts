@@ -17,7 +17,7 @@ export async function readsPhase(b: Bench): Promise<void> {
     log(`[${elapsed(ctx)}] ${name}`);
     // The baseline's measured time is split around the service's run, each half after its own
     // warm-up (its pool closes connections idle for 10 s, the service's run can be longer): this
-    // host's speed drifts by up to a factor of two within minutes (bench/README.md, finding 66),
+    // host's speed drifts by up to a factor of two within minutes,
     // and a drift during the pair then weighs on both sides alike instead of on one.
     const half = ctx.opts.duration / 2;
     const baseJob = job(b, `${name} (baseline)`, ctx.baselineUrl, p.baseline, { durationSec: half, keepSamples: true });

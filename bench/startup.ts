@@ -35,8 +35,10 @@ export async function startupPhase(ctx: RunContext, report: Record<string, unkno
   const median = [...samples].sort((a, b) => a - b)[Math.floor(samples.length / 2)];
   report.startupRss = { runsMib: samples, medianMib: median };
   log(`  ROLE=api RSS 2 s after listening: ${samples.map(f1).join(', ')} MiB (median ${f1(median)})`);
+  // informative: without a forced collection at start-up, the heap holds what loading left (decision 006)
   return {
     name: 'API process RSS after start-up (ROLE=api)',
+    informative: true,
     value: `${f1(median)} MiB`,
     target: `≤ ${STARTUP_RSS_GOAL_MIB} MiB`,
     pass: median <= STARTUP_RSS_GOAL_MIB,

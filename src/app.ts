@@ -16,7 +16,7 @@ import { registerObservability } from './http/observability.ts';
 import { registerPathIds } from './http/path-ids.ts';
 import { registerRateLimit } from './http/rate-limit.ts';
 import { corsOptions } from './http/cors.ts';
-import { registerSecurity } from './http/security.ts';
+import { registerHostRequirement, registerSecurity } from './http/security.ts';
 import { registerTracing } from './http/tracing.ts';
 import { registerNoStore, registerSecurityHeaders } from './http/security-headers.ts';
 import { closeIdleConnectionsOnShutdown, serverOptions } from './http/server.ts';
@@ -103,6 +103,7 @@ export async function buildApp(config: Config, opts: BuildOptions = {}): Promise
   // the docs page loads its own scripts and styles; the API itself serves only JSON
   registerSecurityHeaders(app, { contentSecurityPolicy: false, crossOriginEmbedderPolicy: false });
   registerNoStore(app, API_VERSIONS.map(apiPrefix));
+  registerHostRequirement(app);
   if (config.corsOrigins.length > 0) await app.register(cors, corsOptions(config.corsOrigins));
   // before authentication: rejected requests count too (see rate-limit.ts)
   registerRateLimit(app, { config, log: app.log, verifyAccessToken: auth.verifyAccessToken, readiness: ctx.readiness });

@@ -7341,7 +7341,7 @@ export interface paths {
                             event_id: number | null;
                             event_type: string;
                             order_id: number | null;
-                            /** @description pending: being delivered, retried, or waiting for an earlier message of its order; delivered; failed: every attempt failed */
+                            /** @description pending: being delivered, retried, or waiting for an earlier message of its order; delivered; failed: every attempt failed, or its subscription was disabled or deleted while it was pending */
                             status: "pending" | "delivered" | "failed";
                             /** @description the exact request body, as signed and sent */
                             body: string;
@@ -8290,7 +8290,7 @@ export interface paths {
         };
         /**
          * The whole story of one order: platform webhooks, events, jobs and outgoing deliveries (administrators)
-         * @description One object: `order` (as GET /admin/orders/{order_id}), `inbound` (the platform webhooks that created or were linked to it), `events`, `jobs` (every job run for it, for those webhooks and for its outgoing messages) and `deliveries` (per subscription, each message with every attempt). It shows what is still kept: finished jobs for JOB_RETENTION_DAYS, settled messages and their attempts for WEBHOOK_MESSAGE_RETENTION_DAYS.
+         * @description One object: `order` (as GET /admin/orders/{order_id}), `inbound` (the platform webhooks that created or were linked to it), `events`, `jobs` (every job run for it, for those webhooks and for its outgoing messages) and `deliveries` (per subscription, each message with every attempt), and `trace_id`: the trace to look the order up in a tracing back end (docs/tracing.md). It shows what is still kept: finished jobs for JOB_RETENTION_DAYS, settled messages and their attempts for WEBHOOK_MESSAGE_RETENTION_DAYS.
          */
         get: {
             parameters: {

@@ -1,9 +1,9 @@
-import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { PGlite } from '@electric-sql/pglite';
 import { Kysely, PGliteDialect, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import { lockDataDir, type DataDirLock } from './data-dir-lock.ts';
+import { createEmbeddedDataDir } from './embedded-init.ts';
 import { namedStatementPool } from './named-statements.ts';
 import { timestamptzParser } from './timestamps.ts';
 import type { Database } from './schema.ts';
@@ -81,7 +81,7 @@ export async function createDatabase(opts: DatabaseOptions): Promise<DatabaseHan
     lock = await lockDataDir(opts.dataDir);
     const dir = path.join(opts.dataDir, 'pgdata');
     try {
-      await fs.mkdir(dir, { recursive: true });
+      await createEmbeddedDataDir(dir, startParams);
       pglite = await PGlite.create(dir, { startParams });
     } catch (err) {
       await lock.release();

@@ -125,15 +125,17 @@ export function registerAuth(app: FastifyInstance, deps: AuthDeps): void {
       throw invalid();
     }
     const user = await deps.userCache.get(Number(claims.sub), loadUser);
+    // an inactive account's token is answered 403 "Inactive user" (the specification), whatever its age
+    if (user && !user.is_active && level !== 'public') throw new AppError('INACTIVE_USER', 'Inactive user');
     // a token issued before the user's sessions were cut off (password change or reset, signing
-    // out everywhere) is dead, like one of a deleted user; the cached row carries the cut-off
+    // out everywhere, deactivation: reactivating revives none) is dead, like one of a deleted user;
+    // the cached row carries the cut-off
     if (!user || issuedBeforeCutoff(claims, user)) {
       if (level === 'public') return;
       throw invalid();
     }
     request.user = user;
     if (level === 'public') return;
-    if (!user.is_active) throw new AppError('INACTIVE_USER', 'Inactive user');
     if (level === 'admin' && !user.is_admin) {
       throw new AppError('ADMIN_REQUIRED', request.routeOptions.config.adminDetail ?? 'Administrator privileges required');
     }

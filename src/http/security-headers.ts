@@ -40,13 +40,26 @@ export function registerSecurityHeaders(app: FastifyInstance, options: HelmetOpt
 
 /**
  * `Cache-Control: no-store` on every response under one of `prefixes` (the API versions), errors included: API responses carry
- * tokens and personal data, which no browser or intermediary cache may keep.
+ * tokens and personal data, which no browser or intermediary cache may keep. Decided by the route the
+ * request matched (the router decodes the path, so `/%61pi/v1/auth/me` is `/api/v1/auth/me`), or for
+ * a request that matched none, by its decoded path: never by how the client spelled it.
  */
 export function registerNoStore(app: FastifyInstance, prefixes: readonly string[]): void {
-  const under = (url: string, prefix: string) =>
-    url.startsWith(prefix) && (url.length === prefix.length || url[prefix.length] === '/' || url[prefix.length] === '?');
+  const under = (path: string, prefix: string) => path.startsWith(prefix) && (path.length === prefix.length || path[prefix.length] === '/');
   app.addHook('onRequest', (request, reply, done) => {
-    if (prefixes.some((prefix) => under(request.url, prefix))) reply.raw.setHeader('cache-control', 'no-store');
+    const path = request.routeOptions.url ?? decodedPath(request.url);
+    if (prefixes.some((prefix) => under(path, prefix))) reply.raw.setHeader('cache-control', 'no-store');
     done();
   });
+}
+
+/** The path of `url` with its percent-escapes decoded (left as sent when they are malformed). */
+function decodedPath(url: string): string {
+  const end = url.search(/[?#]/);
+  const path = end === -1 ? url : url.slice(0, end);
+  try {
+    return decodeURIComponent(path);
+  } catch {
+    return path;
+  }
 }

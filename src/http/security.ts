@@ -32,6 +32,9 @@ declare module 'fastify' {
 export function serverLimits(config: Config) {
   const http: ServerOptions = {
     maxHeaderSize: 16 * 1024,
+    // Node answers an HTTP/1.1 request without Host with a bare 400 of its own; the service refuses
+    // it itself, in the error shape (see requireHost in errors.ts)
+    requireHostHeader: false,
     headersTimeout: Math.min(config.requestTimeoutMs, 10000),
     connectionsCheckingInterval: Math.max(100, Math.min(1000, Math.floor(config.requestTimeoutMs / 4))),
   };
@@ -45,6 +48,19 @@ export function serverLimits(config: Config) {
     return503OnClosing: false,
     http,
   };
+}
+
+/**
+ * HTTP/1.1 requires Host (RFC 9112 §3.2). Node's own refusal of a request without it is a bare 400
+ * (turned off in serverLimits); this one is in the error shape, with the security headers, whose
+ * hooks must come first.
+ */
+export function registerHostRequirement(app: FastifyInstance): void {
+  app.addHook('onRequest', async (request) => {
+    if (request.raw.httpVersionMajor === 1 && request.raw.httpVersionMinor >= 1 && request.headers.host === undefined) {
+      throw new AppError('BAD_REQUEST', 'Missing Host header');
+    }
+  });
 }
 
 type Path = (string | number)[];

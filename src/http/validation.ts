@@ -52,8 +52,34 @@ export const lazySchemaController: FastifyServerOptions['schemaController'] = {
 function makeAjv(opts: Options): Ajv {
   const ajv = new Ajv({ allErrors: false, removeAdditional: false, useDefaults: true, strict: false, strictNumbers: true, ...opts });
   addFormats.default(ajv);
+  withinDatabaseRange(ajv, 'date');
+  withinDatabaseRange(ajv, 'date-time');
   replaceMultipleOf(ajv);
   return ajv;
+}
+
+/** 0001-01-01T00:00:00Z and 10000-01-01T00:00:00Z: the instants a four-digit UTC year can name. */
+const EARLIEST = Date.parse('0001-01-01T00:00:00Z');
+const AFTER_LATEST = Date.parse('+010000-01-01T00:00:00Z');
+
+/**
+ * A date or date-time must also name an instant from year 1 to 9999 (UTC). `0000-01-01` is a valid
+ * RFC 3339 date, but JavaScript writes such an instant as year 0 or a six-digit year, which
+ * PostgreSQL refuses (on the embedded database it was a 500): it is a 422 here, on both databases.
+ */
+function withinDatabaseRange(ajv: Ajv, name: 'date' | 'date-time'): void {
+  const format = ajv.formats[name];
+  if (typeof format !== 'object' || format instanceof RegExp || typeof format.validate !== 'function') throw new Error(`ajv-formats has no ${name} check`);
+  const { validate, compare } = format as { validate: (s: string) => boolean; compare?: (a: string, b: string) => number | undefined };
+  ajv.addFormat(name, {
+    type: 'string',
+    validate: (s: string) => {
+      if (!validate(s)) return false;
+      const at = Date.parse(name === 'date' ? `${s}T00:00:00Z` : s);
+      return Number.isNaN(at) || (at >= EARLIEST && at < AFTER_LATEST);
+    },
+    ...(compare ? { compare } : {}),
+  });
 }
 
 /**

@@ -4,7 +4,8 @@ import type { JobWithMetadata } from 'pg-boss';
 /**
  * The field of a job's data that carries the W3C trace context (`traceparent`, `tracestate`) of
  * the request or job that sent it, so the job's run continues that trace in whichever process
- * runs it. Present only when tracing is on (src/telemetry.ts); handlers never read it.
+ * runs it, or the stored context the job continues (`withTraceContext`'s `parent`). Absent when
+ * there is neither (tracing off, src/telemetry.ts); handlers never read it.
  */
 export const TRACE_CONTEXT_FIELD = 'traceContext';
 

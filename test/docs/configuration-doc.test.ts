@@ -6,10 +6,10 @@ import { loadConfig, type Config } from '../../src/config.ts';
 
 const root = path.resolve(import.meta.dirname, '..', '..');
 
-/** Every variable src/config.ts and the value readers of src/config-values.ts read: each reader takes `(env, 'NAME'`. */
+/** Every variable src/config.ts reads (with its readers in config-values.ts): they all take `(env, 'NAME'`. */
 async function settingsRead(): Promise<{ names: Set<string>; numeric: Map<string, keyof Config> }> {
-  const files = await Promise.all(['config.ts', 'config-values.ts'].map((f) => fs.readFile(path.join(root, 'src', f), 'utf8')));
-  const source = files.join('\n');
+  const files = ['config.ts', 'config-values.ts'].map((f) => fs.readFile(path.join(root, 'src', f), 'utf8'));
+  const source = (await Promise.all(files)).join('\n');
   const names = new Set([...source.matchAll(/\(env, '([A-Z][A-Z0-9_]+)'/g)].map((m) => m[1]));
   // `key: int(env, 'NAME', default, …)` and `num(…)`: the Config key whose default the page states
   const numeric = new Map([...source.matchAll(/(\w+): (?:int|num)\(env, '([A-Z0-9_]+)'/g)].map((m) => [m[2], m[1] as keyof Config]));

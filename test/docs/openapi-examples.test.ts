@@ -31,7 +31,7 @@ const CANNOT_SUCCEED: Record<string, { status: number; code: string; why: string
   'POST /auth/password': { status: 401, code: 'INVALID_CREDENTIALS', why: 'the current password is your own' },
   'POST /auth/reset-password': { status: 400, code: 'INVALID_RESET_TOKEN', why: 'the token comes in the recovery e-mail' },
   'POST /auth/verify-email': { status: 400, code: 'INVALID_EMAIL_TOKEN', why: 'the token comes in the confirmation e-mail' },
-  'POST /auth/email-change/revert': { status: 400, code: 'INVALID_EMAIL_TOKEN', why: 'the token comes in the e-mail to the previous address' },
+  'POST /auth/email-change/revert': { status: 400, code: 'INVALID_EMAIL_TOKEN', why: 'the token comes in the notice to the previous address' },
   'POST /orders/{order_id}/retry': { status: 400, code: 'INVALID_STATE', why: 'only a failed order is retried' },
   'GET /webhooks/subscriptions/{subscription_id}/messages/{message_id}': { status: 404, code: 'NOT_FOUND', why: 'a message id comes from the deliveries' },
   'POST /webhooks/subscriptions/{subscription_id}/messages/{message_id}/resend': { status: 404, code: 'NOT_FOUND', why: 'a message id comes from the deliveries' },

@@ -230,3 +230,54 @@ describe('resource limits on a listening server', () => {
     assert.equal(status, 431);
   });
 });
+
+describe('issue 44: headers by route, Node-level 400s and dates in the error shape', () => {
+  let app: FastifyInstance;
+  let admin: TestUser;
+  before(async () => {
+    app = await buildTestApp(undefined);
+    admin = await createUser(app, { admin: true, login: false });
+  });
+  after(() => app.close());
+
+  it('Cache-Control: no-store by the route, however the path is spelt (/%61pi/v1/auth/me)', async () => {
+    for (const url of ['/api/v1/auth/me', '/%61pi/v1/auth/me', '/api/v1/%61uth/me', '/%61pi/v2/users', '/%61pi/v1/nothing-here']) {
+      const res = await api(app, admin, { method: 'GET', url });
+      assert.equal(res.headers['cache-control'], 'no-store', `${url}: ${res.statusCode}`);
+    }
+    assert.notEqual((await app.inject({ method: 'GET', url: '/health' })).headers['cache-control'], 'no-store');
+  });
+
+  it('out-of-range dates are 422, not a 500 from the database (created_from=0000-01-01, recover since=0000-01-01T00:00:00Z)', async () => {
+    for (const url of ['/api/v1/admin/orders?created_from=0000-01-01', '/api/v2/admin/orders?created_to=0000-12-31', '/api/v1/admin/orders?created_from=0001-01-01T00:00:00%2B01:00']) {
+      const res = await api(app, admin, { method: 'GET', url });
+      assert.equal(res.statusCode, 422, `${url}: ${res.body}`);
+      assert.equal(errorBody(res).error_code, 'VALIDATION_ERROR');
+    }
+    assert.equal((await api(app, admin, { method: 'GET', url: '/api/v1/admin/orders?created_from=0001-01-01' })).statusCode, 200);
+    const recover = await api(app, admin, { method: 'POST', url: '/api/v1/webhooks/subscriptions/1/recover', payload: { since: '0000-01-01T00:00:00Z' } });
+    assert.equal(recover.statusCode, 422, recover.body);
+    assert.equal(errorBody(recover).error_code, 'VALIDATION_ERROR');
+  });
+
+  it('an HTTP/1.1 request without Host is 400 in the {detail, error_code} shape; HTTP/1.0 needs none', async (t) => {
+    const server = await buildTestApp(t);
+    await server.listen({ port: 0, host: '127.0.0.1' });
+    const port = (server.server.address() as net.AddressInfo).port;
+    const raw = (request: string) =>
+      new Promise<string>((resolve, reject) => {
+        const socket = net.connect(port, '127.0.0.1', () => socket.end(request));
+        let data = '';
+        socket.on('data', (chunk) => (data += chunk.toString()));
+        socket.on('close', () => resolve(data));
+        socket.on('error', reject);
+      });
+    const answer = await raw('GET /api/v1/auth/me HTTP/1.1\r\nConnection: close\r\n\r\n');
+    assert.match(answer, /^HTTP\/1\.1 400 /);
+    const [head, body] = answer.split('\r\n\r\n');
+    assert.match(head, /content-type: application\/json/i);
+    assert.match(head, /cache-control: no-store/i);
+    assert.deepEqual(JSON.parse(body), { detail: 'Missing Host header', error_code: 'BAD_REQUEST' });
+    assert.match(await raw('GET /health HTTP/1.0\r\n\r\n'), /^HTTP\/1\.1 200 /);
+  });
+});

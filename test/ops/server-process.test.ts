@@ -16,6 +16,10 @@ describe('the server process', { timeout: 90000 }, () => {
     await untilHealthy(base, proc);
     // without OTEL_EXPORTER_OTLP_ENDPOINT the OpenTelemetry SDK is never loaded (tracing costs nothing)
     assert.ok(!proc.stderr().includes(SDK_LOADED), 'the SDK is not loaded');
+    // …and one start-up line says tracing is off, and how to turn it on
+    const tracing = proc.stdout().split('\n').filter((l) => l.includes('"msg":"tracing '));
+    assert.equal(tracing.length, 1);
+    assert.match(tracing[0], /"msg":"tracing off: set OTEL_EXPORTER_OTLP_ENDPOINT/);
     assert.match(proc.stdout(), new RegExp(`${base.replace(/[.]/g, '\\.')}/docs`));
 
     // each login on its own connection: bcrypt at cost 12 keeps every one in flight for a while

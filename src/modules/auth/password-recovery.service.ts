@@ -87,6 +87,7 @@ export class PasswordRecoveryService {
     const user = await this.users.findRecoverable(email);
     if (!mayRecover(user)) return;
     if (await hasUsableResetToken(this.db, user.id, user.email, new Date())) return;
+    // keyed by the address's SHA-256, like the sign-in throttle: Redis never holds the address
     const quota = await this.mailsPerAddress.consume(hashOfMailToken(user.email.toLowerCase()));
     if (quota.exceeded) {
       this.log.info({ userId: user.id }, 'password recovery e-mail not sent: the hourly limit of the address is reached');

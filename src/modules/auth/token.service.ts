@@ -130,7 +130,7 @@ export class TokenService {
    * in http/auth.ts), so a token issued right after a cut-off is not refused by it.
    */
   async issue(userId: number, typ: TokenType, notBefore = 0): Promise<IssuedToken> {
-    const ttl = typ === 'access' ? this.config.accessTokenTtlSeconds : this.config.refreshTokenTtlSeconds;
+    const ttl = this.lifetime(typ);
     const jti = crypto.randomUUID();
     const now = Math.max(Math.floor(Date.now() / 1000), notBefore);
     const header: JWTHeaderParameters = { alg: this.signing.alg, typ: HEADER_TYP[typ] };
@@ -145,6 +145,10 @@ export class TokenService {
       .setJti(jti)
       .sign(this.signing.key);
     return { token, jti, expiresAt: new Date((now + ttl) * 1000) };
+  }
+
+  private lifetime(typ: TokenType): number {
+    return typ === 'access' ? this.config.accessTokenTtlSeconds : this.config.refreshTokenTtlSeconds;
   }
 
   /** Returns the verified claims, or null for any token that is not a valid token of this type. */
@@ -182,7 +186,9 @@ export class TokenService {
           clockTolerance: CLOCK_TOLERANCE_SECONDS,
         },
       );
-      return claimsOf(payload, typ);
+      const claims = claimsOf(payload, typ);
+      // a token living longer than this service issues was not issued by it (a leaked key, a forgery)
+      return claims && claims.exp - claims.iat <= this.lifetime(typ) ? claims : null;
     } catch {
       return null;
     }

@@ -19,8 +19,8 @@ export function registerOperationsRoutes(root: FastifyInstance, traces: OrderTra
       description:
         'One object: `order` (as GET /admin/orders/{order_id}), `inbound` (the platform webhooks that created or were linked to it), ' +
         '`events`, `jobs` (every job run for it, for those webhooks and for its outgoing messages) and `deliveries` (per subscription, ' +
-        'each message with every attempt). It shows what is still kept: finished jobs for JOB_RETENTION_DAYS, settled messages and ' +
-        'their attempts for WEBHOOK_MESSAGE_RETENTION_DAYS.',
+        'each message with every attempt), and `trace_id`: the trace to look the order up in a tracing back end (docs/tracing.md). ' +
+        'It shows what is still kept: finished jobs for JOB_RETENTION_DAYS, settled messages and their attempts for WEBHOOK_MESSAGE_RETENTION_DAYS.',
       params: OrderIdParams,
       response: { 200: OrderTraceBody(version), ...errorResponses(401, 403, 404, 422, 429) },
     },

@@ -253,8 +253,7 @@ export class WebhookDeliveryService {
       this.log.info(logged, 'webhook attempt failed');
       await this.db.transaction().execute(async (trx) => {
         await insertDeliveryAttempt(trx, attemptRow);
-        await noteFailedAttempt(trx, message.id, attempt, result.error);
-        await this.enqueue(trx, subscription, { ...message, attempts: attempt }, delay);
+        if (await noteFailedAttempt(trx, message.id, attempt, result.error)) await this.enqueue(trx, subscription, { ...message, attempts: attempt }, delay);
       });
       return;
     }

@@ -97,8 +97,10 @@ export async function settleMessage(
   return Number(res.numUpdatedRows) > 0;
 }
 
-export async function noteFailedAttempt(db: Db, id: number, attempts: number, error: string | null): Promise<void> {
-  await db.updateTable('webhook_messages').set({ attempts, last_error: error }).where('id', '=', id).execute();
+/** A failed attempt of a message still queued; false when it was settled meanwhile (its subscription disabled). */
+export async function noteFailedAttempt(db: Db, id: number, attempts: number, error: string | null): Promise<boolean> {
+  const res = await db.updateTable('webhook_messages').set({ attempts, last_error: error }).where('id', '=', id).where('status', '=', 'queued').executeTakeFirst();
+  return Number(res.numUpdatedRows) > 0;
 }
 
 /** What sending a message's next attempt needs of it. */

@@ -108,7 +108,9 @@ export const SubscriptionListQuery = Type.Object({ ...PageQuery });
 export type SubscriptionListQuery = Static<typeof SubscriptionListQuery>;
 
 const MessageState = Type.Union([Type.Literal('pending'), Type.Literal('delivered'), Type.Literal('failed')], {
-  description: 'pending: being delivered, retried, or waiting for an earlier message of its order; delivered; failed: every attempt failed' },
+  description:
+    'pending: being delivered, retried, or waiting for an earlier message of its order; delivered; ' +
+    'failed: every attempt failed, or its subscription was disabled or deleted while it was pending' },
 );
 /** The first KiB of what the receiver answered. */
 const ResponseBody = Type.Union([Type.String(), Type.Null()], { description: 'the first KiB of the response body; null when no response came' });

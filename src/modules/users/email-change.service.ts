@@ -1,4 +1,6 @@
+import type { Transaction } from 'kysely';
 import type { Db } from '../../db/database.ts';
+import type { Database } from '../../db/schema.ts';
 import { AppError } from '../../http/errors.ts';
 import type { Mailer } from '../../mail/mailer.ts';
 import { consumeEmailToken, findEmailToken, insertEmailToken, voidVerifyTokens } from './email-tokens.repository.ts';
@@ -93,7 +95,7 @@ export class EmailChangeService {
   }
 
   /** Consumed in the transaction of the change, so of two uses of one token only one succeeds. */
-  private async consume(trx: Parameters<typeof consumeEmailToken>[0], id: number): Promise<void> {
+  private async consume(trx: Transaction<Database>, id: number): Promise<void> {
     if (!(await consumeEmailToken(trx, id, new Date()))) throw used();
   }
 }

@@ -147,6 +147,19 @@ describe('password recovery by e-mail (SMTP)', () => {
     assert.equal((await login(a, user.email, NEW_PASSWORD)).statusCode, 200);
   });
 
+  it('finding 3 replayed (its recovery half; the sign-in half is in login-throttle.security.test.ts): repeated recovery requests leave one working token', async () => {
+    const victim = await createUser(a);
+    const attacker = '203.0.113.44';
+    for (let i = 0; i < 10; i++) await login(a, victim.email, `guess-${i}`, { remoteAddress: attacker });
+    for (let i = 0; i < 8; i++) assert.equal((await requestRecovery(a, victim.email, { remoteAddress: attacker })).statusCode, 202);
+    await recoveryJobsDone();
+    assert.equal(mailsTo(victim.email), 1, 'one e-mail reached the inbox, not one per request');
+    const token = tokenIn((await nextMail(victim.email, 0)).body);
+    const reset = await a.inject({ method: 'POST', url: '/api/v1/auth/reset-password', payload: { token, new_password: NEW_PASSWORD }, remoteAddress: '198.51.100.7' });
+    assert.equal(reset.statusCode, 200, reset.body);
+    assert.equal((await login(a, victim.email, NEW_PASSWORD, { remoteAddress: '198.51.100.7' })).statusCode, 200);
+  });
+
   it('at most 3 recovery e-mails reach one address per hour, even when each token is used', async () => {
     const user = await createUser(a);
     for (let i = 0; i < 3; i++) {

@@ -55,4 +55,16 @@ describe('access token claims', () => {
     const slightlyAhead = await me(app, await forge(app, { sub, iat: now() + 30 }));
     assert.equal(slightlyAhead.statusCode, 200, slightlyAhead.body);
   });
+
+  it('finding 4: a token whose exp − iat exceeds the configured lifetime (exp = 10¹²) is refused; the configured lifetime itself is accepted', async () => {
+    const user = await createUser(app);
+    const sub = String(user.user.id);
+    const t = now();
+    const forever = await me(app, await forge(app, { sub, iat: t, exp: 1e12 }));
+    assert.equal(forever.statusCode, 401, forever.body);
+    assert.equal(errorBody(forever).error_code, 'INVALID_TOKEN');
+    const ttl = app.ctx.config.accessTokenTtlSeconds;
+    assert.equal((await me(app, await forge(app, { sub, iat: t, exp: t + ttl + 1 }))).statusCode, 401, 'one second over');
+    assert.equal((await me(app, await forge(app, { sub, iat: t, exp: t + ttl }))).statusCode, 200, 'exactly the lifetime');
+  });
 });

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import type { FastifyInstance } from 'fastify';
 import { api, buildTestApp, createUser, waitFor, type TestUser } from '../../helpers/app.ts';
 import { seedProduct } from '../../helpers/webhooks.ts';
-import { BASE, messageStates, placeOrder, startSlowReceiver, subscribe, type SlowReceiver } from './outbound-webhooks.helpers.ts';
+import { BASE, gate, messageStates, placeOrder, startSlowReceiver, subscribe, type SlowReceiver } from './outbound-webhooks.helpers.ts';
 
 interface TraceMessage {
   message_id: string;
@@ -102,4 +102,29 @@ describe('message states: pending, delivered, failed; a disabled or deleted subs
       }
     });
   }
+
+  it('the service disabling a subscription (410 Gone) fails its held messages in that transaction', async (t) => {
+    const gone = await startSlowReceiver();
+    t.after(() => gone.close());
+    // the answer waits until the order's three messages exist (the two later ones held behind the first)
+    const answer = gate();
+    gone.respond = async () => {
+      await answer.opened;
+      return { status: 410, body: 'gone' };
+    };
+    const sub = await subscribe(app, admin, gone.url);
+    await placeOrder(app, admin, productId);
+    await waitFor(async () => ((await messageStates(app, sub.id)).size === 3 ? true : undefined));
+    answer.open();
+    const states = await waitFor(async () => {
+      const s = [...(await messageStates(app, sub.id)).values()];
+      return s.length === 3 && s.every((x) => x === 'failed') ? s : undefined;
+    });
+    assert.deepEqual(states, ['failed', 'failed', 'failed']);
+    // one attempt, the one answered 410; the held messages were never sent
+    assert.equal(gone.hits.length, 1);
+    const rows = await app.ctx.db.selectFrom('webhook_messages').select(['attempts', 'last_error']).where('subscription_id', '=', sub.id).orderBy('id').execute();
+    assert.deepEqual(rows.map((r) => r.attempts), [1, 0, 0]);
+    assert.deepEqual(rows.slice(1).map((r) => r.last_error), ['subscription is disabled or deleted', 'subscription is disabled or deleted']);
+  });
 });

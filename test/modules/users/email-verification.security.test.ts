@@ -65,6 +65,14 @@ describe('verified e-mail, and e-mail changes that can be undone (SMTP)', () => 
     assert.match(body, /Hello Real Shopper/);
   });
 
+  it('concurrent platform orders for a new address make one platform customer', async () => {
+    const shopper = fresh('together');
+    const owners = await Promise.all([platformOrderFor(shopper), platformOrderFor(shopper), platformOrderFor(shopper)]);
+    assert.equal(new Set(owners).size, 1, `owners ${owners.join(', ')}`);
+    const rows = await app.ctx.db.selectFrom('users').select('id').where('email', '=', shopper).execute();
+    assert.equal(rows.length, 1);
+  });
+
   it('a verified account gets its platform orders', async () => {
     const holder = await createUser(app);
     assert.equal(await platformOrderFor(holder.email), holder.user.id);

@@ -349,11 +349,12 @@ describe('users', () => {
       assert.equal(tokens.length, 2);
       assert.ok(tokens.every((t) => t.revoked_at !== null), 'all refresh tokens revoked');
 
+      // while inactive, the specification's answer: 403 "Inactive user"
       const me = await api(app, ivy, { method: 'GET', url: '/api/v1/auth/me' });
-      assert.equal(me.statusCode, 401, 'the access token ended with the deactivation');
-      assert.equal(errorBody(me).error_code, 'INVALID_TOKEN');
+      assert.equal(me.statusCode, 403);
+      assert.deepEqual(errorBody(me), { detail: 'Inactive user', error_code: 'INACTIVE_USER' });
       const list = await api(app, ivy, { method: 'GET', url: '/api/v1/users' });
-      assert.equal(list.statusCode, 401);
+      assert.equal(list.statusCode, 403);
       const refreshed = await app.inject({ method: 'POST', url: '/api/v1/auth/refresh', payload: { refresh_token: second.json().refresh_token } });
       assert.equal(refreshed.statusCode, 401);
       const relogin = await login(ivy.email, TEST_PASSWORD);

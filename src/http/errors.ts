@@ -287,10 +287,13 @@ export function registerErrorHandling(app: FastifyInstance): void {
     }
     return new AppError('NOT_FOUND', `Route ${request.method} ${path} not found`);
   };
-  // A method no route takes is answered before its body is read: Fastify reads a body for any method
-  // that may carry one, and refuses QUERY without a Content-Type (400) before the not-found handler.
-  app.addHook('onRequest', async (request, reply) => {
-    if (request.is404 && !(METHODS as readonly string[]).includes(request.method)) return sendError(reply, notFound(request));
+  // A path or method no route takes is answered before any body is read (after the onRequest hooks:
+  // rate limits still count it). Otherwise Fastify would parse the body first and answer its faults
+  // instead (413, 415, 422, the nesting guard's 400, 400 for a QUERY without Content-Type).
+  // (a hook that answers does not call done: Fastify's "respond to a request from a hook")
+  app.addHook('preParsing', (request, reply, payload, done) => {
+    if (request.is404) void sendError(reply, notFound(request));
+    else done(null, payload);
   });
   app.setNotFoundHandler((request, reply) => sendError(reply, notFound(request)));
 }

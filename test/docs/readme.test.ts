@@ -23,6 +23,10 @@ const NOT_VARIABLES = new Set(['INSUFFICIENT_STOCK', 'PRODUCT_UNAVAILABLE', 'TOT
 const read = (file: string) => fs.readFile(path.join(root, file), 'utf8');
 const exists = (file: string) => fs.access(path.join(root, file)).then(() => true, () => false);
 
+/** GitHub's anchors of a page's headings: lower case, punctuation dropped, spaces as hyphens. */
+const headingSlugs = (text: string) =>
+  new Set([...text.replace(/^```[\s\S]*?^```$/gm, '').matchAll(/^#{1,6} (.+)$/gm)].map((m) => m[1].trim().toLowerCase().replace(/[^\p{L}\p{N}\s-]/gu, '').replace(/\s/g, '-')));
+
 /** The fenced blocks of `text` with their language. */
 const blocks = (text: string) => [...text.matchAll(/^```(\w*)\n([\s\S]*?)^```$/gm)].map((m) => ({ lang: m[1], text: m[2] }));
 
@@ -54,9 +58,12 @@ describe('the README and the docs pages', () => {
       for (const name of names.filter((n) => !(n in ERROR_STATUS) && !NOT_VARIABLES.has(n))) {
         assert.ok(documented.has(name), `${page}: ${name} is not in docs/configuration.md`);
       }
-      for (const [, target] of text.matchAll(/\]\(((?!https?:|#)[^)#\s]+)(?:#[^)]*)?\)/g)) {
+      for (const [, target, anchor] of text.matchAll(/\]\(((?!https?:|#)[^)#\s]+)(?:#([^)]*))?\)/g)) {
         const file = path.normalize(path.join(path.dirname(page), target));
-        if (await exists(file)) continue;
+        if (await exists(file)) {
+          if (anchor) assert.ok(headingSlugs(await read(file)).has(anchor), `${page} links to ${file}#${anchor}, which has no such heading`);
+          continue;
+        }
         if (WRITTEN_ELSEWHERE.has(file)) t.diagnostic(`${page} links to ${file}, written on another branch`);
         else assert.fail(`${page} links to ${file}, which does not exist`);
       }

@@ -29,6 +29,8 @@ function parseRaw(raw: string): { status: number; headers: Record<string, string
   return { status: Number(statusLine.split(' ')[1]), headers, body: JSON.parse(rest.join('\r\n')) };
 }
 
+const json = { 'content-type': 'application/json' };
+
 describe('HTTP protocol answers', () => {
   let app: FastifyInstance;
   let user: TestUser;
@@ -104,6 +106,22 @@ describe('HTTP protocol answers', () => {
     const slow = parseRaw(await rawExchange(port, (s) => s.write('GET /health HTTP/1.1\r\nHost: x\r\n')));
     assert.equal(slow.status, 408);
     assert.deepEqual(slow.body, { detail: 'Request timed out', error_code: 'REQUEST_TIMEOUT' });
+  });
+
+  it('a method a path does not take is 405 whatever its body: malformed, nested, oversized or of another type', async () => {
+    for (const [type, payload] of [
+      ['application/json', '{bad'],
+      ['application/json', `${'['.repeat(64)}${']'.repeat(64)}`],
+      ['application/json', JSON.stringify({ note: 'x'.repeat(128 * 1024) })],
+      ['text/plain', 'hello'],
+    ] as const) {
+      const res = await api(app, user, { method: 'PUT', url: '/api/v1/orders', headers: { 'content-type': type }, payload });
+      assert.equal(res.statusCode, 405, `${type} ${payload.slice(0, 20)}: ${res.body}`);
+      assert.equal(res.headers.allow, 'GET, HEAD, POST');
+    }
+    // and an unknown path is 404 before its body is read
+    const unknown = await api(app, user, { method: 'POST', url: '/api/v1/nothing', headers: json, payload: '{bad' });
+    assert.equal(unknown.statusCode, 404, unknown.body);
   });
 
   it('QUERY over a real connection, with a body and no Content-Type, is 405 with Allow, not 400', async () => {

@@ -40,6 +40,8 @@ const UPDATE_BODY_V2 = Type.Object(
       Type.String({ minLength: 1, maxLength: 1024, description: 'your current password: required to change your own `email`' }),
     ),
   },
+  // one example, the one that succeeds as it stands: the docs page fills the body in from it (a
+  // change of one's own e-mail needs the caller's own current password)
   { additionalProperties: false, examples: [{ full_name: 'Jane Q. Doe' }] },
 );
 

@@ -152,7 +152,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     databasePreparedStatements: bool(env, 'DATABASE_PREPARED_STATEMENTS', true),
     databasePoolSize: int(env, 'DATABASE_POOL_SIZE', 20, 1, 1000),
     jobQueuePoolSize: int(env, 'JOB_QUEUE_POOL_SIZE', 10, 2, 1000),
-    embeddedSharedBuffersMb: int(env, 'EMBEDDED_SHARED_BUFFERS_MB', 32, 1, 4096),
+    embeddedSharedBuffersMb: int(env, 'EMBEDDED_SHARED_BUFFERS_MB', 16, 1, 4096),
     redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
     role,
     adminEmail,

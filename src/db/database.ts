@@ -30,7 +30,7 @@ export interface DatabaseOptions {
   poolSize?: number;
   /** named prepared statements (src/db/named-statements.ts); default true */
   preparedStatements?: boolean;
-  /** PGlite's shared_buffers in MiB (default 32: one process's working set, a quarter of PostgreSQL's default) */
+  /** PGlite's shared_buffers in MiB (default 16: one process's working set; PostgreSQL's own default is 128) */
   sharedBuffersMb?: number;
   /** shown in pg_stat_activity (the service uses oas-<role>) */
   applicationName?: string;
@@ -71,7 +71,7 @@ export async function createDatabase(opts: DatabaseOptions): Promise<DatabaseHan
   const { PGlite } = await import('@electric-sql/pglite');
   // PostgreSQL zeroes its whole shared buffer pool at start, so the pool is resident from the first
   // query on; the operating system's page cache still holds the rest of the data directory
-  const startParams = [...PGlite.defaultStartParams, '-c', `shared_buffers=${opts.sharedBuffersMb ?? 32}MB`];
+  const startParams = [...PGlite.defaultStartParams, '-c', `shared_buffers=${opts.sharedBuffersMb ?? 16}MB`];
   let pglite: PGlite;
   let lock: DataDirLock | undefined;
   if (opts.databaseUrl === ':memory:') {

@@ -9,7 +9,7 @@ import { createDatabase } from '../../src/db/database.ts';
 import { createEmbeddedDataDir } from '../../src/db/embedded-init.ts';
 
 describe('embedded database (PGlite)', () => {
-  it('runs with the buffer pool it is given (EMBEDDED_SHARED_BUFFERS_MB), 32 MB by default', async (t) => {
+  it('runs with the buffer pool it is given (EMBEDDED_SHARED_BUFFERS_MB), 16 MB by default', async (t) => {
     const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'oas-embedded-'));
     t.after(() => fs.rm(dataDir, { recursive: true, force: true }));
     const pool = async (sharedBuffersMb: number | undefined) => {
@@ -22,7 +22,7 @@ describe('embedded database (PGlite)', () => {
       }
     };
     assert.equal(await pool(16), '16MB');
-    assert.equal(await pool(undefined), '32MB');
+    assert.equal(await pool(undefined), '16MB');
   });
 });
 

@@ -68,7 +68,7 @@ describe('configuration', () => {
     refused({ JWT_SECRET: 'short' }, 'JWT_SECRET');
     refused({ EMBEDDED_SHARED_BUFFERS_MB: '0' }, 'EMBEDDED_SHARED_BUFFERS_MB');
     refused({ EMBEDDED_SHARED_BUFFERS_MB: '4097' }, 'EMBEDDED_SHARED_BUFFERS_MB');
-    assert.equal(loadConfig({}).embeddedSharedBuffersMb, 32);
+    assert.equal(loadConfig({}).embeddedSharedBuffersMb, 16);
     assert.equal(loadConfig({ EMBEDDED_SHARED_BUFFERS_MB: '16' }).embeddedSharedBuffersMb, 16);
     refused({ DATABASE_POOL_SIZE: '0' }, 'DATABASE_POOL_SIZE');
     refused({ DATABASE_POOL_SIZE: 'many' }, 'DATABASE_POOL_SIZE');

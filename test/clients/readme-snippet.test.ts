@@ -10,12 +10,12 @@ import { buildTestApp, createUser, defer } from '../helpers/app.ts';
 const run = promisify(execFile);
 const root = path.resolve(import.meta.dirname, '..', '..');
 
-/** The fenced blocks of the "Typed client" section of docs/api.md (the README links there), in order, with their language. */
+/** The fenced blocks of the README's "From TypeScript" section, in order, with their language. */
 async function typedClientBlocks(): Promise<{ lang: string; text: string }[]> {
-  const readme = await fs.readFile(path.join(root, 'docs', 'api.md'), 'utf8');
-  const start = readme.indexOf('\n## Typed client\n');
-  assert.ok(start >= 0, 'docs/api.md has a "Typed client" section');
-  const end = readme.indexOf('\n## ', start + 1);
+  const readme = await fs.readFile(path.join(root, 'README.md'), 'utf8');
+  const start = readme.indexOf('\n### From TypeScript\n');
+  assert.ok(start >= 0, 'the README has a "From TypeScript" section');
+  const end = readme.indexOf('\n#', start + 1);
   const section = readme.slice(start, end < 0 ? undefined : end);
   return [...section.matchAll(/^```(\w+)\n([\s\S]*?)^```$/gm)].map((m) => ({ lang: m[1], text: m[2] }));
 }
@@ -40,10 +40,10 @@ async function tsc(dir: string): Promise<{ code: number; output: string }> {
   }
 }
 
-// The "In your own project" steps of docs/api.md, followed in a scratch directory outside this repository
+// The README's "From TypeScript" steps, followed in a scratch directory outside this repository
 // (so no tsconfig, @types or package.json of ours is in reach): its shell block's files and package
 // type, its tsconfig.json and its order.ts exactly as written, then `tsc` and Node.js.
-describe("the typed-client snippet of docs/api.md in a project of its own", { timeout: 240000 }, () => {
+describe("the README's typed-client snippet in a project of its own", { timeout: 240000 }, () => {
   it('type-checks under tsc --strict as written, fails to without the v2 version, and runs against the service', async (t) => {
     const blocks = await typedClientBlocks();
     const shell = blocks.find((b) => b.lang === 'sh')?.text ?? '';
@@ -58,7 +58,7 @@ describe("the typed-client snippet of docs/api.md in a project of its own", { ti
     assert.match(shell, /npm pkg set type=module/);
     // the versions it pins are the ones this repository type-checks with
     const pins = pinned(shell);
-    for (const name of ['openapi-fetch', 'typescript']) assert.equal(pins.get(name), await installedVersion(name), `${name} pinned in docs/api.md`);
+    for (const name of ['openapi-fetch', 'typescript']) assert.equal(pins.get(name), await installedVersion(name), `${name} pinned in the README`);
 
     const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'oas-readme-client-'));
     defer(t, () => fs.rm(dir, { recursive: true, force: true }));

@@ -9,6 +9,7 @@ import { changeStock, lockProductsQuery, type LockedProduct } from '../products/
 import { changeOrder, changeOrders, type FailureDetails } from './order-lifecycle.ts';
 import { lockOrder, lockOrdersWithProducts, requeuedSince, type ProductDemand, type StatusChange } from './orders.changes.repository.ts';
 import { findOrderStatus } from './orders.reads.repository.ts';
+import { inTransaction } from '../../db/transaction.ts';
 
 export type FailureReason = 'INSUFFICIENT_STOCK' | 'PRODUCT_UNAVAILABLE' | 'TOTAL_TOO_LARGE' | 'PROCESSING_ERROR';
 
@@ -107,7 +108,7 @@ export class OrderProcessor {
   private async processOrders(items: readonly { orderId: number; attempt: number }[]): Promise<void> {
     const ids = [...new Set(items.map((i) => i.orderId))].sort((a, b) => a - b);
     // pending → processing; an order processing already (an earlier attempt moved it) stays as it is
-    await this.db.transaction().execute((trx) =>
+    await inTransaction(this.db, (trx) =>
       changeOrders(
         trx,
         this.orderEvents,
@@ -115,7 +116,7 @@ export class OrderProcessor {
       ),
     );
     for (const item of items) await this.hooks.beforeReserve?.(item.orderId, item.attempt);
-    await this.db.transaction().execute(async (trx) => {
+    await inTransaction(this.db, async (trx) => {
       const locked = await lockOrdersWithProducts(trx, ids, 'processing', lockProductsQuery);
       const products = new Map(locked.products.map((p) => [p.id, p]));
       // what each product has left for the next order, once the orders before it took their units
@@ -166,7 +167,7 @@ export class OrderProcessor {
    * see every transition. Returns whether it failed the order.
    */
   private async failUnlessFinal(orderId: number, reason: FailureReason, requeuedAfter?: Date): Promise<boolean> {
-    return this.db.transaction().execute(async (trx) => {
+    return inTransaction(this.db, async (trx) => {
       const order = await lockOrder(trx, orderId);
       if (!order || (order.status !== 'pending' && order.status !== 'processing')) return false;
       if (requeuedAfter && (await requeuedSince(trx, orderId, requeuedAfter))) return false;

@@ -11,7 +11,7 @@ import { hashOfMailToken, isMailToken, newMailToken } from '../users/mail-tokens
 import { assertPasswordLength } from '../users/passwords.ts';
 import type { UsersService } from '../users/users.service.ts';
 import type { LoginThrottle } from './login-throttle.ts';
-import { consumeResetToken, deleteResetToken, findResetToken, hasUsableResetToken, insertResetToken } from './password-reset.repository.ts';
+import { consumeResetToken, deleteResetToken, findResetToken, hasUsableResetToken, insertResetToken, lockRecoveryOf } from './password-reset.repository.ts';
 
 /** At most this many recovery e-mails go to one address per hour, however many requests come. */
 export const RECOVERY_EMAILS_PER_HOUR = 3;
@@ -86,16 +86,20 @@ export class PasswordRecoveryService {
   async sendResetEmail(email: string): Promise<void> {
     const user = await this.users.findRecoverable(email);
     if (!mayRecover(user)) return;
-    if (await hasUsableResetToken(this.db, user.id, user.email, new Date())) return;
-    // keyed by the address's SHA-256, like the sign-in throttle: Redis never holds the address
-    const quota = await this.mailsPerAddress.consume(hashOfMailToken(user.email.toLowerCase()));
-    if (quota.exceeded) {
-      this.log.info({ userId: user.id }, 'password recovery e-mail not sent: the hourly limit of the address is reached');
-      return;
-    }
     const { token, hash } = newMailToken();
-    const expiresAt = new Date(Date.now() + this.config.passwordResetTtlSeconds * 1000);
-    const id = await insertResetToken(this.db, { user_id: user.id, token_hash: hash, email: user.email, expires_at: expiresAt });
+    const id = await this.db.transaction().execute(async (trx) => {
+      await lockRecoveryOf(trx, user.id);
+      if (await hasUsableResetToken(trx, user.id, user.email, new Date())) return undefined;
+      // keyed by the address's SHA-256, like the sign-in throttle: Redis never holds the address
+      const quota = await this.mailsPerAddress.consume(hashOfMailToken(user.email.toLowerCase()));
+      if (quota.exceeded) {
+        this.log.info({ userId: user.id }, 'password recovery e-mail not sent: the hourly limit of the address is reached');
+        return undefined;
+      }
+      const expiresAt = new Date(Date.now() + this.config.passwordResetTtlSeconds * 1000);
+      return insertResetToken(trx, { user_id: user.id, token_hash: hash, email: user.email, expires_at: expiresAt });
+    });
+    if (id === undefined) return;
     try {
       await this.mailer.send({ to: user.email, ...resetMail(user, token, this.config) });
     } catch (err) {

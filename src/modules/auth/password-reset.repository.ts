@@ -10,6 +10,18 @@ export async function insertResetToken(
   return inserted.id;
 }
 
+/** The first key of the advisory locks of recovery requests; the second is the user's id. */
+const RECOVERY_LOCKS = 4201;
+
+/**
+ * Holds, until `trx` ends, the lock under which one user's recovery requests are decided one at a
+ * time: two jobs for the same address (several workers) would otherwise both find no usable token
+ * and both send one.
+ */
+export async function lockRecoveryOf(trx: Transaction<Database>, userId: number): Promise<void> {
+  await sql`SELECT pg_advisory_xact_lock(${RECOVERY_LOCKS}::int, ${userId}::int)`.execute(trx);
+}
+
 /** Deletes a token whose e-mail could not be sent, so the job's retry issues (and sends) a new one. */
 export async function deleteResetToken(db: Db, id: number): Promise<void> {
   await db.deleteFrom('password_reset_tokens').where('id', '=', id).execute();

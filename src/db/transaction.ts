@@ -1,14 +1,13 @@
 import type { Transaction } from 'kysely';
 import type { Db } from './database.ts';
+import { isRetryableConflict } from './errors.ts';
 import type { Database } from './schema.ts';
 
 /**
- * SQLSTATEs after which PostgreSQL has rolled the whole transaction back and running it again can
- * succeed: deadlock_detected and serialization_failure. The order counters (kept by triggers, each a
- * row per status and slot or per user) are taken in statement order, so a request's insert and a
- * worker's batch of status changes can each hold one the other needs; PostgreSQL ends one of them.
+ * The order counters (kept by triggers, each a row per status and slot or per user) are taken in
+ * statement order, so a request's insert and a worker's batch of status changes can each hold one
+ * the other needs; PostgreSQL ends one of them as a deadlock's victim.
  */
-const RETRYABLE = new Set(['40P01', '40001']);
 const ATTEMPTS = 3;
 
 /**
@@ -20,8 +19,7 @@ export async function inTransaction<T>(db: Db, work: (trx: Transaction<Database>
     try {
       return await db.transaction().execute(work);
     } catch (err) {
-      const code = (err as { code?: unknown } | undefined)?.code;
-      if (attempt >= ATTEMPTS || typeof code !== 'string' || !RETRYABLE.has(code)) throw err;
+      if (attempt >= ATTEMPTS || !isRetryableConflict(err)) throw err;
     }
   }
 }

@@ -12,6 +12,7 @@ import { givenUpJob, type JobQueue } from '../../jobs/queue.ts';
 import type { Job } from '../../jobs/registry.ts';
 import type { OrdersService } from '../orders/orders.service.ts';
 import { findProductsBySku } from '../products/products.repository.ts';
+import { inTransaction } from '../../db/transaction.ts';
 import type { UsersService } from '../users/users.service.ts';
 import {
   findInboundWebhook,
@@ -239,7 +240,7 @@ export class InboundWebhookService {
   }
 
   private async createOrLinkOrder(inboundId: number, mapped: MappedShopifyOrder): Promise<void> {
-    await this.db.transaction().execute(async (trx) => {
+    await inTransaction(this.db, async (trx) => {
       // one processor per stored event at a time; a repeated job finds it settled
       const status = await lockForPlatformOrder(trx, inboundId, SHOPIFY_SOURCE, mapped.externalId);
       if (status !== 'received') return;
@@ -282,7 +283,7 @@ export class InboundWebhookService {
    * stored webhook is processed, linked to the order when there is one.
    */
   private async applyCancellation(inboundId: number, mapped: MappedShopifyCancellation): Promise<void> {
-    await this.db.transaction().execute(async (trx) => {
+    await inTransaction(this.db, async (trx) => {
       const status = await lockForPlatformOrder(trx, inboundId, SHOPIFY_SOURCE, mapped.externalId);
       if (status !== 'received') return;
       const result = await this.orders.cancelByExternalId(trx, SHOPIFY_SOURCE, mapped.externalId, mapped.reason);

@@ -1,4 +1,4 @@
-import type { Transaction } from 'kysely';
+import { sql, type RawBuilder, type Transaction } from 'kysely';
 import type { Database, OrderEventRow, OrderRow, OrderStatus } from '../db/schema.ts';
 
 export type OrderEventType = 'order.created' | 'order.status_changed';
@@ -34,10 +34,16 @@ export interface OrderEventOf {
 /**
  * Acts on order events inside the transaction that wrote them (and the changes behind them): what
  * it writes or enqueues commits with the changes, or not at all. One call gets every event of one
- * statement (a batch of orders processed together), so a listener can read what it needs for all
- * of them at once.
+ * statement (a batch of orders processed together), so a listener can act on all of them at once.
+ *
+ * `read`, when given, is what the listener needs to know about the events' orders: a query over
+ * `owners` (a subquery of the orders' owners' ids) that runs inside the statement writing the
+ * events, so it costs no round trip of its own; its rows reach `react` as `rows`.
  */
-export type OrderEventListener = (trx: Transaction<Database>, changes: readonly OrderEventOf[]) => Promise<void>;
+export interface OrderEventListener<R = unknown> {
+  read?: (owners: RawBuilder<unknown>) => RawBuilder<R>;
+  react: (trx: Transaction<Database>, changes: readonly OrderEventOf[], rows: readonly R[]) => Promise<void>;
+}
 
 /**
  * The seam between orders and the modules that react to them. The orders module writes one numbered
@@ -48,12 +54,22 @@ export type OrderEventListener = (trx: Transaction<Database>, changes: readonly 
 export class OrderEventBus {
   private readonly listeners: OrderEventListener[] = [];
 
-  subscribe(listener: OrderEventListener): void {
-    this.listeners.push(listener);
+  subscribe<R>(listener: OrderEventListener<R>): void {
+    this.listeners.push(listener as OrderEventListener);
   }
 
-  async publish(trx: Transaction<Database>, changes: readonly OrderEventOf[]): Promise<void> {
+  /**
+   * Every listener's `read`, as one JSON array (one element per listener, each the array of its
+   * rows): a column for the statement that writes the events, whose value goes to `publish`.
+   */
+  reads(owners: RawBuilder<unknown>): RawBuilder<unknown[][]> {
+    const each = this.listeners.map((l) => (l.read ? sql`coalesce((SELECT json_agg(r) FROM (${l.read(owners)}) AS r), '[]'::json)` : sql`'[]'::json`));
+    return each.length === 0 ? sql`'[]'::json` : sql`json_build_array(${sql.join(each)})`;
+  }
+
+  /** Runs every listener on `changes`, with `rows`, the value of the writing statement's `reads` column. */
+  async publish(trx: Transaction<Database>, changes: readonly OrderEventOf[], rows: readonly unknown[][]): Promise<void> {
     if (changes.length === 0) return;
-    for (const listener of this.listeners) await listener(trx, changes);
+    for (const [i, listener] of this.listeners.entries()) await listener.react(trx, changes, rows[i] ?? []);
   }
 }

@@ -1,6 +1,7 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import type { FastifyInstance } from 'fastify';
+import { sql } from 'kysely';
 import { api, buildTestApp, createUser, type TestUser } from '../helpers/app.ts';
 import { createProduct } from '../helpers/products.ts';
 import { waitForFinal } from '../helpers/orders.ts';
@@ -14,15 +15,22 @@ describe('order event bus', () => {
   let app: FastifyInstance;
   let alice: TestUser;
   const seen: { orderId: number; sequence: number; status: string; orderStatus: string; inTransaction: boolean }[] = [];
+  // what the listener's read found for each event, by order id and status
+  const owners = new Map<string, number[]>();
   let refuseCancellationOf: number | undefined;
   before(async () => {
     app = await buildTestApp(undefined);
     alice = await createUser(app);
-    app.ctx.orderEvents.subscribe(async (trx, changes) => {
-      for (const { event, order } of changes) {
-        seen.push({ orderId: event.order_id, sequence: event.sequence, status: event.status, orderStatus: order.status, inTransaction: trx.isTransaction });
-        if (event.order_id === refuseCancellationOf && event.status === 'cancelled') throw new Error('listener refuses');
-      }
+    app.ctx.orderEvents.subscribe<{ id: number }>({
+      // the owners' ids, read by the statement that writes the events
+      read: (ownerIds) => sql<{ id: number }>`SELECT id FROM users WHERE id IN (${ownerIds})`,
+      react: async (trx, changes, rows) => {
+        for (const { event, order } of changes) {
+          seen.push({ orderId: event.order_id, sequence: event.sequence, status: event.status, orderStatus: order.status, inTransaction: trx.isTransaction });
+          owners.set(`${event.order_id} ${event.status}`, rows.map((r) => r.id));
+          if (event.order_id === refuseCancellationOf && event.status === 'cancelled') throw new Error('listener refuses');
+        }
+      },
     });
   });
   after(() => app.close());
@@ -45,6 +53,12 @@ describe('order event bus', () => {
         { orderId, sequence: 3, status: 'completed', orderStatus: 'completed', inTransaction: true },
       ],
     );
+  });
+
+  it("gives the listener the rows its read found for the events' owners, read by the statement that wrote them", async () => {
+    const orderId = await place();
+    assert.equal((await waitForFinal(app, orderId)).status, 'completed');
+    for (const status of ['pending', 'processing', 'completed']) assert.deepEqual(owners.get(`${orderId} ${status}`), [alice.user.id], status);
   });
 
   it("a listener's failure undoes the change: the cancellation is refused and the order stays as it was", async () => {

@@ -31,10 +31,12 @@ export function createInboundWebhooksModule(
 
   // The report of a platform order's outcome is queued in the transaction of the final status change.
   const reports = (e: { type: string; status: string }) => Boolean(config.platformApiUrl) && e.type === 'order.status_changed' && (e.status === 'completed' || e.status === 'failed');
-  ctx.orderEvents.subscribe(async (trx, changes) => {
-    for (const { event, order } of changes) {
-      if (reports(event) && order.source === SHOPIFY_SOURCE && order.external_id) await queue.send(trx, 'webhook-platform-report', { orderId: order.id });
-    }
+  ctx.orderEvents.subscribe({
+    react: async (trx, changes) => {
+      for (const { event, order } of changes) {
+        if (reports(event) && order.source === SHOPIFY_SOURCE && order.external_id) await queue.send(trx, 'webhook-platform-report', { orderId: order.id });
+      }
+    },
   });
 
   return {

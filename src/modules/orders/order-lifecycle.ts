@@ -2,7 +2,7 @@ import type { Transaction } from 'kysely';
 import type { Database, OrderRow, OrderStatus } from '../../db/schema.ts';
 import type { OrderEventBus } from '../../events/order-events.ts';
 import type { JobQueue } from '../../jobs/queue.ts';
-import { changeStock, lockProducts, type ProductState } from '../products/products.repository.ts';
+import { changeStock, lockProducts, stockChange, type ProductState, type StockChange } from '../products/products.repository.ts';
 import { changeStatuses, insertOrder, orderDemand, type LinePrice, type NewOrder, type StatusChange } from './orders.changes.repository.ts';
 
 /**
@@ -29,25 +29,28 @@ export async function placeOrder(
   input: NewOrder,
 ): Promise<{ order: OrderRow | undefined; products: ProductState[] }> {
   const job = deps.queue.linkedJob('order-process', 'orderId');
-  const { placed, products } = await insertOrder(trx, input, job.link);
+  const { placed, products, reads } = await insertOrder(trx, input, { alongside: job.link, reads: (owners) => deps.orderEvents.reads(owners) });
   if (!placed) return { order: undefined, products };
   await deps.queue.send(trx, 'order-process', { orderId: placed.order.id }, { id: job.id });
-  await deps.orderEvents.publish(trx, [placed]);
+  await deps.orderEvents.publish(trx, [placed], reads);
   return { order: placed.order, products };
 }
 
 /**
  * Moves orders from one status to another (`changeStatuses`: those still in their `from` status)
- * and publishes their events, in `trx`. Returns the orders moved.
+ * and publishes their events, in `trx`; completed orders' lines take `linePrices`, and `stock` is
+ * the stock they take, changed in the same statement. Returns the orders moved.
  */
 export async function changeOrders(
   trx: Transaction<Database>,
   orderEvents: OrderEventBus,
   changes: readonly StatusChange[],
-  linePrices?: readonly LinePrice[],
+  opts: { linePrices?: readonly LinePrice[]; stock?: readonly StockChange[] } = {},
 ): Promise<OrderRow[]> {
-  const changed = await changeStatuses(trx, changes, linePrices);
-  await orderEvents.publish(trx, changed);
+  const { linePrices, stock = [] } = opts;
+  const alongside = stock.length > 0 ? stockChange(stock) : undefined;
+  const { changed, reads } = await changeStatuses(trx, changes, { linePrices, alongside, reads: (owners) => orderEvents.reads(owners) });
+  await orderEvents.publish(trx, changed, reads);
   return changed.map((c) => c.order);
 }
 

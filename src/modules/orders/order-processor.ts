@@ -5,7 +5,7 @@ import type { OrderEventBus } from '../../events/order-events.ts';
 import { givenUpJob, isLastAttempt } from '../../jobs/queue.ts';
 import type { Job } from '../../jobs/registry.ts';
 import { exactTotal, MAX_MONEY } from '../products/money.ts';
-import { changeStock, lockProductsQuery, type LockedProduct } from '../products/products.repository.ts';
+import { lockProductsQuery, type LockedProduct } from '../products/products.repository.ts';
 import { changeOrder, changeOrders, type FailureDetails } from './order-lifecycle.ts';
 import { lockOrder, lockOrdersWithProducts, requeuedSince, type ProductDemand, type StatusChange } from './orders.changes.repository.ts';
 import { findOrderStatus } from './orders.reads.repository.ts';
@@ -134,8 +134,8 @@ export class OrderProcessor {
         changes.push({ id: order.id, from: 'processing', to: 'completed', total: decision.total, failureReason: null });
       }
       const taken = [...left].filter(([id, stock]) => stock !== products.get(id)!.stock);
-      await changeStock(trx, taken.map(([productId, stock]) => ({ productId, delta: stock - products.get(productId)!.stock })));
-      await changeOrders(trx, this.orderEvents, changes, locked.products);
+      const stock = taken.map(([productId, units]) => ({ productId, delta: units - products.get(productId)!.stock }));
+      await changeOrders(trx, this.orderEvents, changes, { linePrices: locked.products, stock });
     });
   }
 

@@ -26,7 +26,13 @@ export interface NewOrder {
 
 type Flat<T> = { [K in keyof T]: T[K] | null };
 
-type InsertedRow = Flat<OrderRow> & { event_id: number | null; event_created_at: Date | null; products: ProductState[] | null };
+type InsertedRow = Flat<OrderRow> & { event_id: number | null; event_created_at: Date | null; products: ProductState[] | null; reads: unknown[][] | null };
+
+/**
+ * What a statement that writes order events also reads for the events' listeners, over `owners` (a
+ * subquery of the orders' owners' ids): OrderEventBus's `reads`.
+ */
+export type EventReads = (owners: RawBuilder<unknown>) => RawBuilder<unknown[][]>;
 
 /**
  * Inserts a pending order (total 0) with its lines (unit price 0, the products' names) and its
@@ -34,13 +40,15 @@ type InsertedRow = Flat<OrderRow> & { event_id: number | null; event_created_at:
  * active. `order` is undefined, and nothing is written, otherwise; `products` are the products
  * found, to say which line is wrong. The lines get their ids in the order given. `alongside` is
  * another module's statement on the new order (`o`, a FROM item with its `id`) run as part of this
- * one: the link of its processing job.
+ * one: the link of its processing job; `reads` (its value returned as `reads`) what the event's
+ * listeners read.
  */
 export async function insertOrder(
   trx: Transaction<Database>,
   input: NewOrder,
-  alongside?: (orders: RawBuilder<unknown>) => RawBuilder<unknown>,
-): Promise<{ placed: OrderEventOf | undefined; products: ProductState[] }> {
+  opts: { alongside?: (orders: RawBuilder<unknown>) => RawBuilder<unknown>; reads?: EventReads } = {},
+): Promise<{ placed: OrderEventOf | undefined; products: ProductState[]; reads: unknown[][] }> {
+  const { alongside, reads } = opts;
   const productIds = input.lines.map((l) => l.productId);
   const distinct = new Set(productIds).size;
   const { rows } = await sql<InsertedRow>`
@@ -61,10 +69,11 @@ export async function insertOrder(
       SELECT o.id, o.user_id, 'order.created', NULL, o.status, o.total_amount, 1 FROM o
       RETURNING id, created_at
     ), alongside AS (${alongside?.(sql`o`) ?? sql`SELECT`})
-    SELECT o.*, event.id AS event_id, event.created_at AS event_created_at, (SELECT json_agg(p) FROM p) AS products
+    SELECT o.*, event.id AS event_id, event.created_at AS event_created_at, (SELECT json_agg(p) FROM p) AS products,
+      ${reads?.(sql`SELECT user_id FROM o`) ?? sql`NULL`} AS reads
     FROM (SELECT 1) AS one LEFT JOIN (o CROSS JOIN event) ON true`.execute(trx);
-  const { event_id, event_created_at, products, ...order } = rows[0];
-  if (order.id === null) return { placed: undefined, products: products ?? [] };
+  const { event_id, event_created_at, products, reads: read, ...order } = rows[0];
+  if (order.id === null) return { placed: undefined, products: products ?? [], reads: [] };
   const placed = order as OrderRow;
   const event: OrderEventRow = {
     id: event_id!,
@@ -79,7 +88,7 @@ export async function insertOrder(
     details: null,
     created_at: event_created_at!,
   };
-  return { placed: { order: placed, event }, products: products ?? [] };
+  return { placed: { order: placed, event }, products: products ?? [], reads: read ?? [] };
 }
 
 /** One order's move from `from` to `to`, for `changeStatuses`. */
@@ -104,17 +113,24 @@ export interface LinePrice {
   name: string;
 }
 
-type ChangedRow = OrderRow & { event_id: number; event_sequence: number; event_details: unknown; event_created_at: Date };
+type ChangedRow = OrderRow & { event_id: number; event_sequence: number; event_details: unknown; event_created_at: Date; reads: unknown[][] | null };
 
 /**
  * Moves each order of `changes` that is still in its `from` status to its `to` status, and writes
  * its `order.status_changed` event, in one statement; a move to `cancelled` records when, and the
  * lines of each order moved to `completed` take the prices and names of `linePrices`. Returns the
- * orders moved. The caller holds the orders' locks, or the UPDATE takes them: then an order
- * changed meanwhile by another transaction is re-checked against `from` and left alone.
+ * orders moved, and the value of `reads` (what the events' listeners read). `alongside` is another
+ * module's statement run as part of this one (the stock the orders take). The caller holds the
+ * orders' locks, or the UPDATE takes them: then an order changed meanwhile by another transaction
+ * is re-checked against `from` and left alone.
  */
-export async function changeStatuses(trx: Transaction<Database>, changes: readonly StatusChange[], linePrices: readonly LinePrice[] = []): Promise<OrderEventOf[]> {
-  if (changes.length === 0) return [];
+export async function changeStatuses(
+  trx: Transaction<Database>,
+  changes: readonly StatusChange[],
+  opts: { linePrices?: readonly LinePrice[]; reads?: EventReads; alongside?: RawBuilder<unknown> } = {},
+): Promise<{ changed: OrderEventOf[]; reads: unknown[][] }> {
+  if (changes.length === 0) return { changed: [], reads: [] };
+  const { linePrices = [], reads, alongside } = opts;
   const column = <T>(pick: (c: StatusChange) => T) => changes.map(pick);
   const { rows } = await sql<ChangedRow>`
     WITH v AS MATERIALIZED (
@@ -141,12 +157,13 @@ export async function changeStatuses(trx: Transaction<Database>, changes: readon
              (SELECT coalesce(max(e.sequence), 0) + 1 FROM order_events AS e WHERE e.order_id = u.id)
       FROM updated AS u JOIN v ON v.id = u.id
       RETURNING order_id, id, sequence, details, created_at
-    )
-    SELECT u.*, e.id AS event_id, e.sequence AS event_sequence, e.details AS event_details, e.created_at AS event_created_at
+    ), alongside AS (${alongside ?? sql`SELECT`})
+    SELECT u.*, e.id AS event_id, e.sequence AS event_sequence, e.details AS event_details, e.created_at AS event_created_at,
+      ${reads?.(sql`SELECT user_id FROM updated`) ?? sql`NULL`} AS reads
     FROM updated AS u JOIN event AS e ON e.order_id = u.id
     ORDER BY u.id`.execute(trx);
   const byId = new Map(changes.map((c) => [c.id, c]));
-  return rows.map(({ event_id, event_sequence, event_details, event_created_at, ...order }) => {
+  const changed = rows.map(({ event_id, event_sequence, event_details, event_created_at, reads: _read, ...order }) => {
     const change = byId.get(order.id)!;
     const event: OrderEventRow = {
       id: event_id,
@@ -163,6 +180,7 @@ export async function changeStatuses(trx: Transaction<Database>, changes: readon
     };
     return { order, event };
   });
+  return { changed, reads: rows[0]?.reads ?? [] };
 }
 
 /** Products as rows (id, price, name) for an UPDATE's FROM. */

@@ -27,7 +27,7 @@ import {
 import { kindsOf, messageIdFor, orderEventEnvelope, testMessage, WEBHOOK_TEST_EVENT } from './message-rendering.ts';
 import { destinationOf, sendSignedMessage, type AttemptResult } from './sender.ts';
 import { overlapEnd } from './signing.ts';
-import { findMatchingSubscriptions, recordSubscriptionFailure, resetSubscriptionFailures } from './subscriptions.repository.ts';
+import { recordSubscriptionFailure, resetSubscriptionFailures, type MatchingSubscription } from './subscriptions.repository.ts';
 
 /** A subscription whose last N messages all failed (after every retry) is disabled. */
 export const DISABLE_AFTER_FAILED_MESSAGES = 20;
@@ -72,16 +72,16 @@ export class WebhookDeliveryService {
   }
 
   /**
-   * Runs in the transaction that wrote the order events: one message per matching subscription and
-   * kind (a cancellation is `order.status_changed` and `order.cancelled`), in the subscription's
-   * API version's rendering. A message waits ('held') while an earlier message of the same order to
-   * the same subscription is still pending, so a receiver gets one order's events in sequence.
+   * Runs in the transaction that wrote the order events, with the subscriptions that can receive
+   * them (`matchingSubscriptions`, read by the writing statement): one message per subscription and
+   * kind it wants (a cancellation is `order.status_changed` and `order.cancelled`), in the
+   * subscription's API version's rendering. A message waits ('held') while an earlier message of the
+   * same order to the same subscription is still pending, so a receiver gets one order's events in
+   * sequence.
    */
-  async fanOut(trx: Transaction<Database>, changes: readonly OrderEventOf[]): Promise<void> {
+  async fanOut(trx: Transaction<Database>, changes: readonly OrderEventOf[], subscriptions: readonly MatchingSubscription[]): Promise<void> {
     const events = changes.map((c) => c.event).filter((e) => (ORDER_EVENT_TYPES as readonly string[]).includes(e.type));
-    if (events.length === 0) return;
-    const kinds = [...new Set(events.flatMap(kindsOf))];
-    const subscriptions = await findMatchingSubscriptions(trx, [...new Set(events.map((e) => e.user_id))], kinds);
+    if (events.length === 0 || subscriptions.length === 0) return;
     // every attempt of these messages continues the trace of the request or job that wrote the events
     const traceparent = activeTraceparent();
     for (const event of events) {

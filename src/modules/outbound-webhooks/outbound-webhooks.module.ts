@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import type { AppContext, AppModule } from '../../app-context.ts';
 import { WebhookDeliveryService } from './delivery.service.ts';
 import { DisabledNotices } from './disabled-notices.ts';
@@ -8,6 +9,7 @@ import { registerSubscriptionRoutes } from './outbound-webhooks.routes.ts';
 import { DELIVERY_TIMEOUT_MS } from './sender.ts';
 import { createDeliveryAgent, type Resolver } from './ssrf.ts';
 import { SubscriptionsService } from './subscriptions.service.ts';
+import { matchingSubscriptions, type MatchingSubscription } from './subscriptions.repository.ts';
 
 /**
  * Outgoing webhooks: subscriptions, the messages of each order event, their signed
@@ -29,7 +31,10 @@ export function createOutboundWebhooksModule(ctx: AppContext, deps: { resolve?: 
   registerOutboundWebhookJobs(queue, { delivery, notices: new DisabledNotices({ db, mailer }), maxPerHost: config.webhookMaxConcurrencyPerHost });
   registerMessageRetentionJob(queue, { db, config, log });
   // one message per matching subscription, written in the transaction of each order event
-  ctx.orderEvents.subscribe((trx, changes) => delivery.fanOut(trx, changes));
+  ctx.orderEvents.subscribe<MatchingSubscription>({
+    read: (owners) => sql`${matchingSubscriptions(db, owners)}`,
+    react: (trx, changes, subscriptions) => delivery.fanOut(trx, changes, subscriptions),
+  });
   return {
     routes: (api) => registerSubscriptionRoutes(api, { subscriptions, messages }),
     close: async () => {

@@ -1,4 +1,4 @@
-import { sql, type Transaction, type Updateable } from 'kysely';
+import { sql, type RawBuilder, type Transaction, type Updateable } from 'kysely';
 import type { Database, WebhookSubscriptionRow, WebhookSubscriptionsTable } from '../../db/schema.ts';
 import { eventRecipients } from '../users/users.repository.ts';
 import type { Db } from '../../db/database.ts';
@@ -101,20 +101,18 @@ export interface MatchingSubscription {
 }
 
 /**
- * Active subscriptions that receive any of `kinds` for orders owned by any of `ownerIds`: the
- * owners' own, and every administrator's, by id. Owners that were deleted or deactivated receive
- * nothing.
+ * Active subscriptions that can receive the events of orders owned by `owners` (a subquery of user
+ * ids): the owners' own, and every administrator's, by id. Owners that were deleted or deactivated
+ * receive nothing. A query for the statement that writes the events (OrderEventBus's `read`).
  */
-export async function findMatchingSubscriptions(db: Db, ownerIds: readonly number[], kinds: readonly string[]): Promise<MatchingSubscription[]> {
+export function matchingSubscriptions(db: Db, owners: RawBuilder<unknown>) {
   return db
     .selectFrom('webhook_subscriptions as s')
-    .innerJoin(eventRecipients(db, ownerIds).as('r'), 'r.id', 's.user_id')
+    .innerJoin(eventRecipients(db, owners).as('r'), 'r.id', 's.user_id')
     .select(['s.id', 's.url', 's.events', 's.api_version', 's.user_id', 'r.is_admin as all_orders'])
     .where('s.is_active', '=', true)
     .where('s.deleted_at', 'is', null)
-    .where(sql<boolean>`s.events && ${[...kinds]}::text[]`)
-    .orderBy('s.id')
-    .execute();
+    .orderBy('s.id');
 }
 
 /** A delivered message resets the run of failures. */

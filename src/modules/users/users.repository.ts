@@ -1,4 +1,4 @@
-import { sql, type Expression } from 'kysely';
+import { sql, type Expression, type RawBuilder } from 'kysely';
 import type { NewUser, UserRow, UserUpdate } from '../../db/schema.ts';
 import type { Db } from '../../db/database.ts';
 
@@ -162,15 +162,15 @@ export function activeUserIds(db: Db) {
 }
 
 /**
- * The users whose webhook subscriptions receive the events of orders owned by `ownerIds`: the
- * owners and every administrator, while live and active, with whether each is an administrator
- * (who receives every order's events). A subquery (one statement with the caller's).
+ * The users whose webhook subscriptions receive the events of orders owned by `owners` (a subquery
+ * of user ids): the owners and every administrator, while live and active, with whether each is an
+ * administrator (who receives every order's events). A subquery (one statement with the caller's).
  */
-export function eventRecipients(db: Db, ownerIds: readonly number[]) {
+export function eventRecipients(db: Db, owners: RawBuilder<unknown>) {
   return db
     .selectFrom('users')
     .select(['id', 'is_admin'])
     .where('deleted_at', 'is', null)
     .where('is_active', '=', true)
-    .where((eb) => eb.or([eb('id', '=', eb.fn.any(eb.val([...ownerIds]))), eb('is_admin', '=', true)]));
+    .where(sql<boolean>`(id IN (${owners}) OR is_admin)`);
 }

@@ -161,7 +161,7 @@ describe('a batch of order jobs processed together (OrderProcessor.handleBatch)'
   it('hands the listeners every event of the batch in one call', async () => {
     const bus = new OrderEventBus();
     const calls: string[][] = [];
-    bus.subscribe(async (_trx, changes) => void calls.push(changes.map((c) => `${c.event.order_id} ${c.event.status}`)));
+    bus.subscribe({ react: async (_trx, changes) => void calls.push(changes.map((c) => `${c.event.order_id} ${c.event.status}`)) });
     const own = new OrderProcessor({ db: app.ctx.db, orderEvents: bus, log: app.ctx.log });
     const product = await createProduct(app, { stock: 1, price: '1.00' });
     const orders = await Promise.all([1, 2].map(() => pendingOrder(app, alice, [{ productId: product.id, quantity: 1 }])));

@@ -1,0 +1,14 @@
+import pg from 'pg';
+import fs from 'node:fs';
+const url = process.argv[2] ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const c = new pg.Client({ connectionString: url }); await c.connect();
+const { rows } = await c.query('select pg_backend_pid() as pid');
+const pid = rows[0].pid;
+const cpu = (p) => { const f = fs.readFileSync(`/proc/${p}/stat`, 'utf8').split(') ')[1].split(' '); return (+f[11] + +f[12]) * 10; };
+const N = 5000;
+for (let i = 0; i < 500; i++) await c.query({ name: 's1', text: 'select $1::int as x', values: [i] });
+const u0 = process.cpuUsage(); const b0 = cpu(pid); const t0 = performance.now();
+for (let i = 0; i < N; i++) await c.query({ name: 's1', text: 'select $1::int as x', values: [i] });
+const t = performance.now() - t0; const u = process.cpuUsage(u0); const b = cpu(pid) - b0;
+console.log(url, `wall ${(t / N * 1000).toFixed(0)} µs/q, client cpu ${((u.user + u.system) / N).toFixed(0)} µs/q (sys ${(u.system / N).toFixed(0)}), backend ${(b * 1000 / N).toFixed(0)} µs/q`);
+await c.end();

@@ -1,0 +1,13 @@
+import pg from 'pg';
+import fs from 'node:fs';
+const [db, text, n = '1000', named = ''] = process.argv.slice(2);
+const c = new pg.Client({ connectionString: `postgres://postgres@127.0.0.1:5432/${db}` }); await c.connect();
+const pid = (await c.query('select pg_backend_pid() as pid')).rows[0].pid;
+const cpu = (p) => { const f = fs.readFileSync(`/proc/${p}/stat`, 'utf8').split(') ')[1].split(' '); return (+f[11] + +f[12]) * 10; };
+const q = named ? { name: 'x', text } : { text };
+for (let i = 0; i < 50; i++) await c.query(q);
+const b0 = cpu(pid); const u0 = process.cpuUsage(); const t0 = performance.now();
+for (let i = 0; i < +n; i++) await c.query(q);
+const u = process.cpuUsage(u0);
+console.log(`backend ${((cpu(pid) - b0) * 1000 / n).toFixed(0)} µs/stmt, client ${((u.user + u.system) / n).toFixed(0)} µs, wall ${((performance.now() - t0) * 1000 / n).toFixed(0)} µs`);
+await c.end();

@@ -204,6 +204,12 @@ function claimsOf(payload: JWTPayload, typ: TokenType): TokenClaims | null {
   return { sub, jti, iat, exp, typ };
 }
 
+/**
+ * The signing key kept in the data directory, made on first start. It is written whole to a file of
+ * its own, flushed, then linked into place: a crash leaves no half-written key (at most a stray
+ * temporary file), and the link fails when another process starting at the same moment linked its
+ * key first, whose key then wins.
+ */
 async function loadOrGenerateKey(dataDir: string): Promise<string> {
   const file = path.join(dataDir, 'jwt-private.pem');
   try {
@@ -214,12 +220,21 @@ async function loadOrGenerateKey(dataDir: string): Promise<string> {
   await fs.mkdir(dataDir, { recursive: true });
   const { privateKey } = crypto.generateKeyPairSync('ec', { namedCurve: 'prime256v1' });
   const pem = privateKey.export({ format: 'pem', type: 'pkcs8' }).toString();
+  const temporary = `${file}.${process.pid}.${crypto.randomUUID()}.tmp`;
+  const handle = await fs.open(temporary, 'wx', 0o600);
   try {
-    // 'wx': another process starting at the same moment may have written it first; theirs wins.
-    await fs.writeFile(file, pem, { mode: 0o600, flag: 'wx' });
+    await handle.writeFile(pem);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+  try {
+    await fs.link(temporary, file);
     return pem;
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'EEXIST') return fs.readFile(file, 'utf8');
     throw err;
+  } finally {
+    await fs.rm(temporary, { force: true });
   }
 }

@@ -2,9 +2,11 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import fs from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { SignJWT, createLocalJWKSet, decodeProtectedHeader, exportJWK, generateKeyPair, importPKCS8, jwtVerify, type JWTPayload, type JWTHeaderParameters } from 'jose';
+import { TokenService } from '../../../src/modules/auth/token.service.ts';
 import { buildTestApp, createUser, errorBody, waitFor, type TestUser } from '../../helpers/app.ts';
 
 const SECRET = 'test-secret-that-is-at-least-32-bytes-long!';
@@ -177,6 +179,23 @@ describe('tokens with a generated key pair (ES256, JWKS)', () => {
   it('keeps the generated key in DATA_DIR with mode 0600', async () => {
     const st = await fs.stat(path.join(app.ctx.config.dataDir, 'jwt-private.pem'));
     assert.equal(st.mode & 0o777, 0o600);
+  });
+
+  it('processes starting at once on a new DATA_DIR all sign with one key, written whole, with no file left beside it', async () => {
+    const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'oas-key-'));
+    try {
+      const config = { ...app.ctx.config, dataDir, jwtPrivateKey: undefined, jwtSecret: undefined };
+      const services = await Promise.all(Array.from({ length: 4 }, () => TokenService.create(config)));
+      const kids = new Set(services.map((s) => s.jwks().keys[0]?.kid));
+      assert.equal(kids.size, 1, 'one key');
+      assert.deepEqual(await fs.readdir(dataDir), ['jwt-private.pem']);
+      const pem = await fs.readFile(path.join(dataDir, 'jwt-private.pem'), 'utf8');
+      assert.match(pem, /^-----BEGIN PRIVATE KEY-----\n[\s\S]+\n-----END PRIVATE KEY-----\n$/);
+      // a later start reads the same key
+      assert.equal((await TokenService.create(config)).jwks().keys[0]?.kid, [...kids][0]);
+    } finally {
+      await fs.rm(dataDir, { recursive: true, force: true });
+    }
   });
 
   it('issues ES256 tokens with a kid that the JWKS publishes; the JWKS verifies them', async () => {

@@ -4,6 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
 import * as migration from '../../../src/db/migrations/20261201000000_user_order_counts.ts';
 import * as rowTriggers from '../../../src/db/migrations/20261202000000_row_level_status_counters.ts';
+import * as atCommit from '../../../src/db/migrations/20261215000000_counters_at_commit.ts';
 import { api, buildTestApp, createUser, type TestUser } from '../../helpers/app.ts';
 import { createProduct } from '../../helpers/products.ts';
 import { waitForFinal } from '../../helpers/orders.ts';
@@ -95,13 +96,41 @@ describe('user_order_counts', () => {
 
     const before = { alice: await counted(alice.user.id), bob: await counted(bob.user.id) };
     await app.ctx.db.transaction().execute(async (trx) => {
-      // a later migration counts status changes with a row-level trigger: back to this one's, and forward again
+      // later migrations count status changes with a row-level trigger, then every change at commit: back to this one's, and forward again
+      await atCommit.down(trx as never);
       await rowTriggers.down(trx as never);
       await migration.down(trx as never);
       await migration.up(trx as never);
       await rowTriggers.up(trx as never);
+      await atCommit.up(trx as never);
     });
     assert.deepEqual({ alice: await counted(alice.user.id), bob: await counted(bob.user.id) }, before);
     assert.equal(await total(bob), 2);
+  });
+  it('a transaction takes no counter row until it commits: a placement for the same user goes through while another is open', { skip: !process.env.TEST_DATABASE_URL && 'needs PostgreSQL (TEST_DATABASE_URL): PGlite runs one transaction at a time' }, async () => {
+    const product = await createProduct(app, { stock: 10 });
+    const inserted = Promise.withResolvers<void>();
+    const release = Promise.withResolvers<void>();
+    const open = app.ctx.db.transaction().execute(async (trx) => {
+      await sql`INSERT INTO orders (user_id, status, total_amount, shipping_address) VALUES (${alice.user.id}, 'pending', 0, '6 Open Road')`.execute(trx);
+      inserted.resolve();
+      await release.promise;
+      throw new Error('rolled back on purpose');
+    });
+    await inserted.promise;
+    let id: number;
+    try {
+      const placed = api(app, alice, { method: 'POST', url: '/api/v1/orders', payload: { items: [{ product_id: product.id, quantity: 1 }], shipping_address: '6 Count Road' } });
+      const res = await Promise.race([placed, new Promise<'waiting'>((r) => setTimeout(() => r('waiting'), 5000))]);
+      assert.notEqual(res, 'waiting', 'the placement waited for the open transaction');
+      if (res === 'waiting') return;
+      assert.equal(res.statusCode, 201, res.body);
+      id = res.json<{ id: number }>().id;
+      assert.equal((await waitForFinal(app, id)).status, 'completed');
+    } finally {
+      release.resolve();
+      await open.catch(() => undefined);
+    }
+    assert.deepEqual(await counted(alice.user.id), await actual(alice.user.id));
   });
 });

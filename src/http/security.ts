@@ -33,7 +33,7 @@ export function serverLimits(config: Config) {
   const http: ServerOptions = {
     maxHeaderSize: 16 * 1024,
     // Node answers an HTTP/1.1 request without Host with a bare 400 of its own; the service refuses
-    // it itself, in the error shape (see requireHost in errors.ts)
+    // it itself, in the error shape (registerHostRequirement below)
     requireHostHeader: false,
     headersTimeout: Math.min(config.requestTimeoutMs, 10000),
     connectionsCheckingInterval: Math.max(100, Math.min(1000, Math.floor(config.requestTimeoutMs / 4))),

@@ -170,12 +170,14 @@ export async function growOrders(client: pg.ClientBase, total: number, customers
 }
 
 /**
- * Statistics and the visibility map, as autovacuum would leave a table in steady state. The counter
- * tables are rewritten: the seeding's bulk inserts leave a dead version of a counter row per order
- * (their triggers run once per row, at commit), where a running service's changes of one order at a
- * time are pruned in place and keep each counter table a page or two.
+ * Statistics and the visibility map, as autovacuum would leave a table in steady state. Each user's
+ * order counter rows are folded, as the service's job does every minute, and the counter tables are
+ * rewritten: the seeding's bulk inserts leave a dead version of a counter row per order (their
+ * triggers run once per row, at commit), where a running service's changes of one order at a time
+ * are pruned in place and keep each counter table a page or two.
  */
 export async function vacuumAnalyze(client: pg.ClientBase): Promise<void> {
+  await client.query('SELECT fold_user_order_counts(2147483647)');
   await client.query('VACUUM (FULL, ANALYZE) order_counts, user_order_counts, order_transition_counts');
   await client.query('VACUUM (ANALYZE) users, products, orders, order_items, items');
 }

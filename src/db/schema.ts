@@ -261,11 +261,15 @@ export interface OrderCountsTable {
   total: CounterTotal;
 }
 
-/** each user's orders by current status (the user_order_counts migration); not spread over slots */
+/**
+ * each user's orders by current status: delta rows a change appends, summed by a reader, folded
+ * into one row per status (`folded`) by `fold_user_order_counts` (the user_order_count_deltas migration)
+ */
 export interface UserOrderCountsTable {
   user_id: number;
   status: OrderStatus;
   total: CounterTotal;
+  folded: Generated<boolean>;
 }
 
 /** order events by the status they moved to, since the start */

@@ -2,13 +2,14 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Db } from '../../db/database.ts';
 import { HOUSEKEEPING_RETRY, type JobQueue } from '../../jobs/queue.ts';
 import { purgeExpiredIdempotencyKeys } from './idempotency.repository.ts';
+import { foldUserOrderCounts } from './order-counts.repository.ts';
 import type { OrderProcessor } from './order-processor.ts';
 
 /**
  * The order's background processing (the spec's internal retry policy: 3 attempts, exponential
  * backoff; the orders of a fetched batch processed together), its dead-letter queue, where a job
- * pg-boss gave up on fails the order with PROCESSING_ERROR, and the hourly purge of expired
- * Idempotency-Key responses.
+ * pg-boss gave up on fails the order with PROCESSING_ERROR, the hourly purge of expired
+ * Idempotency-Key responses, and the fold of the users' order counter rows every minute.
  */
 export function registerOrderJobs(queue: JobQueue, deps: { db: Db; log: FastifyBaseLogger; processor: OrderProcessor; concurrency: number }): void {
   const { processor } = deps;
@@ -24,4 +25,10 @@ export function registerOrderJobs(queue: JobQueue, deps: { db: Db; log: FastifyB
     if (purged > 0) deps.log.info({ purged }, 'purged expired idempotency keys');
   });
   queue.scheduleCron('idempotency-keys-purge', '23 * * * *');
+
+  queue.define({ name: 'order-counts-fold', ...HOUSEKEEPING_RETRY });
+  queue.work('order-counts-fold', async () => {
+    await foldUserOrderCounts(deps.db);
+  });
+  queue.scheduleCron('order-counts-fold', '* * * * *');
 }

@@ -5,9 +5,11 @@ import { sql } from 'kysely';
 import * as migration from '../../../src/db/migrations/20261201000000_user_order_counts.ts';
 import * as rowTriggers from '../../../src/db/migrations/20261202000000_row_level_status_counters.ts';
 import * as atCommit from '../../../src/db/migrations/20261215000000_counters_at_commit.ts';
+import * as deltas from '../../../src/db/migrations/20261216000000_user_order_count_deltas.ts';
 import { api, buildTestApp, createUser, type TestUser } from '../../helpers/app.ts';
 import { createProduct } from '../../helpers/products.ts';
 import { waitForFinal } from '../../helpers/orders.ts';
+import { foldUserOrderCounts } from '../../../src/modules/orders/order-counts.repository.ts';
 
 /**
  * `GET /orders`'s total comes from the counter rows the orders' trigger keeps per user and status:
@@ -25,7 +27,7 @@ describe('user_order_counts', () => {
 
   const counted = async (userId: number) =>
     Object.fromEntries(
-      (await sql<{ status: string; n: string }>`SELECT status, total AS n FROM user_order_counts WHERE user_id = ${userId} AND total <> 0 ORDER BY status`.execute(app.ctx.db)).rows.map(
+      (await sql<{ status: string; n: string }>`SELECT status, sum(total) AS n FROM user_order_counts WHERE user_id = ${userId} GROUP BY status HAVING sum(total) <> 0 ORDER BY status`.execute(app.ctx.db)).rows.map(
         (r) => [r.status, Number(r.n)],
       ),
     );
@@ -66,6 +68,33 @@ describe('user_order_counts', () => {
     assert.equal(v1.json<{ total: number }>().total, 2);
   });
 
+  it('the fold leaves one row per status and the same counts; deltas written after it are counted on top', async () => {
+    const carol = await createUser(app);
+    const product = await createProduct(app, { stock: 10 });
+    const place = async () => {
+      const res = await api(app, carol, { method: 'POST', url: '/api/v1/orders', payload: { items: [{ product_id: product.id, quantity: 1 }], shipping_address: '7 Fold Road' } });
+      assert.equal(res.statusCode, 201, res.body);
+      return (await waitForFinal(app, res.json<{ id: number }>().id)).id;
+    };
+    const rows = async () =>
+      (await sql<{ status: string; total: string; folded: boolean }>`SELECT status, total, folded FROM user_order_counts WHERE user_id = ${carol.user.id} ORDER BY status, total`.execute(app.ctx.db)).rows.map((r) => [r.status, Number(r.total), r.folded]);
+    await place();
+    await place();
+    // a placement appends +1 pending; each status change -1 for the old status and +1 for the new
+    assert.equal((await rows()).length, 10);
+    assert.ok((await foldUserOrderCounts(app.ctx.db)) >= 1);
+    assert.deepEqual(await rows(), [['completed', 2, true]]);
+    assert.equal(await total(carol), 2);
+    await place();
+    assert.deepEqual(await counted(carol.user.id), { completed: 3 });
+    assert.deepEqual(await counted(carol.user.id), await actual(carol.user.id));
+    await foldUserOrderCounts(app.ctx.db);
+    assert.deepEqual(await rows(), [['completed', 3, true]]);
+    assert.equal(await foldUserOrderCounts(app.ctx.db), 0, 'nothing left to fold');
+    const [schedule] = await app.ctx.queue.boss.getSchedules('order-counts-fold');
+    assert.equal(schedule?.cron, '* * * * *', 'the fold runs every minute');
+  });
+
   it("the whole service's counters agree with the tables: orders by status, and events by the status they moved to", async () => {
     // this app's database holds only this file's orders: after the test above, many of them share a counter row
     const pairs = async (query: ReturnType<typeof sql<{ status: string; n: string }>>) =>
@@ -96,13 +125,15 @@ describe('user_order_counts', () => {
 
     const before = { alice: await counted(alice.user.id), bob: await counted(bob.user.id) };
     await app.ctx.db.transaction().execute(async (trx) => {
-      // later migrations count status changes with a row-level trigger, then every change at commit: back to this one's, and forward again
+      // later migrations count status changes with a row-level trigger, then every change at commit, then as delta rows: back to this one's, and forward again
+      await deltas.down(trx as never);
       await atCommit.down(trx as never);
       await rowTriggers.down(trx as never);
       await migration.down(trx as never);
       await migration.up(trx as never);
       await rowTriggers.up(trx as never);
       await atCommit.up(trx as never);
+      await deltas.up(trx as never);
     });
     assert.deepEqual({ alice: await counted(alice.user.id), bob: await counted(bob.user.id) }, before);
     assert.equal(await total(bob), 2);

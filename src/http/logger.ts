@@ -15,6 +15,22 @@ function stdoutLog(): pino.DestinationStream {
 }
 
 /**
+ * stdout for the access lines, one per request: pino's own destination gathering them until about
+ * 3 KiB wait, then one write of at most 4 KiB (a pipe takes it whole, so it never splits a line of
+ * the other destination), within 100 ms when the process is quiet, and at exit. A busy process
+ * pays one write for a dozen requests rather than one each; only a kill (SIGKILL) loses what waits.
+ */
+let accessDestination: pino.DestinationStream | undefined;
+function accessLog(): pino.DestinationStream {
+  if (accessDestination === undefined) {
+    const destination = pino.destination({ dest: 1, sync: true, minLength: 3072, maxWrite: 4096, periodicFlush: 100 });
+    process.on('exit', () => destination.flushSync());
+    accessDestination = destination;
+  }
+  return accessDestination;
+}
+
+/**
  * The service logger's options, and the controller that writes its per-request lines.
  * @param stream where the JSON lines go instead of stdout (tests that read the log)
  */
@@ -47,5 +63,5 @@ export function loggerOptions(
     return { logger: { ...logger, transport: { target: 'pino-pretty' } }, logController: new AccessLogController() };
   }
   const destination = stream ?? stdoutLog();
-  return { logger: { ...logger, stream: destination }, logController: new AccessLogController(pino({ level: config.logLevel }, destination)) };
+  return { logger: { ...logger, stream: destination }, logController: new AccessLogController(pino({ level: config.logLevel }, stream ?? accessLog())) };
 }

@@ -57,6 +57,9 @@ describe('the server process', { timeout: 90000 }, () => {
     const exit = await Promise.race([proc.exited, new Promise<undefined>((r) => setTimeout(() => r(undefined), 30000).unref())]);
     assert.ok(exit, 'the process exits within 30 s of SIGTERM');
     assert.deepEqual(exit, { code: 0, signal: null }, proc.stderr());
+    // the access lines wait in their buffer for a moment; what waits at exit is written then
+    const completed = proc.stdout().split('\n').filter((l) => l.includes('"request completed"') && l.includes('/api/v1/auth/login'));
+    assert.equal(completed.length, N, 'every login has its access line');
     t.diagnostic(`exit ${Date.now() - signalled} ms after SIGTERM; ${doneAtSignal} of ${N} logins had finished when it was sent`);
   });
 });

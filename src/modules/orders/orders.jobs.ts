@@ -1,9 +1,13 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Db } from '../../db/database.ts';
 import { HOUSEKEEPING_RETRY, type JobQueue } from '../../jobs/queue.ts';
+import { inBatches } from '../../jobs/retention.ts';
 import { purgeExpiredIdempotencyKeys } from './idempotency.repository.ts';
-import { foldUserOrderCounts } from './order-counts.repository.ts';
+import { FOLD_BATCH, foldUserOrderCounts } from './order-counts.repository.ts';
 import type { OrderProcessor } from './order-processor.ts';
+
+/** How long one scheduled fold may go on; what is left goes with the next run, a minute later. */
+const FOLD_BUDGET_MS = 30_000;
 
 /**
  * The order's background processing (the spec's internal retry policy: 3 attempts, exponential
@@ -28,7 +32,7 @@ export function registerOrderJobs(queue: JobQueue, deps: { db: Db; log: FastifyB
 
   queue.define({ name: 'order-counts-fold', ...HOUSEKEEPING_RETRY });
   queue.work('order-counts-fold', async () => {
-    await foldUserOrderCounts(deps.db);
+    await inBatches((limit) => foldUserOrderCounts(deps.db, limit), { batchSize: FOLD_BATCH, budgetMs: FOLD_BUDGET_MS });
   });
   queue.scheduleCron('order-counts-fold', '* * * * *');
 }

@@ -43,15 +43,17 @@ describe('user_order_counts', () => {
     assert.equal(res.statusCode, 200, res.body);
     return res.json<{ total: number }>().total;
   };
+  /** Places an order of one line for `user` and waits until it is final; returns its id. */
+  const placeFinal = async (user: TestUser, productId: number, quantity = 1) => {
+    const res = await api(app, user, { method: 'POST', url: '/api/v1/orders', payload: { items: [{ product_id: productId, quantity }], shipping_address: '4 Count Road' } });
+    assert.equal(res.statusCode, 201, res.body);
+    return (await waitForFinal(app, res.json<{ id: number }>().id)).id;
+  };
 
   it('follows placements, processing, failures, cancellations and retries', async () => {
     const plenty = await createProduct(app, { stock: 100, price: '2.00' });
     const scarce = await createProduct(app, { stock: 1, price: '3.00' });
-    const place = async (productId: number, quantity: number) => {
-      const res = await api(app, alice, { method: 'POST', url: '/api/v1/orders', payload: { items: [{ product_id: productId, quantity }], shipping_address: '4 Count Road' } });
-      assert.equal(res.statusCode, 201, res.body);
-      return (await waitForFinal(app, res.json<{ id: number }>().id)).id;
-    };
+    const place = (productId: number, quantity: number) => placeFinal(alice, productId, quantity);
     const done = [await place(plenty.id, 1), await place(plenty.id, 2), await place(plenty.id, 3)];
     const failed = await place(scarce.id, 5);
     assert.equal((await api(app, alice, { method: 'POST', url: `/api/v2/orders/${done[0]}/cancel`, payload: {} })).statusCode, 200);
@@ -71,11 +73,7 @@ describe('user_order_counts', () => {
   it('the fold leaves one row per status and the same counts; deltas written after it are counted on top', async (t) => {
     const carol = await createUser(app);
     const product = await createProduct(app, { stock: 10 });
-    const place = async () => {
-      const res = await api(app, carol, { method: 'POST', url: '/api/v1/orders', payload: { items: [{ product_id: product.id, quantity: 1 }], shipping_address: '7 Fold Road' } });
-      assert.equal(res.statusCode, 201, res.body);
-      return (await waitForFinal(app, res.json<{ id: number }>().id)).id;
-    };
+    const place = () => placeFinal(carol, product.id);
     const rows = async () =>
       (await sql<{ status: string; total: string; folded: boolean }>`SELECT status, total, folded FROM user_order_counts WHERE user_id = ${carol.user.id} ORDER BY status, total`.execute(app.ctx.db)).rows.map((r) => [r.status, Number(r.total), r.folded]);
     const [schedule] = await app.ctx.queue.boss.getSchedules('order-counts-fold');

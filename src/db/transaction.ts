@@ -4,9 +4,9 @@ import { isRetryableConflict } from './errors.ts';
 import type { Database } from './schema.ts';
 
 /**
- * The order counters (kept by triggers at commit, each a row per status and slot or per user) are
- * taken in the order of each transaction's changes, so two transactions committing at once can
- * each hold one the other needs; PostgreSQL ends one of them as a deadlock's victim.
+ * The order counters kept in locked rows (by status and slot, updated by triggers at commit) are
+ * taken in the order of each transaction's changes, so two transactions committing at once
+ * can each hold one the other needs; PostgreSQL ends one of them as a deadlock's victim.
  */
 const ATTEMPTS = 3;
 

@@ -1,25 +1,31 @@
+import { fork } from 'node:child_process';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { Worker } from 'node:worker_threads';
 
 /**
- * Creates the embedded database's data directory `dir` when it does not exist yet, in a worker
- * thread and under a temporary name renamed into place once complete.
+ * Creates the embedded database's data directory `dir` when it does not exist yet, in a child
+ * process and under a temporary name renamed into place once complete.
  *
- * initdb runs in WebAssembly memory of its own, several hundred MiB that the process would keep
- * until a full collection happened to come; a worker thread's memory goes with the thread. And a
- * process killed during initdb leaves only the temporary directory, which the next start removes:
- * `dir` is either absent or a whole cluster.
+ * initdb runs in WebAssembly memory of its own, several hundred MiB, and compiles PGlite once more;
+ * a child process gives all of it back when it exits, where a worker thread left the C heap it had
+ * used fragmented in the server's process. And a process killed during initdb leaves only its
+ * temporary directory, which the next start removes: `dir` is either absent or a whole cluster.
+ * Each start creates under a name of its own: a killed process's child finishes the step it is in
+ * before it notices, and must not write into the directory of the start after it.
  */
 export async function createEmbeddedDataDir(dir: string, startParams: readonly string[]): Promise<void> {
   if (await exists(path.join(dir, 'PG_VERSION'))) return;
-  const temp = `${dir}.creating`;
-  await fs.rm(temp, { recursive: true, force: true });
-  await fs.mkdir(path.dirname(dir), { recursive: true });
-  const worker = new Worker(new URL('./embedded-init-worker.ts', import.meta.url), { workerData: { dir: temp, startParams } });
+  const parent = path.dirname(dir);
+  const prefix = `${path.basename(dir)}.creating`;
+  await fs.mkdir(parent, { recursive: true });
+  for (const left of await fs.readdir(parent)) {
+    if (left.startsWith(prefix)) await fs.rm(path.join(parent, left), { recursive: true, force: true });
+  }
+  const temp = path.join(parent, `${prefix}-${process.pid}`);
+  const child = fork(new URL('./embedded-init-worker.ts', import.meta.url), [JSON.stringify({ dir: temp, startParams })], { execArgv: [], stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
   await new Promise<void>((resolve, reject) => {
-    worker.once('error', reject);
-    worker.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`creating the embedded database in ${dir} stopped (exit code ${code})`))));
+    child.once('error', reject);
+    child.once('exit', (code, signal) => (code === 0 ? resolve() : reject(new Error(`creating the embedded database in ${dir} stopped (${signal ?? `exit code ${code}`})`))));
   });
   // an empty directory an earlier release created before its initdb (nothing in it was ever acknowledged)
   await fs.rm(dir, { recursive: true, force: true });

@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, it } from 'node:test';
 import { PGlite } from '@electric-sql/pglite';
 import { sql } from 'kysely';
@@ -31,9 +33,12 @@ describe('creating the embedded data directory', () => {
     const root = await fs.mkdtemp(path.join(os.tmpdir(), 'oas-embedded-create-'));
     t.after(() => fs.rm(root, { recursive: true, force: true }));
     const dir = path.join(root, 'pgdata');
-    // what a process killed during initdb leaves behind, and an empty directory an older release made first
-    await fs.mkdir(`${dir}.creating`, { recursive: true });
-    await fs.writeFile(path.join(`${dir}.creating`, 'half-written'), 'x');
+    // what a process killed during initdb leaves behind (under an earlier release's name and under
+    // a process's own), and an empty directory an older release made first
+    for (const left of [`${dir}.creating`, `${dir}.creating-12345`]) {
+      await fs.mkdir(left, { recursive: true });
+      await fs.writeFile(path.join(left, 'half-written'), 'x');
+    }
     await fs.mkdir(dir);
     await createEmbeddedDataDir(dir, PGlite.defaultStartParams);
     assert.ok((await fs.readdir(dir)).includes('PG_VERSION'));
@@ -43,4 +48,43 @@ describe('creating the embedded data directory', () => {
     await createEmbeddedDataDir(dir, PGlite.defaultStartParams);
     assert.equal((await fs.stat(path.join(dir, 'PG_VERSION'))).mtimeMs, before);
   });
+
+  it('creates it in a child process that stops when the process that started it dies', async (t) => {
+    const root = await fs.mkdtemp(path.join(os.tmpdir(), 'oas-embedded-orphan-'));
+    t.after(() => fs.rm(root, { recursive: true, force: true }));
+    const dir = path.join(root, 'pgdata');
+    const init = new URL('../../src/db/embedded-init.ts', import.meta.url).href;
+    const script = `const { createEmbeddedDataDir } = await import(${JSON.stringify(init)}); await createEmbeddedDataDir(${JSON.stringify(dir)}, ${JSON.stringify(PGlite.defaultStartParams)});`;
+    const parent = spawn(process.execPath, ['--input-type=module', '--eval', script], { stdio: 'ignore' });
+    t.after(() => parent.kill('SIGKILL'));
+    const creators = await waitFor(async () => {
+      const found = await processesNaming(`${dir}.creating-${parent.pid}`);
+      return found.length > 0 ? found : undefined;
+    });
+    assert.ok(!creators.includes(parent.pid!), 'initdb runs in a process of its own');
+    parent.kill('SIGKILL');
+    await waitFor(async () => ((await processesNaming(`${dir}.creating-${parent.pid}`)).length === 0 ? true : undefined));
+    await assert.rejects(fs.access(path.join(dir, 'PG_VERSION')));
+  });
 });
+
+/** The ids of the processes whose command line contains `text` (Linux's /proc). */
+async function processesNaming(text: string): Promise<number[]> {
+  const pids: number[] = [];
+  for (const entry of await fs.readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const cmdline = await fs.readFile(`/proc/${entry}/cmdline`, 'utf8').catch(() => '');
+    if (cmdline.includes(text)) pids.push(Number(entry));
+  }
+  return pids;
+}
+
+/** Polls `check` until it gives a value, for at most 20 s. */
+async function waitFor<T>(check: () => Promise<T | undefined>): Promise<T> {
+  for (let i = 0; i < 400; i++) {
+    const value = await check();
+    if (value !== undefined) return value;
+    await sleep(50);
+  }
+  throw new Error('gave up waiting after 20 s');
+}

@@ -22,7 +22,7 @@ export async function createEmbeddedDataDir(dir: string, startParams: readonly s
     if (left.startsWith(prefix)) await fs.rm(path.join(parent, left), { recursive: true, force: true });
   }
   const temp = path.join(parent, `${prefix}-${process.pid}`);
-  const child = fork(new URL('./embedded-init-worker.ts', import.meta.url), [JSON.stringify({ dir: temp, startParams })], { execArgv: [], stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+  const child = fork(new URL('./embedded-init-child.ts', import.meta.url), [JSON.stringify({ dir: temp, startParams })], { execArgv: [], stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
   await new Promise<void>((resolve, reject) => {
     child.once('error', reject);
     child.once('exit', (code, signal) => (code === 0 ? resolve() : reject(new Error(`creating the embedded database in ${dir} stopped (${signal ?? `exit code ${code}`})`))));

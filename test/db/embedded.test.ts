@@ -79,12 +79,12 @@ async function processesNaming(text: string): Promise<number[]> {
   return pids;
 }
 
-/** Polls `check` until it gives a value, for at most 20 s. */
+/** Polls `check` until it gives a value, for at most 60 s (an orphan ends after the initdb step it is in). */
 async function waitFor<T>(check: () => Promise<T | undefined>): Promise<T> {
-  for (let i = 0; i < 400; i++) {
+  for (let i = 0; i < 1200; i++) {
     const value = await check();
     if (value !== undefined) return value;
     await sleep(50);
   }
-  throw new Error('gave up waiting after 20 s');
+  throw new Error('gave up waiting after 60 s');
 }

@@ -3,12 +3,15 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, it } from 'node:test';
 import { PGlite } from '@electric-sql/pglite';
 import { sql } from 'kysely';
 import { createDatabase } from '../../src/db/database.ts';
 import { createEmbeddedDataDir } from '../../src/db/embedded-init.ts';
+import { waitFor } from '../helpers/app.ts';
+
+/** How long the orphan test waits for a process to appear or go: an orphan ends after the initdb step it is in. */
+const ORPHAN_WAIT_MS = 60_000;
 
 describe('embedded database (PGlite)', () => {
   it('runs with the buffer pool it is given (EMBEDDED_SHARED_BUFFERS_MB), 16 MB by default', async (t) => {
@@ -60,10 +63,10 @@ describe('creating the embedded data directory', () => {
     const creators = await waitFor(async () => {
       const found = await processesNaming(`${dir}.creating-${parent.pid}`);
       return found.length > 0 ? found : undefined;
-    });
+    }, ORPHAN_WAIT_MS);
     assert.ok(!creators.includes(parent.pid!), 'initdb runs in a process of its own');
     parent.kill('SIGKILL');
-    await waitFor(async () => ((await processesNaming(`${dir}.creating-${parent.pid}`)).length === 0 ? true : undefined));
+    await waitFor(async () => ((await processesNaming(`${dir}.creating-${parent.pid}`)).length === 0 ? true : undefined), ORPHAN_WAIT_MS);
     await assert.rejects(fs.access(path.join(dir, 'PG_VERSION')));
   });
 });
@@ -77,14 +80,4 @@ async function processesNaming(text: string): Promise<number[]> {
     if (cmdline.includes(text)) pids.push(Number(entry));
   }
   return pids;
-}
-
-/** Polls `check` until it gives a value, for at most 60 s (an orphan ends after the initdb step it is in). */
-async function waitFor<T>(check: () => Promise<T | undefined>): Promise<T> {
-  for (let i = 0; i < 1200; i++) {
-    const value = await check();
-    if (value !== undefined) return value;
-    await sleep(50);
-  }
-  throw new Error('gave up waiting after 60 s');
 }

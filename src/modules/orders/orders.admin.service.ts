@@ -8,6 +8,8 @@ import type { AdminOrderListQuery } from './orders.schemas.ts';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 const DATE_ONLY = /^\d{4}-\d{2}-\d{2}$/;
+/** The first instant after the range the API accepts (years 1–9999, UTC). */
+const END_OF_RANGE_MS = Date.UTC(10000, 0, 1);
 
 /** An order as an administrator reads it: its lines and every event of its history. */
 export interface OrderRecord {
@@ -31,12 +33,14 @@ function timeRange(q: AdminOrderListQuery): Pick<OrderFilter, 'createdFrom' | 'c
   if (q.created_from !== undefined) range.createdFrom = new Date(DATE_ONLY.test(q.created_from) ? `${q.created_from}T00:00:00Z` : q.created_from);
   if (q.created_to !== undefined) {
     const to = DATE_ONLY.test(q.created_to) ? Date.parse(`${q.created_to}T00:00:00Z`) + DAY_MS : Date.parse(q.created_to) + 1;
-    range.createdBefore = new Date(to);
+    // the end of year 9999 (UTC) bounds nothing (no order is created later), and the step past it
+    // makes year 10000, which PostgreSQL refuses: no upper bound then
+    if (!(to >= END_OF_RANGE_MS)) range.createdBefore = new Date(to);
   }
   for (const [field, d] of [['created_from', range.createdFrom], ['created_to', range.createdBefore]] as const) {
     if (d !== undefined && Number.isNaN(d.getTime())) throw badFilter(field, 'not a valid date or date-time');
   }
-  if (range.createdFrom !== undefined && range.createdBefore !== undefined && range.createdFrom >= range.createdBefore) {
+  if (range.createdFrom !== undefined && range.createdFrom.getTime() >= (range.createdBefore?.getTime() ?? END_OF_RANGE_MS)) {
     throw badFilter('created_to', 'is before created_from');
   }
   return range;

@@ -4,6 +4,7 @@ import closeWithGrace from 'close-with-grace';
 import { runClusterPrimary, shouldRunCluster } from './cluster.ts';
 import { loadConfigOrExit } from './config.ts';
 import { DataDirInUse } from './db/data-dir-lock.ts';
+import { DataFromNewerRelease } from './db/migrate.ts';
 
 function exitWith(line: string): never {
   console.error(line);
@@ -37,7 +38,8 @@ const { buildApp } = await import('./app.ts');
 const { bootstrapAdmin } = await import('./modules/users/admin-bootstrap.ts');
 
 const app = await buildApp(config).catch((err: unknown) => {
-  if (err instanceof DataDirInUse) exitWith(err.message);
+  // a refusal the operator acts on is one line, not a stack
+  if (err instanceof DataDirInUse || err instanceof DataFromNewerRelease) exitWith(err.message);
   throw err;
 });
 if (config.role !== 'worker') await bootstrapAdmin(app.ctx);

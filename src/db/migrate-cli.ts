@@ -1,7 +1,7 @@
 import { loadConfigOrExit } from '../config.ts';
 import { DataDirInUse } from './data-dir-lock.ts';
 import { createDatabase } from './database.ts';
-import { migrateToLatest } from './migrate.ts';
+import { DataFromNewerRelease, migrateToLatest } from './migrate.ts';
 
 const config = loadConfigOrExit();
 // the same connection settings as the service: no named statements behind a transaction-pooling proxy
@@ -20,6 +20,10 @@ const handle = await createDatabase({
 try {
   const applied = await migrateToLatest(handle.db);
   console.log(applied.length ? `applied: ${applied.join(', ')}` : 'database is up to date');
+} catch (err) {
+  if (!(err instanceof DataFromNewerRelease)) throw err;
+  console.error(err.message);
+  process.exitCode = 1;
 } finally {
   await handle.close();
 }

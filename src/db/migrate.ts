@@ -1,18 +1,43 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import fs from 'node:fs/promises';
-import { FileMigrationProvider, Migrator } from 'kysely/migration';
+import { sql } from 'kysely';
+import { DEFAULT_MIGRATION_TABLE, FileMigrationProvider, Migrator } from 'kysely/migration';
 import type { Config } from '../config.ts';
 import { createDatabase, type DatabaseHandle, type DatabaseOptions, type Db } from './database.ts';
 
 const migrationFolder = path.join(path.dirname(fileURLToPath(import.meta.url)), 'migrations');
 
-/** Applies every pending migration; throws with the failing migration's name and cause. */
+/** The database holds migrations this release does not know: it was upgraded by a newer one. */
+export class DataFromNewerRelease extends Error {}
+
+/**
+ * Refuses data that a newer release migrated: Kysely would call its unknown migrations "corrupted
+ * … is missing". The applied names are read from Kysely's migration table (no call lists the ones
+ * its provider does not know); a database never migrated has no such table.
+ */
+async function refuseNewerData(db: Db, known: readonly string[]): Promise<void> {
+  const { rows: [table] } = await sql<{ t: string | null }>`SELECT to_regclass(${DEFAULT_MIGRATION_TABLE})::text AS t`.execute(db);
+  if (!table?.t) return;
+  const { rows } = await sql<{ name: string }>`SELECT name FROM ${sql.table(DEFAULT_MIGRATION_TABLE)} ORDER BY name`.execute(db);
+  const unknown = rows.map((r) => r.name).filter((name) => !known.includes(name));
+  if (unknown.length > 0) {
+    throw new DataFromNewerRelease(
+      `data is from a newer release (migration ${unknown.join(', ')}): start that release or a newer one, or restore a backup made before the upgrade`,
+    );
+  }
+}
+
+/**
+ * Applies every pending migration; throws DataFromNewerRelease when the database has migrations
+ * this release does not know, else with the failing migration's name and cause.
+ */
 export async function migrateToLatest(db: Db): Promise<string[]> {
   const migrator = new Migrator({
     db,
     provider: new FileMigrationProvider({ fs, path, migrationFolder }),
   });
+  await refuseNewerData(db, (await migrator.getMigrations()).map((m) => m.name));
   const { error, results } = await migrator.migrateToLatest();
   const failed = results?.find((r) => r.status === 'Error');
   if (error) {

@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { describe, it } from 'node:test';
@@ -63,6 +64,69 @@ describe('the server process', { timeout: 90000 }, () => {
     t.diagnostic(`exit ${Date.now() - signalled} ms after SIGTERM; ${doneAtSignal} of ${N} logins had finished when it was sent`);
   });
 });
+
+describe('npm start', { timeout: 120000 }, () => {
+  it('hands its process over to the service: SIGTERM to npm stops the service and frees the port within 30 s', async (t) => {
+    const port = await freePort();
+    const base = `http://127.0.0.1:${port}`;
+    // npm as an operator runs it; its shell runs the start script of package.json
+    const child = spawn('npm', ['start'], { env: { ...(await serverEnv(t, { PORT: String(port) })), PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+    t.after(() => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    });
+    await untilHealthy(base, { child, stdout: () => out, stderr: () => out, exited });
+    // the process that listens: npm's child (the shell) became Node.js, not a grandchild of it
+    const servicePid = await listenerPid(port);
+    assert.ok(servicePid !== undefined, 'the listening process is found');
+    t.after(() => {
+      if (alive(servicePid)) process.kill(servicePid, 'SIGKILL');
+    });
+    assert.equal(await parentOf(servicePid), child.pid, `the service (pid ${servicePid}) is npm's own child`);
+
+    child.kill('SIGTERM');
+    const exit = await Promise.race([exited, new Promise<undefined>((r) => setTimeout(() => r(undefined), 30000).unref())]);
+    assert.ok(exit, `npm exits within 30 s of SIGTERM: ${out}`);
+    await waitFor(async () => (alive(servicePid) ? undefined : true), 5000, 50);
+    await assert.rejects(request(`${base}/health`), /ECONNREFUSED/, 'nothing listens on the port any more');
+  });
+});
+
+/** Whether a process of that pid exists. */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The pid of the process listening on 127.0.0.1:port (Linux: the socket's inode in /proc/net/tcp, then the fd naming it). */
+async function listenerPid(port: number): Promise<number | undefined> {
+  const hexPort = port.toString(16).toUpperCase().padStart(4, '0');
+  const line = (await fs.readFile('/proc/net/tcp', 'utf8')).split('\n').find((l) => {
+    const f = l.trim().split(/\s+/);
+    return f[1]?.endsWith(`:${hexPort}`) && f[3] === '0A';
+  });
+  const inode = line?.trim().split(/\s+/)[9];
+  if (!inode) return undefined;
+  for (const pid of (await fs.readdir('/proc')).filter((d) => /^\d+$/.test(d))) {
+    const fds = await fs.readdir(`/proc/${pid}/fd`).catch(() => []);
+    for (const fd of fds) {
+      if ((await fs.readlink(`/proc/${pid}/fd/${fd}`).catch(() => '')) === `socket:[${inode}]`) return Number(pid);
+    }
+  }
+  return undefined;
+}
+
+async function parentOf(pid: number): Promise<number> {
+  const stat = await fs.readFile(`/proc/${pid}/stat`, 'utf8');
+  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+}
 
 describe('npm run migrate (src/db/migrate-cli.ts)', { timeout: 60000 }, () => {
   it('applies every migration on a fresh database, then reports it up to date', async (t) => {

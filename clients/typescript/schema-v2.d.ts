@@ -1807,7 +1807,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List users */
+        /**
+         * List users
+         * @description Administrators list every user; anyone else lists only their own account.
+         */
         get: {
             parameters: {
                 query?: {
@@ -2124,7 +2127,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Read a user */
+        /**
+         * Read a user
+         * @description Administrators read any user; anyone else reads only their own account (another user's is 404).
+         */
         get: {
             parameters: {
                 query?: never;

@@ -30,11 +30,13 @@ export function registerUserRoutes(root: FastifyInstance, users: UsersService): 
     schema: {
       tags,
       summary: 'List users',
+      ...(version === 'v2' ? { description: 'Administrators list every user; anyone else lists only their own account.' } : {}),
       querystring: UserListQuery,
       response: { 200: UserPage, ...errorResponses(401, 403, 422, 429) },
     },
     handler: async (request) => {
-      const page = await users.list(request.query);
+      // v1 keeps the specification's rule (any signed-in user lists every user); v2 shows a non-admin only themselves
+      const page = version === 'v2' ? await users.listVisibleTo(authUser(request), request.query) : await users.list(request.query);
       return { ...page, items: page.items.map((u) => toUserListItem(version, u)) };
     },
   });
@@ -44,10 +46,14 @@ export function registerUserRoutes(root: FastifyInstance, users: UsersService): 
     schema: {
       tags,
       summary: 'Read a user',
+      ...(version === 'v2' ? { description: "Administrators read any user; anyone else reads only their own account (another user's is 404)." } : {}),
       params: UserIdParams,
       response: { 200: UserDetail, ...errorResponses(401, 403, 404, 422, 429) },
     },
-    handler: async (request) => toUserDetail(version, await users.get(request.params.user_id)),
+    handler: async (request) => {
+      const id = request.params.user_id;
+      return toUserDetail(version, version === 'v2' ? await users.getVisibleTo(authUser(request), id) : await users.get(id));
+    },
   });
 
   app.patch('/users/:user_id', {

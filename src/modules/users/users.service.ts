@@ -104,6 +104,25 @@ export class UsersService {
   }
 
   /**
+   * The users `actor` may read in API v2: every one for an administrator, else only their own
+   * account (a page of it, or of none when `is_active` excludes it). v1 keeps the specification's
+   * rule, `list`: any signed-in user lists every user.
+   */
+  async listVisibleTo(actor: UserRow, q: { page: number; page_size: number; is_active?: boolean }): Promise<PageResult<UserRow>> {
+    if (actor.is_admin) return this.list(q);
+    const self = await findUserById(this.db, actor.id);
+    const own = self && (q.is_active === undefined || self.is_active === q.is_active) ? [self] : [];
+    const offset = (q.page - 1) * q.page_size;
+    return pageOf(own.slice(offset, offset + q.page_size), own.length, q.page, q.page_size);
+  }
+
+  /** A user `actor` may read in API v2: any for an administrator, else only their own (another is 404, as if absent). */
+  async getVisibleTo(actor: UserRow, id: number): Promise<UserRow> {
+    if (!actor.is_admin && actor.id !== id) throw userNotFound();
+    return this.get(id);
+  }
+
+  /**
    * PATCH semantics: only the given fields change. Flags only by an admin, never on their own account.
    * A change of one's own e-mail leaves it unverified until the link mailed to it is used; with
    * `currentPasswordForEmail` (API v2) it also needs the current password, so a stolen access

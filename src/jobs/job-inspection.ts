@@ -38,16 +38,21 @@ export async function jobsAbout(boss: PgBoss, db: Db, about: JobSubjects): Promi
   return jobs.map(toJobRecord).sort((a, b) => a.created_on.getTime() - b.created_on.getTime() || a.id.localeCompare(b.id));
 }
 
+/** pg-boss's own queues (`__pgboss__send-it`, which forwards each cron occurrence to its queue). */
+const PG_BOSS_QUEUE = /^__pgboss__/;
+
 /**
  * Fails every job still running (pg-boss then retries it, or, on its last attempt, hands it to its
  * dead-letter queue), as pg-boss's supervision does once a job's heartbeat lapses; for a process
  * that knows no other process runs jobs (the embedded database's lock). The running jobs are read
- * from pg-boss's job table: pg-boss has no call that lists them. Returns how many, per queue.
+ * from pg-boss's job table: pg-boss has no call that lists them. Returns how many, per queue of the
+ * service's: pg-boss's own are failed back too (a cron occurrence is then forwarded at once, not
+ * after its 15 minute expiry) but not counted, as a clean stop can leave one of them running.
  */
 export async function takeUpLeftJobs(boss: PgBoss): Promise<Record<string, number>> {
   const { rows } = await boss.getDb().executeSql(`SELECT name, id FROM pgboss.job WHERE state = 'active'`, []);
   const byQueue = new Map<string, string[]>();
   for (const { name, id } of rows as { name: string; id: string }[]) byQueue.set(name, [...(byQueue.get(name) ?? []), id]);
   for (const [name, ids] of byQueue) await boss.fail(name, ids, { message: 'the process running it ended before it finished' });
-  return Object.fromEntries([...byQueue].map(([name, ids]) => [name, ids.length]));
+  return Object.fromEntries([...byQueue].filter(([name]) => !PG_BOSS_QUEUE.test(name)).map(([name, ids]) => [name, ids.length]));
 }

@@ -28,4 +28,27 @@ describe("a dead process's running jobs, on the embedded database", { skip: onSe
     assert.deepEqual(takenUp, { 'user-welcome-email': 1 });
     await waitFor(async () => (ran.includes(42) ? true : undefined), 10_000);
   });
+
+  it("leave pg-boss's own cron forwarding uncounted: it is failed back and forwarded, not called a crash's", async (t) => {
+    // what a clean stop can leave: pg-boss's job forwarding a cron occurrence still `active`
+    const { queue: before, database, config } = await testQueue(t, 'worker');
+    before.define({ name: 'user-welcome-email' });
+    await before.start();
+    const sendIt = '__pgboss__send-it';
+    await before.boss.send(sendIt, { name: 'user-welcome-email', data: { userId: 7 } });
+    const [forwarding] = await before.boss.fetch(sendIt);
+    assert.ok(forwarding, "pg-boss's forwarding job is running");
+    await before.stop(0);
+
+    const ran: number[] = [];
+    const queue = new JobQueue(database, config, pino({ level: 'silent' }));
+    queue.define({ name: 'user-welcome-email' });
+    queue.work('user-welcome-email', async (job) => void ran.push(job.data.userId));
+    const takenUp = await queue.start();
+    defer(t, () => queue.stop(1000));
+    assert.deepEqual(takenUp, {}, 'nothing the start-up line calls a crash');
+    assert.notEqual((await queue.boss.getJobById(sendIt, forwarding.id))?.state, 'active');
+    // the occurrence is forwarded by pg-boss's own worker once its retry comes due
+    await waitFor(async () => (ran.includes(7) ? true : undefined), 30_000, 100);
+  });
 });

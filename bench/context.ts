@@ -36,6 +36,8 @@ export interface RunContext {
   readonly workers: Map<Proc, Proc>;
   /** the databases created, dropped at the end unless --keep-db */
   readonly databases: string[];
+  /** each database's pg_stat_database.deadlocks when it was created (compared at the end of the run) */
+  readonly deadlocksAtStart: Map<string, number>;
 }
 
 /** Creates the run's ids and its log and results directories. */
@@ -63,6 +65,7 @@ export function createContext(opts: Options): RunContext {
     procs: [],
     workers: new Map(),
     databases: [],
+    deadlocksAtStart: new Map(),
   };
 }
 

@@ -9,7 +9,7 @@ import { f1, failures, summaryLine } from './report.ts';
 import { job, meter, runOne, type Bench } from './scenario.ts';
 import type { Pattern } from './types.ts';
 
-/** Created → final of the orders placed under the mixed load, 95th percentile (issue 20; was < 1 s). */
+/** Created → final of the orders placed under the mixed load, 95th percentile (issue 20; informative since issue 53). */
 export const BACKGROUND_P95_GOAL_MS = 250;
 
 export async function mixedPhase(b: Bench): Promise<void> {
@@ -57,6 +57,6 @@ export async function mixedPhase(b: Bench): Promise<void> {
   );
   log(`  ${costLine(mixedCost)} (the jobs included)`);
   log(`  DB queries under the mixed load: ${summaryLine(queriesUnderLoad.overall)}`);
-  targets.push({ name: 'background p95 (mixed load)', value: `${f1(bg.latency.p95)} ms`, target: `≤ ${BACKGROUND_P95_GOAL_MS} ms`, pass: bg.latency.p95 <= BACKGROUND_P95_GOAL_MS });
+  targets.push({ name: 'background p95 (mixed load)', informative: true, value: `${f1(bg.latency.p95)} ms`, target: `≤ ${BACKGROUND_P95_GOAL_MS} ms`, pass: bg.latency.p95 <= BACKGROUND_P95_GOAL_MS });
   targets.push({ name: 'orders unfinished after mixed load', value: String(mixedDrain.unfinishedOrders), target: '0', pass: mixedDrain.unfinishedOrders === 0 });
 }

@@ -3,7 +3,8 @@
  * previous order is final, the time from the request to the order read back final. Nothing is
  * forming a batch, so each order must be processed as soon as it is placed. Measured on the bench's
  * PostgreSQL service and on `npm start` as a new user runs it (embedded database, ROLE=all), whose
- * resident memory 10 s after it is ready is measured first.
+ * resident memory 10 s after it is ready is measured first, and which then carries the soak phase
+ * (bench/soak.ts).
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -11,10 +12,11 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { elapsed, log, type RunContext } from './context.ts';
 import { rssMib } from './measure.ts';
-import { ADMIN_PASSWORD } from './options.ts';
-import { startNode, stopProc, waitReady } from './procs.ts';
+import { ADMIN_PASSWORD, HIGH_LIMIT } from './options.ts';
+import { call, startNode, stopProc, waitReady, type LoadRunner } from './procs.ts';
 import { f1, type Target } from './report.ts';
 import type { Bench } from './scenario.ts';
+import { soakPhase } from './soak.ts';
 import { startCommand } from './start-command.ts';
 import { percentile } from './stats.ts';
 
@@ -23,15 +25,6 @@ export const ONE_AT_A_TIME_MAX_GOAL_MS = 1000;
 export const NPM_START_RSS_GOAL_MIB = 250;
 const ORDERS = 25;
 const FINAL = new Set(['completed', 'failed', 'cancelled']);
-
-async function call(url: string, init: { method?: string; token?: string; body?: unknown }): Promise<{ status: number; body: Record<string, unknown> }> {
-  const res = await fetch(url, {
-    method: init.method ?? 'GET',
-    headers: { ...(init.token ? { authorization: `Bearer ${init.token}` } : {}), ...(init.body ? { 'content-type': 'application/json' } : {}) },
-    body: init.body ? JSON.stringify(init.body) : undefined,
-  });
-  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
-}
 
 /** Milliseconds from each order's POST to reading it back final, `ORDERS` orders one after another. */
 export async function oneAtATime(baseUrl: string, token: string, productId: number): Promise<number[]> {
@@ -70,8 +63,8 @@ export async function oneAtATimeOnService(b: Bench): Promise<void> {
   b.targets.push(...targets('PostgreSQL', times));
 }
 
-/** `npm start` on a fresh data directory: its memory 10 s after it is ready, then one order at a time. */
-export async function oneAtATimeEmbedded(ctx: RunContext, report: Record<string, unknown>): Promise<Target[]> {
+/** `npm start` on a fresh data directory: its memory 10 s after it is ready, one order at a time, then the soak phase. */
+export async function oneAtATimeEmbedded(ctx: RunContext, loader: LoadRunner, report: Record<string, unknown>): Promise<Target[]> {
   log(`[${elapsed(ctx)}] npm start (embedded, ROLE=all): memory, then one order at a time`);
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'oas-bench-embedded-'));
   const port = ctx.opts.port + 3;
@@ -80,7 +73,21 @@ export async function oneAtATimeEmbedded(ctx: RunContext, report: Record<string,
   const proc = startNode({
     name: 'embedded',
     script: path.join(ctx.root, 'src', 'server.ts'),
-    env: { ...env, PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, DATABASE_URL: '', REDIS_URL: '', ROLE: 'all', NODE_ENV: 'production', ADMIN_EMAIL: 'admin@bench.example', ADMIN_PASSWORD },
+    env: {
+      ...env,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      DATA_DIR: dataDir,
+      DATABASE_URL: '',
+      REDIS_URL: '',
+      ROLE: 'all',
+      NODE_ENV: 'production',
+      ADMIN_EMAIL: 'admin@bench.example',
+      ADMIN_PASSWORD,
+      // the soak's load is sent as ten users from one address: counted, never refused
+      RATE_LIMIT_AUTHENTICATED: HIGH_LIMIT,
+      RATE_LIMIT_ANONYMOUS: HIGH_LIMIT,
+    },
     logDir: ctx.logDir,
     execArgv,
   });
@@ -97,9 +104,11 @@ export async function oneAtATimeEmbedded(ctx: RunContext, report: Record<string,
     const first = (products.body.items as { id: number }[])[0];
     const times = await oneAtATime(base, token, first.id);
     report.npmStart = { rssMib: rss, oneAtATime: times };
+    const soak = ctx.opts.phase('soak') ? await soakPhase(ctx, loader, { base, pid: proc.child.pid ?? 0, adminToken: token }, report) : [];
     return [
       { name: '`npm start` (embedded, ROLE=all) RSS 10 s after ready', value: `${f1(rss)} MiB`, target: `≤ ${NPM_START_RSS_GOAL_MIB} MiB`, pass: rss <= NPM_START_RSS_GOAL_MIB },
       ...targets('embedded', times),
+      ...soak,
     ];
   } finally {
     await stopProc(proc);

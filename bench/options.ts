@@ -1,7 +1,7 @@
 /** The bench's flags (bench/README.md lists them) and what they default to in a full and a quick run. */
 import { parseArgs } from 'node:util';
 
-export const PHASES = ['reads', 'writes', 'mixed', 'logins', 'cluster', 'scale'] as const;
+export const PHASES = ['reads', 'writes', 'mixed', 'logins', 'cluster', 'scale', 'soak'] as const;
 export type Phase = (typeof PHASES)[number];
 
 /** users logged in for the load (each request is sent as one of them) */
@@ -29,6 +29,8 @@ export interface Options {
   /** the large size of the scale phase; 0: no scale phase */
   scaleLarge: number;
   scaleDuration: number;
+  /** seconds of the mixed load on `npm start` (embedded database) whose memory is followed */
+  soakSeconds: number;
   /** how long to wait for the job backlog after a write scenario */
   drainTimeoutMs: number;
   /** the service's port; the baseline's is `port + 1`, the split worker's `port + 2` */
@@ -64,6 +66,7 @@ export function parseOptions(): Options {
       rate: { type: 'string', default: '50' },
       headroom: { type: 'string' },
       only: { type: 'string' },
+      'soak-seconds': { type: 'string' },
       topology: { type: 'string', default: 'split' },
     },
   });
@@ -92,6 +95,7 @@ export function parseOptions(): Options {
     scaleSmall: 10_000,
     scaleLarge: args['no-scale'] || !only.has('scale') ? 0 : Number(args.scale ?? (quick ? 100_000 : 1_000_000)),
     scaleDuration: quick ? 2 : 5,
+    soakSeconds: Number(args['soak-seconds'] ?? (quick ? 30 : 300)),
     drainTimeoutMs: quick ? 15_000 : 60_000,
     port,
     basePort: port + 1,

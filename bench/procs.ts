@@ -51,6 +51,16 @@ export function waitReady(proc: Proc, url: string, timeoutMs = 60_000): Promise<
   }, timeoutMs);
 }
 
+/** One JSON request to a service the bench started: its status and parsed body. */
+export async function call(url: string, init: { method?: string; token?: string; body?: unknown }): Promise<{ status: number; body: Record<string, unknown> }> {
+  const res = await fetch(url, {
+    method: init.method ?? 'GET',
+    headers: { ...(init.token ? { authorization: `Bearer ${init.token}` } : {}), ...(init.body ? { 'content-type': 'application/json' } : {}) },
+    body: init.body ? JSON.stringify(init.body) : undefined,
+  });
+  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+}
+
 export function tail(file: string, lines = 30): string {
   try {
     return fs.readFileSync(file, 'utf8').split('\n').slice(-lines).join('\n');

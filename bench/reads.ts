@@ -8,8 +8,8 @@ import { f1, failures, summaryLine } from './report.ts';
 import { job, meter, runOne, sent, type Bench } from './scenario.ts';
 import { joinResults } from './stats.ts';
 
-/** Each read's throughput against the bare Fastify + pg baseline's on the same query. */
-export const READ_RATIO_GOAL = 1.0;
+/** Each read's throughput against the bare Fastify + pg baseline's on the same query (issue 53's guard). */
+export const READ_RATIO_GOAL = 0.8;
 
 export async function readsPhase(b: Bench): Promise<void> {
   const { ctx, rows, targets } = b;
@@ -31,8 +31,9 @@ export async function readsPhase(b: Bench): Promise<void> {
     log(`  service ${Math.round(svc.okRps)} req/s ${summaryLine(svc.latency)} ${failures(svc)} | baseline ${Math.round(base.okRps)} req/s ${summaryLine(base.latency)} ${baseFailures}`);
     log(`  ${costLine(cost)}`);
     const ratio = svc.okRps / base.okRps;
-    // issue 20 raised the goal from 0.60× to the bare baseline itself
-    // a ratio to a baseline that answered errors says nothing
+    // issue 53 sets the guard at 0.8× the bare route: what the service adds (authentication, the rate
+    // limit, the access log, response schemas) may cost a fifth of its throughput, no more.
+    // A ratio to a baseline that answered errors says nothing
     const baseFailed = baseFailures !== '';
     targets.push({
       name: `${name} throughput vs baseline`,
@@ -40,6 +41,6 @@ export async function readsPhase(b: Bench): Promise<void> {
       target: `≥ ${READ_RATIO_GOAL.toFixed(2)}×`,
       pass: ratio >= READ_RATIO_GOAL && !baseFailed,
     });
-    targets.push({ name: `${name} p99`, value: `${f1(svc.latency.p99)} ms`, target: '< 25 ms', pass: svc.latency.p99 < 25 && failures(svc) === '' });
+    targets.push({ name: `${name} p99`, informative: true, value: `${f1(svc.latency.p99)} ms`, target: '< 25 ms', pass: svc.latency.p99 < 25 && failures(svc) === '' });
   }
 }

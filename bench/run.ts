@@ -6,12 +6,15 @@
  * ids, URLs, what was started) and, once the users are logged in, the scenario state (bench/scenario.ts).
  */
 import fs from 'node:fs';
+import path from 'node:path';
 import { clusterPhase } from './cluster.ts';
 import { createContext, log, type RunContext } from './context.ts';
 import { loginsPhase } from './logins.ts';
+import { deadlocksPhase } from './measure.ts';
 import { mixedPhase } from './mixed.ts';
 import { oneAtATimeEmbedded, oneAtATimeOnService } from './one-at-a-time.ts';
 import { parseOptions } from './options.ts';
+import { LoadRunner } from './procs.ts';
 import { readsPhase } from './reads.ts';
 import { startReport, writeResults } from './report.ts';
 import { scalePhase } from './scale.ts';
@@ -26,27 +29,33 @@ async function main(ctx: RunContext): Promise<void> {
   const { phase, noCluster, scaleLarge } = ctx.opts;
   await assertPortsFree(ctx);
   const report = startReport(ctx);
-  const client = await seedPhase(ctx, report);
-  // before any load: the figure is the process's own, not the machine's
-  const startup = await startupPhase(ctx, report);
-  const statements = await statementsPhase(ctx, report);
-  const embedded = await oneAtATimeEmbedded(ctx, report);
-  const { service, loader } = await startProcesses(ctx); // the baseline, the service, the load generator
+  const loader = new LoadRunner(path.join(ctx.here, 'load.ts'));
   try {
-    const b = await logIn(ctx, { client, loader, service, report });
-    b.targets.push(startup, statements, ...embedded);
-    await oneAtATimeOnService(b);
-    if (phase('reads')) await readsPhase(b);
-    if (phase('mixed')) await mixedPhase(b);
-    if (phase('logins')) await loginsPhase(b);
-    if (phase('cluster') && !noCluster) await clusterPhase(b);
-    if (phase('writes')) await writesPhase(b);
-    await endScenarios(b);
-    if (scaleLarge > 0) report.scale = await scalePhase(b);
-    writeResults(b);
+    const client = await seedPhase(ctx, report);
+    try {
+      // before any load: the figure is the process's own, not the machine's
+      const startup = await startupPhase(ctx, report);
+      const statements = await statementsPhase(ctx, report);
+      const embedded = await oneAtATimeEmbedded(ctx, loader, report); // and the soak phase
+      const service = await startProcesses(ctx); // the baseline, then the service
+      const b = await logIn(ctx, { client, loader, service, report });
+      b.targets.push(startup, statements, ...embedded);
+      await oneAtATimeOnService(b);
+      if (phase('reads')) await readsPhase(b);
+      if (phase('mixed')) await mixedPhase(b);
+      if (phase('logins')) await loginsPhase(b);
+      if (phase('cluster') && !noCluster) await clusterPhase(b);
+      if (phase('writes')) await writesPhase(b);
+      await endScenarios(b);
+      if (scaleLarge > 0) report.scale = await scalePhase(b);
+      // every service has stopped: their backends have reported their statistics
+      b.targets.push(await deadlocksPhase(ctx, report));
+      writeResults(b);
+    } finally {
+      await client.end();
+    }
   } finally {
     loader.close();
-    await client.end();
   }
 }
 

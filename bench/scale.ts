@@ -1,7 +1,8 @@
 /**
- * The scale phase: GET /orders, GET /users and the administrators' GET /admin/orders at `scaleSmall`
- * rows, then at `scaleLarge`, on a database and a service of their own; the main queries timed idle
- * and their plans at each size.
+ * The scale phase, on a database and a service of its own: GET /orders and GET /users at `scaleSmall`
+ * rows, then at `scaleLarge` (informative ratios); at `scaleLarge`, the administrators'
+ * GET /admin/orders with each of its filters, on its first page and on a later one (issue 53's
+ * guard: p95 ≤ 100 ms each); the main queries timed idle and their plans at each size.
  */
 import bcrypt from 'bcrypt';
 import type pg from 'pg';
@@ -43,6 +44,8 @@ export async function scalePhase(b: Bench): Promise<Record<string, unknown>> {
     for (const u of users) u.orderIds = await orderIdsOf(client, u.userId);
     log(`[${elapsed(ctx)}] scale @ ${scaleLarge.toLocaleString('en-US')}`);
     const large = await measure(b, client, users, scaleLarge);
+    const label = scaleLarge >= 1_000_000 ? `${scaleLarge / 1_000_000}M` : `${scaleLarge / 1000}k`;
+    const admin = await adminOrders(b, client, users, label);
     const queries = await sampleQueries(dbUrl(ctx, name), users, { iterations: 200 });
     log(`  DB queries @ ${scaleLarge.toLocaleString('en-US')} (idle, sequential): ${summaryLine(queries.overall)}`);
     log(
@@ -51,14 +54,11 @@ export async function scalePhase(b: Bench): Promise<Record<string, unknown>> {
         Object.entries(queries.perQuery).map(([n, q]) => [n, q.p50.toFixed(2), q.p95.toFixed(2), q.p99.toFixed(2)]),
       ),
     );
-    Object.assign(out, { small, large, queriesAtLarge: queries });
+    Object.assign(out, { small, large, adminOrders: admin, queriesAtLarge: queries });
     const o10 = small.results['GET /orders'].latency.p95;
     const o1m = large.results['GET /orders'].latency.p95;
     const u10 = small.results['GET /users'].latency.p95;
     const u1m = large.results['GET /users'].latency.p95;
-    const a10 = small.results['GET /admin/orders'].latency.p95;
-    const a1m = large.results['GET /admin/orders'].latency.p95;
-    const label = scaleLarge >= 1_000_000 ? `${scaleLarge / 1_000_000}M` : `${scaleLarge / 1000}k`;
     // the all-users count is reported on its own (GET /users row below): it is linear in the users table
     const orderQueries = summarise(
       Object.entries(queries.perQuery)
@@ -67,6 +67,7 @@ export async function scalePhase(b: Bench): Promise<Record<string, unknown>> {
     );
     targets.push({
       name: `DB query p95 @ ${label} orders (all but the users count)`,
+      informative: true,
       value: `${orderQueries.p95.toFixed(2)} ms`,
       target: '< 5 ms',
       pass: orderQueries.p95 < 5,
@@ -78,14 +79,8 @@ export async function scalePhase(b: Bench): Promise<Record<string, unknown>> {
       target: '< 5 ms',
       pass: queries.perQuery['users count'].p95 < 5,
     });
-    targets.push({ name: `GET /orders p95 @ ${label} vs @ 10k`, value: `${f1(o1m)} vs ${f1(o10)} ms (${(o1m / o10).toFixed(2)}×)`, target: '≤ 2×', pass: o1m <= 2 * o10 });
+    targets.push({ name: `GET /orders p95 @ ${label} vs @ 10k`, informative: true, value: `${f1(o1m)} vs ${f1(o10)} ms (${(o1m / o10).toFixed(2)}×)`, target: '≤ 2×', pass: o1m <= 2 * o10 });
     targets.push({ name: `GET /users p95 @ ${label} vs @ 10k`, informative: true, value: `${f1(u1m)} vs ${f1(u10)} ms (${(u1m / u10).toFixed(2)}×)`, target: '≤ 2×', pass: u1m <= 2 * u10 });
-    targets.push({
-      name: `GET /admin/orders p95 @ ${label} vs @ 10k (pages 1–5, by status, by user)`,
-      value: `${f1(a1m)} vs ${f1(a10)} ms (${(a1m / a10).toFixed(2)}×)`,
-      target: '≤ 2×',
-      pass: a1m <= 2 * a10,
-    });
   } finally {
     await stopService(ctx, service);
     await client.end();
@@ -98,27 +93,11 @@ interface SizeResults {
   plans: Record<string, { plan: string; ms: number }>;
 }
 
-/** GET /orders, GET /users and GET /admin/orders at the database's current size, then the plans of their queries. */
+/** GET /orders and GET /users at the database's current size, then the plans of the list queries. */
 async function measure(b: Bench, client: pg.Client, users: Session[], size: number): Promise<SizeResults> {
   const { ctx } = b;
-  const admin = users[0];
   const patterns: Record<string, Pattern> = {
     'GET /orders': { kind: 'get', entries: users.map((u) => ({ token: u.token, paths: ['/api/v1/orders?page=1&page_size=20'] })) },
-    // every user's orders: the newest pages, the failed ones (2 %), one customer's
-    'GET /admin/orders': {
-      kind: 'get',
-      entries: [
-        {
-          token: admin.token,
-          paths: [
-            ...[1, 2, 3, 4, 5].map((p) => `/api/v1/admin/orders?page=${p}&page_size=20`),
-            '/api/v1/admin/orders?status=failed&page=1&page_size=20',
-            '/api/v1/admin/orders?status=completed&page=2&page_size=20',
-            ...users.slice(1, 11).map((u) => `/api/v1/admin/orders?user_id=${u.userId}&page_size=20`),
-          ],
-        },
-      ],
-    },
     'GET /users': {
       kind: 'get',
       entries: users.map((u) => ({ token: u.token, paths: [1, 2, 3, 4, 5].map((p) => `/api/v1/users?page=${p}&page_size=20`) })),
@@ -132,14 +111,72 @@ async function measure(b: Bench, client: pg.Client, users: Session[], size: numb
   }
   const who = users[0];
   const plans = {
-    ordersCount: await explain(client, 'SELECT coalesce(sum(total), 0) FROM user_order_counts WHERE user_id = $1', [who.userId]),
+    ordersCount: await explain(client, 'SELECT count(*) FROM orders WHERE user_id = $1', [who.userId]),
     ordersPage: await explain(client, 'SELECT * FROM orders WHERE user_id = $1 ORDER BY created_at DESC, id DESC LIMIT 20', [who.userId]),
-    usersCount: await explain(client, 'SELECT coalesce(sum(total), 0) FROM user_counts', []),
+    usersCount: await explain(client, 'SELECT count(*) FROM users WHERE deleted_at IS NULL', []),
     usersPage: await explain(client, 'SELECT * FROM users WHERE deleted_at IS NULL ORDER BY id LIMIT 20 OFFSET 80', []),
-    adminOrdersCount: await explain(client, 'SELECT coalesce(sum(total), 0) FROM order_counts', []),
+    // the admin lists count up to a cap (issue 53)
+    adminOrdersCount: await explain(client, `SELECT count(*) FROM (SELECT 1 FROM orders LIMIT ${ADMIN_COUNT_CAP + 1}) AS capped`, []),
     adminOrdersPage: await explain(client, 'SELECT * FROM orders ORDER BY created_at DESC, id DESC LIMIT 20 OFFSET 80', []),
     adminFailedPage: await explain(client, "SELECT * FROM orders WHERE status = 'failed' ORDER BY created_at DESC, id DESC LIMIT 20", []),
   };
   for (const [n, e] of Object.entries(plans)) log(`    EXPLAIN ${n}: ${e.ms.toFixed(2)} ms — ${e.plan}`);
   return { results: res, plans };
+}
+
+/** The administrators' order list at the large size: each filter's p95 on its first page and on a later one (issue 53). */
+export const ADMIN_ORDERS_P95_GOAL_MS = 100;
+/** the later page measured with each filter: deep enough that the offset is read through, not skipped */
+const LATER_PAGE = 10;
+/** about where the service's admin lists stop counting (issue 53: "count up to a cap") */
+const ADMIN_COUNT_CAP = 10_000;
+
+/**
+ * GET /admin/orders with each filter of its query string alone (and none), on page 1 and on page
+ * `LATER_PAGE`, each a scenario of its own at the run's connections; a target per filter and page.
+ */
+async function adminOrders(b: Bench, client: pg.Client, users: Session[], label: string): Promise<Record<string, LoadResult>> {
+  const { ctx, targets } = b;
+  const { connections, scaleDuration } = ctx.opts;
+  const admin = users[0];
+  const externalIds = await client.query<{ external_id: string }>(
+    "SELECT external_id FROM orders WHERE source <> 'api' AND external_id IS NOT NULL ORDER BY random() LIMIT 10",
+  );
+  // the UTC day of the middle order: a whole day of orders (8,640 at 1M)
+  const day = await client.query<{ d: string }>(
+    "SELECT to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS d FROM orders WHERE id >= (SELECT (min(id) + max(id)) / 2 FROM orders) ORDER BY id LIMIT 1",
+  );
+  if (!externalIds.rows.length) throw new Error('the scale database has no platform orders to filter by external_id');
+  const d = day.rows[0].d;
+  const filters: Record<string, string[]> = {
+    none: [''],
+    'status=failed': ['status=failed'],
+    'status=completed': ['status=completed'],
+    user_id: users.slice(1, 11).map((u) => `user_id=${u.userId}`),
+    customer_email: users.slice(1, 11).map((u) => `customer_email=${encodeURIComponent(u.email.toUpperCase())}`),
+    'source=platform': ['source=platform'],
+    'source=api': ['source=api'],
+    external_id: externalIds.rows.map((r) => `external_id=${encodeURIComponent(r.external_id)}`),
+    'created_from/to': [`created_from=${d}&created_to=${d}`],
+  };
+  log(`[${elapsed(ctx)}] GET /admin/orders @ ${label}: each filter, page 1 and page ${LATER_PAGE} (created on ${d})`);
+  const out: Record<string, LoadResult> = {};
+  for (const [filter, queries] of Object.entries(filters)) {
+    for (const page of [1, LATER_PAGE]) {
+      const name = `GET /admin/orders ${filter} page ${page}`;
+      const paths = queries.map((q) => `/api/v1/admin/orders?${q ? `${q}&` : ''}page=${page}&page_size=20`);
+      const pattern: Pattern = { kind: 'get', entries: [{ token: admin.token, paths }] };
+      const [r] = await b.loader.run([{ name, url: ctx.serviceUrl, connections, durationSec: scaleDuration, warmupSec: 1, pattern }]);
+      out[name] = r;
+      const bad = failures(r);
+      log(`  ${filter}, page ${page}: ${Math.round(r.okRps)} req/s ${summaryLine(r.latency)} ${bad}`);
+      targets.push({
+        name: `GET /admin/orders p95 @ ${label}, ${filter}, page ${page}`,
+        value: `${f1(r.latency.p95)} ms${bad ? ` (${bad})` : ''}`,
+        target: `≤ ${ADMIN_ORDERS_P95_GOAL_MS} ms`,
+        pass: r.latency.p95 <= ADMIN_ORDERS_P95_GOAL_MS && bad === '',
+      });
+    }
+  }
+  return out;
 }

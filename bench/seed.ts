@@ -33,7 +33,13 @@ export async function seedPhase(ctx: RunContext, report: Record<string, unknown>
   const client = await freshDatabase(ctx, ctx.dbName);
   const tSeed = Date.now();
   const { users, orders } = ctx.opts;
-  await seed(client, { users, customers: users, products: PRODUCTS, orders, itemsPerCustomer: 30, passwordHash });
+  try {
+    await seed(client, { users, customers: users, products: PRODUCTS, orders, itemsPerCustomer: 30, passwordHash });
+  } catch (err) {
+    // the clean-up drops the database: a connection left open would end with an unhandled error
+    await client.end();
+    throw err;
+  }
   report.seedSeconds = (Date.now() - tSeed) / 1000;
   const pgVersion = (await client.query<{ server_version: string }>('SHOW server_version')).rows[0].server_version;
   (report.machine as Record<string, unknown>).postgres = pgVersion;
@@ -95,7 +101,9 @@ export function usersStep(start: number, count: number, passwordHash: string, cl
 /**
  * Orders spread round-robin over the first `customers` users (by user id order), each with 1 to 3
  * lines priced from the catalogue; newest ids are the newest orders. 2 % are `failed`, the rest
- * `completed` (so the order worker has no backlog at the start). Totals are synthetic.
+ * `completed` (so the order worker has no backlog at the start); 1 % came from a platform (source
+ * `shopify`, an external id of their own), so the admin list's origin filters select something.
+ * Totals are synthetic.
  */
 export function ordersStep(count: number, customers: number, products: number, client: pg.ClientBase): Step {
   return {
@@ -104,12 +112,14 @@ export function ordersStep(count: number, customers: number, products: number, c
       const firstUser = await client.query<{ id: number }>('SELECT min(id) AS id FROM users');
       const before = await maxId(client, 'orders');
       await client.query(
-        `INSERT INTO orders (user_id, status, total_amount, shipping_address, failure_reason, created_at, updated_at)
+        `INSERT INTO orders (user_id, status, total_amount, shipping_address, failure_reason, source, external_id, created_at, updated_at)
          SELECT $1::int + (g % $2::int),
                 CASE WHEN g % 50 = 0 THEN 'failed' ELSE 'completed' END,
                 CASE WHEN g % 50 = 0 THEN 0 ELSE 10 + (g % 500) END,
                 g || ' Bench Street, Springfield',
                 CASE WHEN g % 50 = 0 THEN 'INSUFFICIENT_STOCK' END,
+                CASE WHEN g % 100 = 7 THEN 'shopify' ELSE 'api' END,
+                CASE WHEN g % 100 = 7 THEN 'bench-' || g END,
                 now() - interval '400 days' + g * interval '10 seconds',
                 now() - interval '400 days' + g * interval '10 seconds'
          FROM generate_series($3::int, $4::int) AS g`,
@@ -169,15 +179,7 @@ export async function growOrders(client: pg.ClientBase, total: number, customers
   await runSteps('orders+lines', [ordersStep(total - have, customers, products, client)]);
 }
 
-/**
- * Statistics and the visibility map, as autovacuum would leave a table in steady state. Each user's
- * order counter rows are folded, as the service's job does every minute, and the counter tables are
- * rewritten: the seeding's bulk inserts leave a dead version of a counter row per order (their
- * triggers run once per row, at commit), where a running service's changes of one order at a time
- * are pruned in place and keep each counter table a page or two.
- */
+/** Statistics and the visibility map, as autovacuum would leave the tables in steady state. */
 export async function vacuumAnalyze(client: pg.ClientBase): Promise<void> {
-  await client.query('SELECT fold_user_order_counts(2147483647)');
-  await client.query('VACUUM (FULL, ANALYZE) order_counts, user_order_counts, order_transition_counts');
   await client.query('VACUUM (ANALYZE) users, products, orders, order_items, items');
 }

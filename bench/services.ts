@@ -11,7 +11,7 @@ import { createDatabase } from '../src/db/database.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
 import { dbUrl, type RunContext } from './context.ts';
 import { ADMIN_PASSWORD, HIGH_LIMIT, WEBHOOK_SECRET } from './options.ts';
-import { LoadRunner, startNode, stopProc, tail, waitReady, waitUntil, type Proc } from './procs.ts';
+import { startNode, stopProc, tail, waitReady, waitUntil, type Proc } from './procs.ts';
 import { startCommand } from './start-command.ts';
 
 async function adminQuery(ctx: RunContext, sqlText: string): Promise<void> {
@@ -24,10 +24,23 @@ async function adminQuery(ctx: RunContext, sqlText: string): Promise<void> {
   }
 }
 
+/** pg_stat_database.deadlocks of the databases `names` (a name without statistics counts 0). */
+export async function deadlockCounts(ctx: RunContext, names: string[]): Promise<Map<string, number>> {
+  const c = new pg.Client({ connectionString: ctx.adminUrl.toString() });
+  await c.connect();
+  try {
+    const { rows } = await c.query<{ datname: string; deadlocks: string }>('SELECT datname, deadlocks FROM pg_stat_database WHERE datname = ANY($1)', [names]);
+    return new Map(names.map((n) => [n, Number(rows.find((r) => r.datname === n)?.deadlocks ?? 0)]));
+  } finally {
+    await c.end();
+  }
+}
+
 /** Creates database `name`, migrates it, and returns a client connected to it. */
 export async function freshDatabase(ctx: RunContext, name: string): Promise<pg.Client> {
   await adminQuery(ctx, `CREATE DATABASE ${name}`);
   ctx.databases.push(name);
+  ctx.deadlocksAtStart.set(name, (await deadlockCounts(ctx, [name])).get(name) ?? 0);
   const handle = await createDatabase({ databaseUrl: dbUrl(ctx, name), dataDir: ctx.logDir, poolSize: 2 });
   await migrateToLatest(handle.db);
   await handle.close();
@@ -124,8 +137,8 @@ export async function assertPortsFree(ctx: RunContext): Promise<void> {
   for (const port of [ctx.opts.port, ctx.opts.basePort, ctx.opts.port + 2]) await assertPortFree(port);
 }
 
-/** The baseline (bench/baseline.ts) on the main database, the service, and the load generator (bench/load.ts). */
-export async function startProcesses(ctx: RunContext): Promise<{ service: Proc; loader: LoadRunner }> {
+/** The baseline (bench/baseline.ts) on the main database, then the service. */
+export async function startProcesses(ctx: RunContext): Promise<Proc> {
   const baseline = startNode({
     name: 'baseline',
     script: path.join(ctx.here, 'baseline.ts'),
@@ -134,9 +147,7 @@ export async function startProcesses(ctx: RunContext): Promise<{ service: Proc; 
   });
   ctx.procs.push(baseline);
   await waitReady(baseline, `${ctx.baselineUrl}/health`);
-  const service = await startService(ctx, 'service', ctx.dbName);
-  const loader = new LoadRunner(path.join(ctx.here, 'load.ts'));
-  return { service, loader };
+  return startService(ctx, 'service', ctx.dbName);
 }
 
 /** Stops every process, drops the databases (unless --keep-db) and deletes this run's Redis keys. */

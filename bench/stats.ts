@@ -43,3 +43,17 @@ export function joinResults(a: LoadResult, b: LoadResult): LoadResult {
     timeouts: a.timeouts + b.timeouts,
   };
 }
+
+/** The slope of the least-squares line through `samples` (t in ms), per minute; NaN under two samples. */
+export function slopePerMinute(samples: { t: number; mib: number }[]): number {
+  if (samples.length < 2) return NaN;
+  const tMean = samples.reduce((s, p) => s + p.t, 0) / samples.length;
+  const yMean = samples.reduce((s, p) => s + p.mib, 0) / samples.length;
+  let num = 0;
+  let den = 0;
+  for (const p of samples) {
+    num += (p.t - tMean) * (p.mib - yMean);
+    den += (p.t - tMean) ** 2;
+  }
+  return den > 0 ? (num / den) * 60_000 : NaN;
+}

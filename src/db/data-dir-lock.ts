@@ -1,7 +1,18 @@
-import crypto from 'node:crypto';
-import fs from 'node:fs/promises';
-import net from 'node:net';
+import fs from 'node:fs';
+import { createRequire } from 'node:module';
 import path from 'node:path';
+
+// Node.js has no file lock of its own. fs-native-extensions (prebuilt binaries in the package, no
+// install script) takes an open file description lock on Linux (fcntl F_OFD_SETLK), flock on
+// macOS and LockFileEx on Windows: each is tied to the open file, so the system drops it when the
+// file is closed or its process ends, however it ends.
+const { tryLock } = createRequire(import.meta.url)('fs-native-extensions') as {
+  /** true when the exclusive lock was taken, false when another open file holds it */
+  tryLock(fd: number): boolean;
+};
+
+/** The lock file inside a data directory. */
+export const LOCK_FILE = '.lock';
 
 /** What a process that holds a data directory says of itself. */
 export interface DataDirHolder {
@@ -26,78 +37,70 @@ export interface DataDirLock {
   release(): Promise<void>;
 }
 
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    // EPERM: it lives, under another user
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
 /**
- * Where the lock of a data directory listens. On Linux an abstract socket and on Windows a named
- * pipe: the system releases either when its process ends, however it ends, so a crash never leaves
- * a stale lock behind. Elsewhere a socket file in the directory, which a crash leaves behind: a
- * socket file nobody answers on is stale and is replaced.
+ * What the holder of the lock wrote into the lock file, or undefined. Only the holder writes there,
+ * right after taking the lock, and the file is its owner's alone (mode 0600): what a dead process
+ * left, or a holder that has not written yet, names no live process and is not repeated.
  */
-function lockAddress(realDir: string): { address: string; file: boolean } {
-  const key = crypto.createHash('sha256').update(realDir).digest('hex').slice(0, 24);
-  if (process.platform === 'linux') return { address: `\0order-account-service-${key}`, file: false };
-  if (process.platform === 'win32') return { address: `\\\\?\\pipe\\order-account-service-${key}`, file: false };
-  return { address: path.join(realDir, '.lock.sock'), file: true };
-}
-
-function listen(server: net.Server, address: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(address, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-}
-
-/** What the process holding the lock says of itself, or undefined when nobody answers. */
-function askHolder(address: string): Promise<DataDirHolder | undefined> {
-  return new Promise((resolve) => {
-    const socket = net.connect(address);
-    let text = '';
-    const done = (holder: DataDirHolder | undefined) => {
-      socket.destroy();
-      resolve(holder);
-    };
-    socket.setTimeout(2000, () => done(undefined));
-    socket.on('data', (chunk) => (text += chunk.toString('utf8')));
-    socket.on('end', () => {
-      try {
-        done(JSON.parse(text) as DataDirHolder);
-      } catch {
-        done(undefined);
-      }
-    });
-    socket.on('error', () => done(undefined));
-  });
+function readHolder(fd: number): DataDirHolder | undefined {
+  try {
+    const buffer = Buffer.alloc(512);
+    const text = buffer.subarray(0, fs.readSync(fd, buffer, 0, buffer.length, 0)).toString('utf8');
+    const holder = JSON.parse(text) as Partial<DataDirHolder>;
+    if (!Number.isSafeInteger(holder.pid) || typeof holder.startedAt !== 'string') return undefined;
+    return alive(holder.pid!) ? { pid: holder.pid!, startedAt: holder.startedAt } : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /**
  * Takes the data directory `dataDir` for this process alone, before anything in it is opened: two
  * processes on one embedded database would each see only their own writes, and one of them would
- * lose its writes at the next start. Throws `DataDirInUse`, naming the holder, when another live
- * process has it. The lock lasts until `release` or the end of the process.
+ * lose its writes at the next start. The lock is an OS lock on `dataDir/.lock`, so the file's
+ * permissions say who may take it, and it goes with its process, so a crash never leaves a stale
+ * lock behind. Throws `DataDirInUse`, naming the holder, when another process has it (also one of
+ * this process: each call opens the file anew). The lock lasts until `release` or the end of the
+ * process.
  */
 export async function lockDataDir(dataDir: string): Promise<DataDirLock> {
-  await fs.mkdir(dataDir, { recursive: true });
-  const realDir = await fs.realpath(dataDir);
-  const { address, file } = lockAddress(realDir);
-  const me: DataDirHolder = { pid: process.pid, startedAt: new Date(Date.now() - process.uptime() * 1000).toISOString() };
-  const server = net.createServer((socket) => socket.end(JSON.stringify(me)));
-  for (let attempt = 0; ; attempt++) {
-    try {
-      await listen(server, address);
-      break;
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw err;
-      const holder = await askHolder(address);
-      if (holder !== undefined || !file || attempt > 0) throw new DataDirInUse(dataDir, holder);
-      // a socket file left by a process that ended without removing it
-      await fs.rm(address, { force: true });
-    }
+  await fs.promises.mkdir(dataDir, { recursive: true });
+  const file = path.join(dataDir, LOCK_FILE);
+  // O_NOFOLLOW: a symbolic link planted as the lock file is refused (ELOOP), not followed
+  const fd = fs.openSync(file, fs.constants.O_RDWR | fs.constants.O_CREAT | fs.constants.O_NOFOLLOW, 0o600);
+  let locked: boolean;
+  try {
+    locked = tryLock(fd);
+  } catch (err) {
+    fs.closeSync(fd);
+    throw err;
   }
-  // the lock never keeps the process alive by itself
-  server.unref();
+  if (!locked) {
+    const holder = readHolder(fd);
+    fs.closeSync(fd);
+    throw new DataDirInUse(dataDir, holder);
+  }
+  const me: DataDirHolder = { pid: process.pid, startedAt: new Date(Date.now() - process.uptime() * 1000).toISOString() };
+  fs.ftruncateSync(fd);
+  fs.writeSync(fd, JSON.stringify(me), 0);
+  let released = false;
   return {
-    release: () => new Promise<void>((resolve) => server.close(() => resolve())),
+    // closing the file drops the lock
+    release: async () => {
+      if (released) return;
+      released = true;
+      fs.ftruncateSync(fd);
+      fs.closeSync(fd);
+    },
   };
 }

@@ -36,6 +36,7 @@ if (shouldRunCluster(config)) await runClusterPrimary(config);
 const telemetry = config.otelEndpoint ? (await import('./telemetry.ts')).startTelemetry(config) : undefined;
 const { buildApp } = await import('./app.ts');
 const { bootstrapAdmin } = await import('./modules/users/admin-bootstrap.ts');
+const { gracefulClose } = await import('./http/server.ts');
 
 const app = await buildApp(config).catch((err: unknown) => {
   // a refusal the operator acts on is one line, not a stack
@@ -49,11 +50,13 @@ const tracing = tracingStatus(config);
 app.log.info({ tracing }, tracingStatusLine(tracing));
 telemetry?.reportTo(app.log);
 
-// SIGTERM/SIGINT: stop accepting, let in-flight requests finish, let running jobs finish, close pools.
+// SIGTERM/SIGINT: answer with `Connection: close` for a second, stop accepting, let in-flight
+// requests finish, close idle connections, let running jobs finish, close pools (gracefulClose).
+const close = gracefulClose(app);
 closeWithGrace({ delay: 30000 }, async ({ signal, err }) => {
   if (err) app.log.error({ err }, 'shutting down after an error');
   else app.log.info({ signal }, 'shutting down');
-  await app.close();
+  await close();
   await telemetry?.shutdown();
 });
 

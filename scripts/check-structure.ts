@@ -19,12 +19,6 @@ const src = path.join(root, 'src');
  */
 const OWNERS: Record<string, string> = {
   users: 'users',
-  user_counts: 'users',
-  order_counts: 'orders',
-  user_order_counts: 'orders',
-  order_transition_counts: 'orders',
-  inbound_webhook_counts: 'inbound-webhooks',
-  webhook_delivery_counts: 'outbound-webhooks',
   job_links: 'src/jobs',
   refresh_tokens: 'auth',
   password_reset_tokens: 'auth',

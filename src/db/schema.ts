@@ -243,57 +243,6 @@ export interface WebhookMessagesTable {
   settled_at: NullableTimestamp;
 }
 
-/** live (not deleted) users by is_active, maintained by a trigger on users */
-export interface UserCountsTable {
-  is_active: boolean;
-  total: number;
-}
-
-/** Counters kept by triggers, spread over slots (sum them): see the operation_counters migration. */
-type CounterTotal = ColumnType<string, never, never>;
-type Slot = ColumnType<number, never, never>;
-
-/** orders by current status and origin */
-export interface OrderCountsTable {
-  status: OrderStatus;
-  platform: boolean;
-  slot: Slot;
-  total: CounterTotal;
-}
-
-/**
- * each user's orders by current status: delta rows a change appends, summed by a reader, folded
- * into one row per status (`folded`) by `fold_user_order_counts` (the user_order_count_deltas migration)
- */
-export interface UserOrderCountsTable {
-  user_id: number;
-  status: OrderStatus;
-  total: CounterTotal;
-  folded: Generated<boolean>;
-}
-
-/** order events by the status they moved to, since the start */
-export interface OrderTransitionCountsTable {
-  status: OrderStatus;
-  slot: Slot;
-  total: CounterTotal;
-}
-
-/** platform webhooks by current status and topic ('' for none) */
-export interface InboundWebhookCountsTable {
-  status: InboundWebhookStatus;
-  topic: string;
-  slot: Slot;
-  total: CounterTotal;
-}
-
-/** outgoing delivery attempts by success, since the start */
-export interface WebhookDeliveryCountsTable {
-  success: boolean;
-  slot: Slot;
-  total: CounterTotal;
-}
-
 /** which order, platform webhook or outgoing message a queued job is about (pg-boss's job id) */
 export interface JobLinksTable {
   job_id: string;
@@ -307,12 +256,6 @@ export interface JobLinksTable {
 export interface Database {
   users: UsersTable;
   email_tokens: EmailTokensTable;
-  user_counts: UserCountsTable;
-  order_counts: OrderCountsTable;
-  user_order_counts: UserOrderCountsTable;
-  order_transition_counts: OrderTransitionCountsTable;
-  inbound_webhook_counts: InboundWebhookCountsTable;
-  webhook_delivery_counts: WebhookDeliveryCountsTable;
   job_links: JobLinksTable;
   refresh_tokens: RefreshTokensTable;
   password_reset_tokens: PasswordResetTokensTable;

@@ -29,6 +29,18 @@ export function Page<T extends TSchema>(item: T, description: string) {
   );
 }
 
+/**
+ * A page of an administrators' list: its total is counted up to 10,000 (or the end of the page, if
+ * further), and `total_exact` says whether more match (db/capped-count.ts).
+ */
+export function CappedPage<T extends TSchema>(item: T, description: string) {
+  const page = Page(item, description);
+  return Type.Object(
+    { ...page.properties, total_exact: Type.Boolean({ description: 'false: more match than `total` (counted up to 10,000 or the end of this page)' }) },
+    { description },
+  );
+}
+
 export interface PageResult<T> {
   items: T[];
   total: number;
@@ -41,11 +53,12 @@ export function pageOf<T>(items: T[], total: number, page: number, pageSize: num
   return { items, total, page, page_size: pageSize, has_next: page * pageSize < total };
 }
 
-/** The JSON text of `pageOf`, around items that are JSON text already (rendered by PostgreSQL). */
-export function pageJsonText(itemsJson: string, total: number, page: number, pageSize: number): string {
-  const { items: _, ...rest } = pageOf([], total, page, pageSize);
-  // `items` comes first, as in pageOf's text; the rest is pageOf's own, after its opening brace
-  return `{"items":${itemsJson},${JSON.stringify(rest).slice(1)}`;
+export type CappedPageResult<T> = PageResult<T> & { total_exact: boolean };
+
+/** `pageOf` with a capped count: a count that is not exact went past this page, so another follows. */
+export function cappedPageOf<T>(items: T[], count: { total: number; exact: boolean }, page: number, pageSize: number): CappedPageResult<T> {
+  const result = pageOf(items, count.total, page, pageSize);
+  return { ...result, has_next: result.has_next || !count.exact, total_exact: count.exact };
 }
 
 export function iso(d: Date | string): string {

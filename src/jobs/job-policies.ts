@@ -75,15 +75,20 @@ export function queueSettings(def: QueueDefinition, retentionDays: number) {
   return { ...INTERNAL_RETRY, ...JOB_LIVENESS, deleteAfterSeconds: retentionDays * 86400, ...own, notify: true };
 }
 
+/** Queues of earlier versions: `order-counts-fold` folded the counter rows decision 011 removed. */
+const RETIRED_QUEUES = ['order-counts-fold'];
+
 /**
  * Creates the defined queues, or brings the settings of queues an earlier version created in line
  * with their definitions (pg-boss's `createQueue` leaves an existing queue as it is). Dead-letter
- * queues first: a queue can only name an existing one.
+ * queues first: a queue can only name an existing one. A retired queue is deleted with its schedule,
+ * so pg-boss stops sending jobs nobody works.
  */
 export async function syncQueues(boss: PgBoss, definitions: readonly QueueDefinition[], retentionDays: number, log: FastifyBaseLogger): Promise<void> {
   const defs = [...definitions].sort((a, b) => Number(a.deadLetter !== undefined) - Number(b.deadLetter !== undefined));
   const existing = new Map((await boss.getQueues(defs.map((d) => d.name))).map((q) => [q.name, q as unknown as Record<string, unknown>]));
   const touched: string[] = [];
+  for (const name of RETIRED_QUEUES) await boss.deleteQueue(name);
   for (const def of defs) {
     const options = queueSettings(def, retentionDays);
     const current = existing.get(def.name);

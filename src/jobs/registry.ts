@@ -33,8 +33,6 @@ interface Payloads {
   'password-recovery-email': { email: string };
   /** scheduled: delete refresh, password reset and e-mail link tokens expired, used or revoked for a day (auth) */
   'refresh-tokens-purge': NoPayload;
-  /** scheduled: fold each user's order counter rows into one per status (orders) */
-  'order-counts-fold': NoPayload;
   /** scheduled: delete expired Idempotency-Key responses (orders) */
   'idempotency-keys-purge': NoPayload;
   /** scheduled: delete delivered and failed outgoing messages with their attempts (outbound-webhooks) */

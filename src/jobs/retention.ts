@@ -16,34 +16,29 @@ export function retentionCutoff(days: number, now = Date.now()): Date | undefine
 }
 
 /**
- * Runs `batch` (one bounded statement that does the work of at most `limit` rows and returns how
- * many it did) until a batch comes back short or the time budget is spent. No lock outlives its
- * batch. Returns the rows done, and whether the budget ran out first (work is left).
+ * Runs `batch` (one bounded statement that removes at most `limit` rows and returns how many it
+ * removed) until a batch comes back short or the time budget is spent, and logs what it removed. No
+ * lock outlives its batch; what is left goes with the next run.
  */
-export async function inBatches(
-  batch: (limit: number) => Promise<number>,
-  opts: { batchSize: number; budgetMs: number },
-): Promise<{ total: number; paused: boolean }> {
-  const deadline = Date.now() + opts.budgetMs;
-  let total = 0;
-  for (;;) {
-    const n = await batch(opts.batchSize);
-    total += n;
-    if (n < opts.batchSize) return { total, paused: false };
-    if (Date.now() >= deadline) return { total, paused: true };
-  }
-}
-
-/** `inBatches` for a purge (`batch` removes rows), which logs what it removed. */
 export async function purgeInBatches(
   what: string,
   log: FastifyBaseLogger,
   batch: (limit: number) => Promise<number>,
   opts: { batchSize?: number; budgetMs?: number } = {},
 ): Promise<number> {
-  const { total, paused } = await inBatches(batch, { batchSize: opts.batchSize ?? PURGE_BATCH, budgetMs: opts.budgetMs ?? PURGE_BUDGET_MS });
-  if (paused) log.info({ what, purged: total }, 'retention purge paused: its time budget is spent, the next run goes on');
-  else if (total > 0) log.info({ what, purged: total }, 'retention purge');
+  const batchSize = opts.batchSize ?? PURGE_BATCH;
+  const deadline = Date.now() + (opts.budgetMs ?? PURGE_BUDGET_MS);
+  let total = 0;
+  for (;;) {
+    const n = await batch(batchSize);
+    total += n;
+    if (n < batchSize) break;
+    if (Date.now() >= deadline) {
+      log.info({ what, purged: total }, 'retention purge paused: its time budget is spent, the next run goes on');
+      return total;
+    }
+  }
+  if (total > 0) log.info({ what, purged: total }, 'retention purge');
   return total;
 }
 

@@ -20,7 +20,7 @@ function parse(text: string): Map<string, number> {
   return samples;
 }
 
-describe('/metrics: jobs, orders and webhooks, read from the database', () => {
+describe('/metrics: jobs, orders and webhooks', () => {
   let app: FastifyInstance;
   let alice: TestUser;
   let receiver: Receiver;
@@ -53,6 +53,7 @@ describe('/metrics: jobs, orders and webhooks, read from the database', () => {
       ['jobs_active', 'gauge'],
       ['jobs_failed', 'gauge'],
       ['order_status_transitions_total', 'counter'],
+      ['orders_open', 'gauge'],
       ['webhook_deliveries_total', 'counter'],
       ['webhook_oldest_undelivered_message_age_seconds', 'gauge'],
       ['inbound_webhooks', 'gauge'],
@@ -65,11 +66,15 @@ describe('/metrics: jobs, orders and webhooks, read from the database', () => {
     }
   });
 
-  it('order status transitions per status, outgoing deliveries per result, inbound webhooks per result', async () => {
+  it('order status changes per status and delivery attempts per result (this process\'s counts), open orders, inbound webhooks not processed', async () => {
+    // counters of this process: other apps of the test run count into them too, so the test reads what they gained
+    const before = (await scrape()).samples;
+    const gained = (now: Map<string, number>, key: string) => now.get(key)! - before.get(key)!;
     const product = await createProduct(app, { stock: 1 });
     const placed: number[] = [];
     for (const quantity of [1, 1]) {
       const res = await api(app, alice, { method: 'POST', url: '/api/v1/orders', payload: { items: [{ product_id: product.id, quantity }], shipping_address: 'x' } });
+      assert.equal(res.statusCode, 201, res.body);
       placed.push(res.json<{ id: number }>().id);
     }
     for (const id of placed) await waitForFinal(app, id);
@@ -79,16 +84,34 @@ describe('/metrics: jobs, orders and webhooks, read from the database', () => {
     await waitFor(async () => ((await count(`SELECT count(*) AS n FROM webhook_messages WHERE status = 'delivered'`)) === 2 ? true : undefined));
 
     const { samples } = await scrape();
-    assert.equal(samples.get('order_status_transitions_total{status="pending"}'), 2);
-    assert.equal(samples.get('order_status_transitions_total{status="processing"}'), 2);
-    assert.equal(samples.get('order_status_transitions_total{status="completed"}'), 1);
-    assert.equal(samples.get('order_status_transitions_total{status="failed"}'), 1);
-    assert.equal(samples.get('webhook_deliveries_total{result="success"}'), 2);
-    assert.equal(samples.get('webhook_deliveries_total{result="failure"}'), 1);
+    assert.equal(gained(samples, 'order_status_transitions_total{status="pending"}'), 2);
+    assert.equal(gained(samples, 'order_status_transitions_total{status="processing"}'), 2);
+    assert.equal(gained(samples, 'order_status_transitions_total{status="completed"}'), 1);
+    assert.equal(gained(samples, 'order_status_transitions_total{status="failed"}'), 1);
+    assert.equal(gained(samples, 'order_status_transitions_total{status="cancelled"}'), 0);
+    assert.equal(gained(samples, 'webhook_deliveries_total{result="success"}'), 2);
+    assert.equal(gained(samples, 'webhook_deliveries_total{result="failure"}'), 1);
     assert.equal(samples.get('webhook_oldest_undelivered_message_age_seconds'), 0);
     assert.equal(samples.get('inbound_webhooks{status="failed"}'), 1);
-    assert.equal(samples.get('inbound_webhooks{status="processed"}'), 0);
     assert.equal(samples.get('inbound_webhooks{status="received"}'), 0);
+    assert.equal(samples.get('orders_open{status="pending"}'), 0);
+    assert.equal(samples.get('orders_open{status="processing"}'), 0);
+
+    // a cancellation is counted where it is made; an order left pending and one processing are open
+    const plenty = await createProduct(app, { stock: 10 });
+    const res = await api(app, alice, { method: 'POST', url: '/api/v2/orders', payload: { items: [{ product_id: plenty.id, quantity: 1 }], shipping_address: 'x' } });
+    const cancelled = await api(app, alice, { method: 'POST', url: `/api/v2/orders/${res.json<{ id: number }>().id}/cancel` });
+    assert.equal(cancelled.statusCode, 200, cancelled.body);
+    const db = app.ctx.db;
+    const owner = alice.user.id;
+    await db.insertInto('orders').values([{ user_id: owner, status: 'pending', total_amount: '0', shipping_address: 'x' }, { user_id: owner, status: 'processing', total_amount: '0', shipping_address: 'x' }]).execute();
+    const after = (await scrape()).samples;
+    assert.equal(gained(after, 'order_status_transitions_total{status="cancelled"}'), 1);
+    assert.equal(after.get('orders_open{status="pending"}'), 1);
+    assert.equal(after.get('orders_open{status="processing"}'), 1);
+    await db.deleteFrom('orders').where('user_id', '=', owner).where('status', 'in', ['pending', 'processing']).execute();
+    // the cancelled order's order.created message is delivered before the next test reads the undelivered age
+    await waitFor(async () => ((await count(`SELECT count(*) AS n FROM webhook_messages WHERE status = 'delivered'`)) === 3 ? true : undefined));
   });
 
   it('queued, running and failed jobs per queue, as pg-boss last counted them', async () => {

@@ -1,7 +1,7 @@
 import type { Db } from '../../db/database.ts';
 import type { InboundWebhookRow } from '../../db/schema.ts';
 import { AppError } from '../../http/errors.ts';
-import { pageOf, type PageResult } from '../../http/common.schemas.ts';
+import { cappedPageOf, type CappedPageResult } from '../../http/common.schemas.ts';
 import { MAX_ID } from '../../http/path-ids.ts';
 import type { JobQueue } from '../../jobs/queue.ts';
 import {
@@ -31,9 +31,9 @@ export class InboundWebhooksAdminService {
     this.queue = deps.queue;
   }
 
-  async list(q: InboundListQuery): Promise<PageResult<InboundWebhookSummaryRow>> {
-    const { rows, total } = await listInboundWebhooks(this.db, { status: q.status, topic: q.topic }, { limit: q.page_size, offset: (q.page - 1) * q.page_size });
-    return pageOf(rows, total, q.page, q.page_size);
+  async list(q: InboundListQuery): Promise<CappedPageResult<InboundWebhookSummaryRow>> {
+    const { rows, count } = await listInboundWebhooks(this.db, { status: q.status, topic: q.topic }, { limit: q.page_size, offset: (q.page - 1) * q.page_size });
+    return cappedPageOf(rows, count, q.page, q.page_size);
   }
 
   async get(id: number): Promise<InboundWebhookRow> {

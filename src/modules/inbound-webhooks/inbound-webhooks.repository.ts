@@ -1,5 +1,6 @@
 import { sql, type QueryCreator, type RawBuilder, type Transaction } from 'kysely';
 import type { Database, InboundBodyEncoding, InboundWebhookRow, InboundWebhookStatus } from '../../db/schema.ts';
+import { countCapped, type CappedCount } from '../../db/capped-count.ts';
 import type { Db } from '../../db/database.ts';
 
 /**
@@ -107,30 +108,20 @@ export interface InboundFilter {
 const summaryColumns = ['id', 'webhook_id', 'topic', 'shop_domain', 'status', 'error', 'order_id', 'received_at', 'processed_at'] as const;
 export type InboundWebhookSummaryRow = Pick<InboundWebhookRow, (typeof summaryColumns)[number]>;
 
-/**
- * A page of stored events, newest first, and how many match: the count from the trigger-kept
- * counters (by status and topic), constant time however many events are stored.
- */
+/** A page of stored events, newest first, and how many match, counted up to a cap (countCapped). */
 export async function listInboundWebhooks(
   db: Db,
   f: InboundFilter,
   page: { limit: number; offset: number },
-): Promise<{ rows: InboundWebhookSummaryRow[]; total: number }> {
-  let rows = db.selectFrom('inbound_webhooks').select(summaryColumns);
-  let counts = db.selectFrom('inbound_webhook_counts').select((eb) => eb.fn.coalesce(eb.fn.sum<string>('total'), eb.lit(0)).as('total'));
-  if (f.status !== undefined) {
-    rows = rows.where('status', '=', f.status);
-    counts = counts.where('status', '=', f.status);
-  }
-  if (f.topic !== undefined) {
-    rows = rows.where('topic', '=', f.topic);
-    counts = counts.where('topic', '=', f.topic);
-  }
-  const [page_, count] = await Promise.all([
-    rows.orderBy('id', 'desc').limit(page.limit).offset(page.offset).execute(),
-    counts.executeTakeFirstOrThrow(),
+): Promise<{ rows: InboundWebhookSummaryRow[]; count: CappedCount }> {
+  let matching = db.selectFrom('inbound_webhooks');
+  if (f.status !== undefined) matching = matching.where('status', '=', f.status);
+  if (f.topic !== undefined) matching = matching.where('topic', '=', f.topic);
+  const [rows, count] = await Promise.all([
+    matching.select(summaryColumns).orderBy('id', 'desc').limit(page.limit).offset(page.offset).execute(),
+    countCapped(db, matching, page.offset + page.limit),
   ]);
-  return { rows: page_, total: Number(count.total) };
+  return { rows, count };
 }
 
 /** The events that created or were linked to an order, oldest first. */
@@ -138,15 +129,19 @@ export async function findInboundWebhooksForOrder(db: Db, orderId: number): Prom
   return db.selectFrom('inbound_webhooks').select(summaryColumns).where('order_id', '=', orderId).orderBy('id', 'asc').execute();
 }
 
-/** Stored events by current status (every status present, 0 when none). */
-export async function countInboundWebhooksByStatus(db: Db): Promise<Record<InboundWebhookStatus, number>> {
+/**
+ * Stored events waiting for their processing (`received`) or failed, by status: a count the status
+ * index serves. Processed events are every other one, kept forever, and not counted.
+ */
+export async function countUnprocessedInboundWebhooks(db: Db): Promise<Record<'received' | 'failed', number>> {
   const rows = await db
-    .selectFrom('inbound_webhook_counts')
-    .select((eb) => ['status', eb.fn.sum<string>('total').as('total')])
+    .selectFrom('inbound_webhooks')
+    .select((eb) => ['status', eb.fn.countAll<string>().as('n')])
+    .where('status', 'in', ['received', 'failed'])
     .groupBy('status')
     .execute();
-  const counts: Record<InboundWebhookStatus, number> = { received: 0, processed: 0, failed: 0 };
-  for (const r of rows) counts[r.status] = Number(r.total);
+  const counts = { received: 0, failed: 0 };
+  for (const r of rows) if (r.status !== 'processed') counts[r.status] = Number(r.n);
   return counts;
 }
 

@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox';
-import { IdOf, NullableTimestamp, Page, PageQuery, Timestamp } from '../../http/common.schemas.ts';
+import { CappedPage, IdOf, NullableTimestamp, PageQuery, Timestamp } from '../../http/common.schemas.ts';
 
 export const Received = Type.Object({
   status: Type.String({ description: '`received`' }),
@@ -34,7 +34,7 @@ const InboundSummaryFields = {
 
 export const InboundWebhookSummary = Type.Object(InboundSummaryFields);
 
-export const InboundWebhookPage = Page(InboundWebhookSummary, 'A page of the stored platform webhooks, newest first');
+export const InboundWebhookPage = CappedPage(InboundWebhookSummary, 'A page of the stored platform webhooks, newest first');
 
 export const InboundWebhookDetail = Type.Object({
   ...InboundSummaryFields,

@@ -3,7 +3,6 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { authUser } from '../../http/auth.ts';
 import { bodyValidationAsBadRequest, errorResponses } from '../../http/errors.ts';
-import { sendJsonText } from '../../http/json-text.ts';
 import { toItem } from './items.mapper.ts';
 import { Item, ItemCreateBody, ItemIdParams, ItemList, ItemListQuery, ItemUpdateBody } from './items.schemas.ts';
 import type { ItemsService } from './items.service.ts';
@@ -31,8 +30,7 @@ export function registerItemRoutes(root: FastifyInstance, items: ItemsService): 
       querystring: ItemListQuery,
       response: { 200: ItemList, ...errorResponses(401, 403, 422, 429) },
     },
-    // PostgreSQL renders the list (the repository's listOwnItemsJson)
-    handler: async (request, reply) => sendJsonText(reply, await items.listJson(authUser(request), request.query)),
+    handler: async (request) => (await items.list(authUser(request), request.query)).map(toItem),
   });
 
   app.get('/items/:item_id', {

@@ -2,7 +2,7 @@ import type { Updateable } from 'kysely';
 import type { Db } from '../../db/database.ts';
 import type { ItemRow, ItemsTable, UserRow } from '../../db/schema.ts';
 import { AppError } from '../../http/errors.ts';
-import { findLiveItem, insertItem, listOwnItemsJson, updateOwnItem } from './items.repository.ts';
+import { findLiveItem, insertItem, listOwnItems, updateOwnItem } from './items.repository.ts';
 import type { ItemCreateBody, ItemListQuery, ItemUpdateBody } from './items.schemas.ts';
 
 const itemNotFound = () => new AppError('NOT_FOUND', 'Item not found');
@@ -26,9 +26,9 @@ export class ItemsService {
     });
   }
 
-  /** The owner's page of live items, as the JSON text of the API's item list. */
-  async listJson(owner: UserRow, q: ItemListQuery): Promise<string> {
-    return listOwnItemsJson(this.db, { userId: owner.id, limit: q.limit, offset: q.skip, isActive: q.is_active });
+  /** The owner's page of live items. */
+  async list(owner: UserRow, q: ItemListQuery): Promise<ItemRow[]> {
+    return listOwnItems(this.db, { userId: owner.id, limit: q.limit, offset: q.skip, isActive: q.is_active });
   }
 
   /** 404 for a missing or deleted item, 403 for someone else's. */

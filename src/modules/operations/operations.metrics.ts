@@ -1,29 +1,28 @@
 import type { FastifyBaseLogger } from 'fastify';
 import client from 'prom-client';
 import type { Db } from '../../db/database.ts';
-import type { InboundWebhookStatus, OrderStatus } from '../../db/schema.ts';
 import type { JobQueue, QueueJobCounts } from '../../jobs/queue.ts';
-import { countInboundWebhooksByStatus } from '../inbound-webhooks/inbound-webhooks.repository.ts';
-import { countTransitionsByStatus } from '../orders/orders.reads.repository.ts';
-import { countDeliveryAttempts, oldestUndeliveredAgeSeconds } from '../outbound-webhooks/trace.repository.ts';
+import { countUnprocessedInboundWebhooks } from '../inbound-webhooks/inbound-webhooks.repository.ts';
+import { orderStatusTransitions } from '../orders/orders.metrics.ts';
+import { countOpenOrders } from '../orders/orders.reads.repository.ts';
+import { webhookDeliveryAttempts } from '../outbound-webhooks/outbound-webhooks.metrics.ts';
+import { oldestUndeliveredAgeSeconds } from '../outbound-webhooks/trace.repository.ts';
 
 /** The figures the operations metrics show, read from the database in one go. */
 interface Snapshot {
   jobs: QueueJobCounts[];
-  transitions: Record<OrderStatus, number>;
-  deliveries: { success: number; failure: number };
+  openOrders: Record<'pending' | 'processing', number>;
   oldestUndeliveredSeconds: number;
-  inbound: Record<InboundWebhookStatus, number>;
+  inbound: Record<'received' | 'failed', number>;
 }
 
 async function readSnapshot(db: Db, queue: JobQueue): Promise<Snapshot> {
-  // a few counter reads, one after the other: a scrape holds one connection at a time
+  // a few index-served reads, one after the other: a scrape holds one connection at a time
   const jobs = await queue.counts();
-  const transitions = await countTransitionsByStatus(db);
-  const deliveries = await countDeliveryAttempts(db);
+  const openOrders = await countOpenOrders(db);
   const oldestUndeliveredSeconds = await oldestUndeliveredAgeSeconds(db);
-  const inbound = await countInboundWebhooksByStatus(db);
-  return { jobs, transitions, deliveries, oldestUndeliveredSeconds, inbound };
+  const inbound = await countUnprocessedInboundWebhooks(db);
+  return { jobs, openOrders, oldestUndeliveredSeconds, inbound };
 }
 
 interface MetricDefinition {
@@ -55,18 +54,11 @@ const METRICS: MetricDefinition[] = [
     values: (s) => perQueue(s, (q) => q.failed),
   },
   {
-    name: 'order_status_transitions_total',
-    help: 'Order events by the status the order moved to (pending: created, or queued again by a retry)',
-    type: 'counter',
+    name: 'orders_open',
+    help: 'Orders not final yet, by status (pending: waiting for processing; processing)',
+    type: 'gauge',
     label: 'status',
-    values: (s) => s.transitions,
-  },
-  {
-    name: 'webhook_deliveries_total',
-    help: 'Outgoing webhook delivery attempts by result (success: a 2xx answer; failure: any other answer or none)',
-    type: 'counter',
-    label: 'result',
-    values: (s) => s.deliveries,
+    values: (s) => s.openOrders,
   },
   {
     name: 'webhook_oldest_undelivered_message_age_seconds',
@@ -76,7 +68,7 @@ const METRICS: MetricDefinition[] = [
   },
   {
     name: 'inbound_webhooks',
-    help: 'Stored platform webhooks by result (received: not processed yet; processed; failed)',
+    help: 'Stored platform webhooks not processed: received (waiting for processing) or failed',
     type: 'gauge',
     label: 'status',
     values: (s) => s.inbound,
@@ -84,13 +76,13 @@ const METRICS: MetricDefinition[] = [
 ];
 
 /**
- * The jobs, orders and webhooks metrics of /metrics. Worker processes serve no HTTP, so nothing is
- * counted in process memory: every figure is read from the database when /metrics is scraped —
- * counters kept by triggers, and pg-boss's own counts of each queue (as its monitor last took
- * them), each a read of a few rows — and reused
- * for `cacheSeconds`, so frequent scrapes (or several Prometheus servers) cost little. Any API
- * process reports the same figures for the whole service. When the database cannot be read, the
- * last figures read are shown again (the request metrics are served either way).
+ * The jobs, orders and webhooks metrics of /metrics. The gauges are read from the database when
+ * /metrics is scraped — pg-boss's own counts of each queue (as its monitor last took them) and
+ * counts that an index serves — and reused for `cacheSeconds`, so frequent scrapes (or several
+ * Prometheus servers) cost little; any API process reports the same gauges for the whole service.
+ * When the database cannot be read, the last figures read are shown again. The counters of order
+ * status changes and delivery attempts are this process's own (orders.metrics.ts,
+ * outbound-webhooks.metrics.ts).
  */
 export function registerOperationsMetrics(registry: client.Registry, deps: { db: Db; queue: JobQueue; cacheSeconds: number; log: FastifyBaseLogger }): void {
   // one read serves every metric of a scrape (prom-client collects them at once), and later scrapes
@@ -116,6 +108,8 @@ export function registerOperationsMetrics(registry: client.Registry, deps: { db:
     return entry.value;
   };
 
+  registry.registerMetric(orderStatusTransitions);
+  registry.registerMetric(webhookDeliveryAttempts);
   for (const m of METRICS) {
     const common = {
       name: m.name,

@@ -3,6 +3,7 @@ import type { Database, OrderRow, OrderStatus } from '../../db/schema.ts';
 import type { OrderEventBus } from '../../events/order-events.ts';
 import type { JobQueue } from '../../jobs/queue.ts';
 import { changeStock, lockProducts, stockChange, type ProductState, type StockChange } from '../products/products.repository.ts';
+import { countStatusChanges } from './orders.metrics.ts';
 import { changeStatuses, insertOrder, orderDemand, type LinePrice, type NewOrder, type StatusChange } from './orders.changes.repository.ts';
 
 /**
@@ -33,6 +34,7 @@ export async function placeOrder(
   if (!placed) return { order: undefined, products };
   await deps.queue.send(trx, 'order-process', { orderId: placed.order.id }, { id: job.id });
   await deps.orderEvents.publish(trx, [placed], reads);
+  countStatusChanges([placed.order]);
   return { order: placed.order, products };
 }
 
@@ -51,7 +53,10 @@ export async function changeOrders(
   const alongside = stock.length > 0 ? stockChange(stock) : undefined;
   const { changed, reads } = await changeStatuses(trx, changes, { linePrices, alongside, reads: (owners) => orderEvents.reads(owners) });
   await orderEvents.publish(trx, changed, reads);
-  return changed.map((c) => c.order);
+  const orders = changed.map((c) => c.order);
+  // cancelOrder's change is counted here too
+  countStatusChanges(orders);
+  return orders;
 }
 
 /** `changeOrders` for one order; undefined when it was no longer in `change.from`. */

@@ -1,7 +1,7 @@
 import type { Db } from '../../db/database.ts';
 import type { OrderEventRow, OrderRow, OrderStatus } from '../../db/schema.ts';
 import { AppError } from '../../http/errors.ts';
-import { pageOf, type PageResult } from '../../http/common.schemas.ts';
+import { cappedPageOf, type CappedPageResult } from '../../http/common.schemas.ts';
 import { findUserByEmail } from '../users/users.repository.ts';
 import { findOrderWithLines, listOrderEvents, listOrders, type OrderFilter, type OrderLineView } from './orders.reads.repository.ts';
 import type { AdminOrderListQuery } from './orders.schemas.ts';
@@ -55,11 +55,11 @@ export class OrdersAdminService {
   }
 
   /** `statuses`: those the caller's status filter stands for in its API version (mappers' `statusesFor`). */
-  async list(q: AdminOrderListQuery, statuses: OrderStatus[] | undefined): Promise<PageResult<OrderRow>> {
+  async list(q: AdminOrderListQuery, statuses: OrderStatus[] | undefined): Promise<CappedPageResult<OrderRow>> {
     const userId = q.customer_email === undefined ? q.user_id : (await findUserByEmail(this.db, q.customer_email))?.id;
     // no user has that e-mail, or another user than `user_id` names has it: no order matches
     if (q.customer_email !== undefined && (userId === undefined || (q.user_id !== undefined && q.user_id !== userId))) {
-      return pageOf([], 0, q.page, q.page_size);
+      return cappedPageOf([], { total: 0, exact: true }, q.page, q.page_size);
     }
     const filter: OrderFilter = {
       statuses,
@@ -68,8 +68,8 @@ export class OrdersAdminService {
       externalId: q.external_id,
       ...timeRange(q),
     };
-    const { rows, total } = await listOrders(this.db, filter, { limit: q.page_size, offset: (q.page - 1) * q.page_size });
-    return pageOf(rows, total, q.page, q.page_size);
+    const { rows, count } = await listOrders(this.db, filter, { limit: q.page_size, offset: (q.page - 1) * q.page_size });
+    return cappedPageOf(rows, count, q.page, q.page_size);
   }
 
   /** Any order, whoever owns it, with its lines and events; 404 when there is no such order. */

@@ -1,7 +1,4 @@
-import { sql, type AliasedRawBuilder } from 'kysely';
 import type { OrderEventRow, OrderRow, OrderStatus } from '../../db/schema.ts';
-import { isoTimestampSql } from '../../db/timestamps.ts';
-import { jsonArrayText } from '../../db/json-text.ts';
 import { statusIn, V1_CANCELLED_REASON } from '../../events/order-events.ts';
 import type { ApiVersion } from '../../http/api-version.ts';
 import { iso, isoOrNull } from '../../http/common.schemas.ts';
@@ -49,46 +46,6 @@ export function toOrderSummary(version: ApiVersion, o: OrderRow) {
     created_at: iso(o.created_at),
     updated_at: iso(o.updated_at),
   };
-}
-
-/** An order's fields as PostgreSQL renders them from a row of `orders`, with `middle` after its total (see orderSummarySql). */
-function orderColumnsSql(version: ApiVersion, middle: AliasedRawBuilder<unknown, string>[]): AliasedRawBuilder<unknown, string>[] {
-  const status = version === 'v1' ? sql`CASE WHEN orders.status = 'cancelled' THEN 'failed' ELSE orders.status END` : sql`orders.status`;
-  const v2 =
-    version === 'v1'
-      ? []
-      : [sql`CASE WHEN orders.status = 'failed' THEN orders.failure_reason END`.as('failure_reason'), isoTimestampSql('orders.cancelled_at').as('cancelled_at')];
-  return [
-    sql`orders.id`.as('id'),
-    sql`orders.user_id`.as('user_id'),
-    status.as('status'),
-    // numeric to float8 rounds as Number() does (moneyToNumber), and float8 is written as JSON writes it
-    sql`orders.total_amount::float8`.as('total_amount'),
-    ...middle,
-    ...v2,
-    isoTimestampSql('orders.created_at').as('created_at'),
-    isoTimestampSql('orders.updated_at').as('updated_at'),
-  ];
-}
-
-/**
- * `toOrderSummary`'s fields, in its order, as PostgreSQL renders them from a row of `orders` (for a
- * page rendered to JSON in the database). A test holds the two to the same text.
- */
-export function orderSummarySql(version: ApiVersion): AliasedRawBuilder<unknown, string>[] {
-  return orderColumnsSql(version, []);
-}
-
-/** `toOrderDetail`'s fields, in its order, as PostgreSQL renders them from a row of `orders` and its lines. */
-export function orderDetailSql(version: ApiVersion): AliasedRawBuilder<unknown, string>[] {
-  const lines = sql`(
-    SELECT (${jsonArrayText('line', sql`line.id`)})::json
-    FROM (
-      SELECT oi.id, oi.product_id, oi.product_name, oi.quantity, oi.unit_price::float8 AS unit_price
-      FROM order_items oi WHERE oi.order_id = orders.id
-    ) AS line
-  )`;
-  return orderColumnsSql(version, [sql`orders.shipping_address`.as('shipping_address'), lines.as('items')]);
 }
 
 export function toOrderDetail(version: ApiVersion, o: OrderRow, lines: OrderLineView[]) {

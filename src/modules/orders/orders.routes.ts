@@ -3,8 +3,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { apiVersionOf } from '../../http/api-version.ts';
 import { authUser } from '../../http/auth.ts';
 import { errorResponses } from '../../http/errors.ts';
-import { sendJsonText } from '../../http/json-text.ts';
-import { statusesFor, toOrderDetail, toOrderEvent } from './orders.mapper.ts';
+import { statusesFor, toOrderDetail, toOrderEvent, toOrderSummary } from './orders.mapper.ts';
 import { OrderAction, OrderCancelBody, OrderCreateBody, OrderCreated, OrderCreateHeaders, OrderIdParams, orderSchemas } from './orders.schemas.ts';
 import type { OrdersService } from './orders.service.ts';
 
@@ -39,10 +38,10 @@ export function registerOrderRoutes(root: FastifyInstance, orders: OrdersService
       querystring: OrderListQuery,
       response: { 200: OrderPage, ...errorResponses(401, 403, 422, 429) },
     },
-    // PostgreSQL renders the page's orders (the repository's listUserOrdersJson)
-    handler: async (request, reply) => {
+    handler: async (request) => {
       const { status, ...q } = request.query;
-      return sendJsonText(reply, await orders.listJson(authUser(request), version, { ...q, statuses: statusesFor(version, status) }));
+      const page = await orders.list(authUser(request), { ...q, statuses: statusesFor(version, status) });
+      return { ...page, items: page.items.map((o) => toOrderSummary(version, o)) };
     },
   });
 
@@ -54,8 +53,10 @@ export function registerOrderRoutes(root: FastifyInstance, orders: OrdersService
       params: OrderIdParams,
       response: { 200: OrderDetail, ...errorResponses(401, 403, 404, 422, 429) },
     },
-    // PostgreSQL renders the order (the repository's findOrderDetailJson)
-    handler: async (request, reply) => sendJsonText(reply, await orders.getJson(authUser(request), version, request.params.order_id)),
+    handler: async (request) => {
+      const { order, lines } = await orders.get(authUser(request), request.params.order_id);
+      return toOrderDetail(version, order, lines);
+    },
   });
 
   app.get('/orders/:order_id/events', {

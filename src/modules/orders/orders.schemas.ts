@@ -1,7 +1,7 @@
 import { Type, type Static, type TSchema } from 'typebox';
 import type { OrderStatus } from '../../db/schema.ts';
 import type { ApiVersion } from '../../http/api-version.ts';
-import { IdOf, NonBlank, NullableTimestamp, Page, PageQuery, ruleBounds, Timestamp } from '../../http/common.schemas.ts';
+import { CappedPage, IdOf, NonBlank, NullableTimestamp, Page, PageQuery, ruleBounds, Timestamp } from '../../http/common.schemas.ts';
 import { MAX_ID } from '../../http/path-ids.ts';
 
 /** The order statuses each API version knows: v1 has no `cancelled` (its clients read such an order as `failed`). */
@@ -185,7 +185,7 @@ function buildOrderSchemas(version: ApiVersion) {
     OrderPage: Page(OrderSummary, "A page of the caller's orders, newest first") as TSchema,
     OrderDetail: OrderDetail as TSchema,
     OrderEventList: OrderEventList as TSchema,
-    AdminOrderPage: Page(AdminOrderSummary, "A page of every user's orders, newest first") as TSchema,
+    AdminOrderPage: CappedPage(AdminOrderSummary, "A page of every user's orders, newest first") as TSchema,
     AdminOrderDetail: Type.Object({ ...OrderDetail.properties, ...AdminOrderFields, events: OrderEventList }) as TSchema,
     OrderListQuery: Type.Object({ ...PageQuery, status: statusFilter }),
     AdminOrderListQuery: Type.Object({

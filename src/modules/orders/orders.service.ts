@@ -5,8 +5,7 @@ import { isUniqueViolation } from '../../db/errors.ts';
 import type { Database, OrderEventRow, OrderRow, OrderStatus, UserRow } from '../../db/schema.ts';
 import type { OrderEventBus } from '../../events/order-events.ts';
 import { AppError } from '../../http/errors.ts';
-import { pageJsonText } from '../../http/common.schemas.ts';
-import type { ApiVersion } from '../../http/api-version.ts';
+import { pageOf, type PageResult } from '../../http/common.schemas.ts';
 import { MAX_ID } from '../../http/path-ids.ts';
 import type { JobQueue } from '../../jobs/queue.ts';
 import { findProductStates } from '../products/products.repository.ts';
@@ -14,7 +13,7 @@ import { findIdempotencyKey, saveIdempotencyKey, type IdempotentResponse } from 
 import { CANCELLABLE, cancelOrder, changeOrder, placeOrder } from './order-lifecycle.ts';
 import { lockOrder, type NewOrder } from './orders.changes.repository.ts';
 import { toOrderCreated } from './orders.mapper.ts';
-import { findOrderDetailJson, findOrderIdByExternalId, findOrderWithLines, listOrderEvents, listUserOrdersJson, type OrderLineView } from './orders.reads.repository.ts';
+import { findOrderIdByExternalId, findOrderWithLines, listOrderEvents, listUserOrders, type OrderLineView } from './orders.reads.repository.ts';
 import type { OrderCreateBody, OrderCreated, OrderListQuery } from './orders.schemas.ts';
 import { inTransaction } from '../../db/transaction.ts';
 
@@ -158,28 +157,20 @@ export class OrdersService {
     return findOrderWithLines(this.db, id);
   }
 
-  /**
-   * The caller's own orders, newest first, as the JSON text of the `version` API's page; `statuses`
-   * (when given) are those the caller's status filter stands for.
-   */
-  async listJson(actor: UserRow, version: ApiVersion, q: Omit<OrderListQuery, 'status'> & { statuses?: readonly OrderStatus[] }): Promise<string> {
-    const { json, total } = await listUserOrdersJson(this.db, version, {
+  /** The caller's own orders, newest first; `statuses` (when given) are those the caller's status filter stands for. */
+  async list(actor: UserRow, q: Omit<OrderListQuery, 'status'> & { statuses?: readonly OrderStatus[] }): Promise<PageResult<OrderRow>> {
+    const { rows, total } = await listUserOrders(this.db, {
       userId: actor.id,
       statuses: q.statuses,
       limit: q.page_size,
       offset: (q.page - 1) * q.page_size,
     });
-    return pageJsonText(json, total, q.page, q.page_size);
+    return pageOf(rows, total, q.page, q.page_size);
   }
 
   /** One order with its lines, for its owner only (`readableBy`). */
   async get(actor: UserRow, id: number): Promise<{ order: OrderRow; lines: OrderLineView[] }> {
     return readableBy(actor, await findOrderWithLines(this.db, id), (found) => found.order.user_id);
-  }
-
-  /** `get`, as the JSON text of the `version` API's order detail. */
-  async getJson(actor: UserRow, version: ApiVersion, id: number): Promise<string> {
-    return readableBy(actor, await findOrderDetailJson(this.db, version, id), (found) => found.userId).json;
   }
 
   /** The events of one of the caller's orders, oldest first (the owner only, as for reading it). */

@@ -28,6 +28,7 @@ import { kindsOf, messageIdFor, orderEventEnvelope, testMessage, WEBHOOK_TEST_EV
 import { destinationOf, sendSignedMessage, type AttemptResult } from './sender.ts';
 import { overlapEnd } from './signing.ts';
 import { recordSubscriptionFailure, resetSubscriptionFailures, type MatchingSubscription } from './subscriptions.repository.ts';
+import { webhookDeliveryAttempts } from './outbound-webhooks.metrics.ts';
 
 /** A subscription whose last N messages all failed (after every retry) is disabled. */
 export const DISABLE_AFTER_FAILED_MESSAGES = 20;
@@ -223,6 +224,7 @@ export class WebhookDeliveryService {
       { allowPrivate: this.config.webhookAllowPrivateTargets },
     );
     await this.recordAttempt(message, subscription, job.attempt, result);
+    webhookDeliveryAttempts.inc({ result: result.success ? 'success' : 'failure' });
   }
 
   private async recordAttempt(message: WebhookMessageRow, subscription: WebhookSubscriptionRow, attempt: number, result: AttemptResult): Promise<void> {

@@ -4,7 +4,7 @@ import type { WebhookDeliveryRow, WebhookMessageRow } from '../../db/schema.ts';
 
 /**
  * What operating the service reads of outgoing webhooks (an order's messages and their attempts,
- * the delivery metrics) and the retention purge of settled messages.
+ * the age of the oldest undelivered message) and the retention purge of settled messages.
  */
 
 export type OrderMessageRow = WebhookMessageRow & { url: string };
@@ -25,18 +25,6 @@ export async function findOrderMessages(db: Db, orderId: number): Promise<OrderM
 export async function findMessageAttempts(db: Db, messageIds: readonly string[]): Promise<WebhookDeliveryRow[]> {
   if (messageIds.length === 0) return [];
   return db.selectFrom('webhook_deliveries').selectAll().where('message_id', 'in', [...messageIds]).orderBy('id', 'asc').execute();
-}
-
-/** Delivery attempts since the start, by outcome (kept by a trigger; the purge does not lower them). */
-export async function countDeliveryAttempts(db: Db): Promise<{ success: number; failure: number }> {
-  const rows = await db
-    .selectFrom('webhook_delivery_counts')
-    .select((eb) => ['success', eb.fn.sum<string>('total').as('total')])
-    .groupBy('success')
-    .execute();
-  const counts = { success: 0, failure: 0 };
-  for (const r of rows) counts[r.success ? 'success' : 'failure'] = Number(r.total);
-  return counts;
 }
 
 /** Seconds since the oldest message not yet delivered (waiting its turn or its next attempt) was created; 0 when none. */

@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import { countCapped, type CappedCount } from '../../db/capped-count.ts';
 import type { Db } from '../../db/database.ts';
 import type { UserRow } from '../../db/schema.ts';
 
@@ -9,16 +10,17 @@ export interface UserSearch {
 }
 
 /**
- * A page of live users matching `f`, ordered by id, and how many match. The e-mail is matched by
- * position, not LIKE, so `%` and `_` in the search text are plain characters.
+ * A page of live users matching `f`, ordered by id, and how many match, counted up to a cap
+ * (countCapped). The e-mail is matched by position, not LIKE, so `%` and `_` in the search text are
+ * plain characters.
  */
-export async function searchUsers(db: Db, f: UserSearch, page: { limit: number; offset: number }): Promise<{ rows: UserRow[]; total: number }> {
+export async function searchUsers(db: Db, f: UserSearch, page: { limit: number; offset: number }): Promise<{ rows: UserRow[]; count: CappedCount }> {
   let q = db.selectFrom('users').where('deleted_at', 'is', null);
   if (f.emailContains !== undefined) q = q.where(sql<number>`strpos(lower(email), ${f.emailContains.toLowerCase()})`, '>', 0);
   if (f.isActive !== undefined) q = q.where('is_active', '=', f.isActive);
   const [rows, count] = await Promise.all([
     q.selectAll().orderBy('id', 'asc').limit(page.limit).offset(page.offset).execute(),
-    q.select((eb) => eb.fn.countAll<string>().as('total')).executeTakeFirstOrThrow(),
+    countCapped(db, q, page.offset + page.limit),
   ]);
-  return { rows, total: Number(count.total) };
+  return { rows, count };
 }

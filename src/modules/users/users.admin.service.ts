@@ -1,6 +1,6 @@
 import type { Db } from '../../db/database.ts';
 import type { UserRow } from '../../db/schema.ts';
-import { pageOf, type PageResult } from '../../http/common.schemas.ts';
+import { cappedPageOf, type CappedPageResult } from '../../http/common.schemas.ts';
 import { searchUsers } from './users.admin.repository.ts';
 import type { AdminUserListQuery } from './users.admin.schemas.ts';
 
@@ -12,12 +12,12 @@ export class UsersAdminService {
     this.db = deps.db;
   }
 
-  async list(q: AdminUserListQuery): Promise<PageResult<UserRow>> {
-    const { rows, total } = await searchUsers(
+  async list(q: AdminUserListQuery): Promise<CappedPageResult<UserRow>> {
+    const { rows, count } = await searchUsers(
       this.db,
       { emailContains: q.email, isActive: q.is_active },
       { limit: q.page_size, offset: (q.page - 1) * q.page_size },
     );
-    return pageOf(rows, total, q.page, q.page_size);
+    return cappedPageOf(rows, count, q.page, q.page_size);
   }
 }

@@ -127,20 +127,19 @@ export async function cutOffSessions(db: Db, id: number, cutoff: Date): Promise<
   return Number(res.numUpdatedRows) > 0;
 }
 
+/**
+ * A page of live users (or those active or not, with `isActive`), ordered by id, and how many there
+ * are: a count the live users' index serves (users_list_idx, or users_active_list_idx by is_active).
+ */
 export async function listUsers(
   db: Db,
   opts: { limit: number; offset: number; isActive: boolean | undefined },
 ): Promise<{ rows: UserRow[]; total: number }> {
   let base = db.selectFrom('users').where('deleted_at', 'is', null);
-  let counts = db.selectFrom('user_counts');
-  if (opts.isActive !== undefined) {
-    base = base.where('is_active', '=', opts.isActive);
-    counts = counts.where('is_active', '=', opts.isActive);
-  }
-  // the total comes from the trigger-maintained counter: constant time however many users exist
+  if (opts.isActive !== undefined) base = base.where('is_active', '=', opts.isActive);
   const [rows, count] = await Promise.all([
     base.selectAll().orderBy('id', 'asc').limit(opts.limit).offset(opts.offset).execute(),
-    counts.select((eb) => eb.fn.coalesce(eb.fn.sum<number>('total'), eb.lit(0)).as('total')).executeTakeFirstOrThrow(),
+    base.select((eb) => eb.fn.countAll<string>().as('total')).executeTakeFirstOrThrow(),
   ]);
   return { rows, total: Number(count.total) };
 }

@@ -1,6 +1,6 @@
 import { Type, type Static } from 'typebox';
 import type { ApiVersion } from '../../http/api-version.ts';
-import { IdOf, NullableTimestamp, Page, PageQuery, Timestamp } from '../../http/common.schemas.ts';
+import { CappedPage, IdOf, NullableTimestamp, Page, PageQuery, Timestamp } from '../../http/common.schemas.ts';
 
 const Email = Type.String({ format: 'email', maxLength: 254, description: 'valid e-mail address; unique' });
 const FullName = Type.String({ minLength: 1, maxLength: 100 });
@@ -61,7 +61,7 @@ function buildUserSchemas(version: ApiVersion) {
     UserDetail,
     UserListItem,
     UserPage: Page(UserListItem, 'A page of users, ordered by id'),
-    AdminUserPage: Page(UserDetail, 'A page of users with their roles, ordered by id'),
+    AdminUserPage: CappedPage(UserDetail, 'A page of users with their roles, ordered by id'),
     UserUpdateBody,
   };
 }

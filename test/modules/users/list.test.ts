@@ -157,7 +157,7 @@ describe('GET /users (pagination and filter)', () => {
     assert.deepEqual(errorBody(res), { detail: 'Inactive user', error_code: 'INACTIVE_USER' });
   });
 
-  it('the trigger-maintained totals equal a real count after every kind of change', async () => {
+  it('the totals equal a real count of the live users after every kind of change', async () => {
     const db = app.ctx.db;
     const check = async (when: string) => {
       const real = await db
@@ -166,10 +166,9 @@ describe('GET /users (pagination and filter)', () => {
         .where('deleted_at', 'is', null)
         .groupBy('is_active')
         .execute();
-      const kept = await db.selectFrom('user_counts').selectAll().execute();
       for (const flag of [true, false]) {
         const expected = Number(real.find((r) => r.is_active === flag)?.n ?? 0);
-        assert.equal(Number(kept.find((r) => r.is_active === flag)?.total), expected, `${when}: is_active=${flag}`);
+        assert.equal((await page(`?page_size=1&is_active=${flag}`)).total, expected, `${when}: is_active=${flag}`);
       }
       const all = await page('?page_size=1');
       assert.equal(all.total, Number(real.reduce((a, r) => a + Number(r.n), 0)), `${when}: GET /users total`);
@@ -185,7 +184,8 @@ describe('GET /users (pagination and filter)', () => {
     await check('after a multi-row update of mixed rows');
     await db.updateTable('users').set({ deleted_at: new Date() }).where('id', 'in', bulk.map((r) => r.id)).execute();
     await check('after a multi-row soft delete');
-    const u = await createUser(app);
+    // tokens issued without a sign-in: only the refresh token refers to the user, and goes before the hard delete
+    const u = await createUser(app, { login: false });
     await check('after insert');
     await db.updateTable('users').set({ is_active: false }).where('id', '=', u.user.id).execute();
     await check('after deactivation');
@@ -198,7 +198,7 @@ describe('GET /users (pagination and filter)', () => {
     await db.deleteFrom('refresh_tokens').where('user_id', '=', u.user.id).execute();
     await db.deleteFrom('users').where('id', '=', u.user.id).execute();
     await check('after hard delete of a deleted user');
-    const v = await createUser(app);
+    const v = await createUser(app, { login: false });
     await db.deleteFrom('refresh_tokens').where('user_id', '=', v.user.id).execute();
     await db.deleteFrom('users').where('id', '=', v.user.id).execute();
     await check('after hard delete of a live user');

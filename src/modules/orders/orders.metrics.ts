@@ -1,0 +1,20 @@
+import client from 'prom-client';
+import type { OrderStatus } from '../../db/schema.ts';
+
+/**
+ * Order status changes counted by the process that makes them, since it started (decision 011):
+ * an API process counts the orders it places, retries and cancels, a worker those it processes.
+ * Registered in no registry here: /metrics registers it (operations.metrics.ts).
+ */
+export const orderStatusTransitions = new client.Counter({
+  name: 'order_status_transitions_total',
+  help: 'Order status changes made by this process since it started, by the status moved to (pending: created, or queued again by a retry)',
+  labelNames: ['status'],
+  registers: [],
+});
+for (const status of ['pending', 'processing', 'completed', 'failed', 'cancelled'] satisfies OrderStatus[]) orderStatusTransitions.inc({ status }, 0);
+
+/** Counts the orders moved to their (new) status. */
+export function countStatusChanges(orders: readonly { status: OrderStatus }[]): void {
+  for (const o of orders) orderStatusTransitions.inc({ status: o.status });
+}

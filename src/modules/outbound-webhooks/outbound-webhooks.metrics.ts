@@ -1,0 +1,13 @@
+import client from 'prom-client';
+
+/**
+ * Outgoing delivery attempts recorded by this process since it started, by result (decision 011).
+ * Registered in no registry here: /metrics registers it (operations.metrics.ts).
+ */
+export const webhookDeliveryAttempts = new client.Counter({
+  name: 'webhook_deliveries_total',
+  help: 'Outgoing webhook delivery attempts recorded by this process since it started, by result (success: a 2xx answer; failure: any other answer or none)',
+  labelNames: ['result'],
+  registers: [],
+});
+for (const result of ['success', 'failure']) webhookDeliveryAttempts.inc({ result }, 0);

@@ -2676,6 +2676,8 @@ export interface paths {
                             page: number;
                             page_size: number;
                             has_next: boolean;
+                            /** @description false: more match than `total` (counted up to 10,000 or the end of this page) */
+                            total_exact: boolean;
                         };
                     };
                 };
@@ -4359,6 +4361,8 @@ export interface paths {
                             page: number;
                             page_size: number;
                             has_next: boolean;
+                            /** @description false: more match than `total` (counted up to 10,000 or the end of this page) */
+                            total_exact: boolean;
                         };
                     };
                 };
@@ -5817,6 +5821,8 @@ export interface paths {
                             page: number;
                             page_size: number;
                             has_next: boolean;
+                            /** @description false: more match than `total` (counted up to 10,000 or the end of this page) */
+                            total_exact: boolean;
                         };
                     };
                 };

@@ -2696,6 +2696,8 @@ export interface paths {
                             page: number;
                             page_size: number;
                             has_next: boolean;
+                            /** @description false: more match than `total` (counted up to 10,000 or the end of this page) */
+                            total_exact: boolean;
                         };
                     };
                 };
@@ -4608,6 +4610,8 @@ export interface paths {
                             page: number;
                             page_size: number;
                             has_next: boolean;
+                            /** @description false: more match than `total` (counted up to 10,000 or the end of this page) */
+                            total_exact: boolean;
                         };
                     };
                 };
@@ -6068,6 +6072,8 @@ export interface paths {
                             page: number;
                             page_size: number;
                             has_next: boolean;
+                            /** @description false: more match than `total` (counted up to 10,000 or the end of this page) */
+                            total_exact: boolean;
                         };
                     };
                 };

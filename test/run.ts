@@ -1,7 +1,7 @@
 /**
  * `npm test`: the test files in batches of a few, each batch one Node process that runs its files
  * one after another (node:test's `--test-isolation=none`), a few batches at a time; each batch's
- * report is printed whole when it ends, then the totals.
+ * report is printed whole when it ends, then the totals and what was skipped, and why.
  *
  * What a process pays once — loading the service's modules, compiling the embedded database's
  * WebAssembly, warming the JIT — is then paid once per batch instead of once per file: about a
@@ -15,6 +15,7 @@
  * One file also runs on its own: `node --test test/…/x.test.ts`.
  */
 import { spawn } from 'node:child_process';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -22,6 +23,7 @@ import { fileURLToPath } from 'node:url';
 import { globalSetup } from './helpers/global-setup.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const skipReporter = path.join(root, 'test/helpers/skip-reporter.ts');
 const COUNTS = ['tests', 'suites', 'pass', 'fail', 'cancelled', 'skipped', 'todo'] as const;
 type Counts = Record<(typeof COUNTS)[number], number>;
 
@@ -29,6 +31,8 @@ interface BatchResult {
   files: string[];
   ok: boolean;
   counts: Counts;
+  /** one line per skipped test or suite: file, name, reason (test/helpers/skip-reporter.ts) */
+  skips: string[];
 }
 
 const started = performance.now();
@@ -54,12 +58,14 @@ await Promise.all(
 
 const total = Object.fromEntries(COUNTS.map((k) => [k, results.reduce((sum, r) => sum + r.counts[k], 0)])) as Counts;
 const failed = results.filter((r) => !r.ok).flatMap((r) => r.files.map((f) => path.relative(root, f)));
+const skips = results.flatMap((r) => r.skips).sort();
 console.log(
   [
     '',
     `ℹ files ${files.length} in ${results.length} batches, ${lanes} at a time`,
     ...COUNTS.map((k) => `ℹ ${k} ${total[k]}`),
     `ℹ duration ${((performance.now() - started) / 1000).toFixed(1)} s`,
+    ...(skips.length > 0 ? [`ℹ skipped, and why:`, ...skips.map((line) => `  ${line}`)] : []),
   ].join('\n'),
 );
 if (failed.length > 0) {
@@ -67,14 +73,18 @@ if (failed.length > 0) {
   process.exit(1);
 }
 
-/** Runs one batch in its own process; prints its report (and its totals) when it ends. */
+/**
+ * Runs one batch in its own process; prints its report (and its totals) when it ends. A second
+ * reporter writes the batch's skipped tests to a file of its own, read when the batch ends.
+ */
 function runBatch(batch: string[]): Promise<BatchResult> {
   const t0 = performance.now();
-  const child = spawn(
-    process.execPath,
-    [...process.execArgv, '--test', '--test-isolation=none', '--test-timeout=120000', '--test-reporter=spec', ...batch],
-    { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] },
-  );
+  const skipFile = path.join(os.tmpdir(), `oas-test-skips-${process.pid}-${crypto.randomUUID()}.txt`);
+  const reporters = ['--test-reporter=spec', '--test-reporter-destination=stdout', `--test-reporter=${skipReporter}`, `--test-reporter-destination=${skipFile}`];
+  const child = spawn(process.execPath, [...process.execArgv, '--test', '--test-isolation=none', '--test-timeout=120000', ...reporters, ...batch], {
+    cwd: root,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   child.stdout.on('data', (d: Buffer) => (out += d.toString('utf8')));
   child.stderr.on('data', (d: Buffer) => (out += d.toString('utf8')));
@@ -87,7 +97,9 @@ function runBatch(batch: string[]): Promise<BatchResult> {
       if (!ok && counts.fail === 0) counts.fail = 1;
       const names = batch.map((f) => path.relative(root, f)).join(', ');
       process.stdout.write(`\n▶ batch: ${names} (${seconds.toFixed(1)} s${ok ? '' : `, exit ${signal ?? code}`})\n${out}`);
-      resolve({ files: batch, ok, counts });
+      const skips = fs.readFileSync(skipFile, { encoding: 'utf8', flag: 'a+' }).split('\n').filter(Boolean);
+      fs.rmSync(skipFile, { force: true });
+      resolve({ files: batch, ok, counts, skips });
     });
   });
 }

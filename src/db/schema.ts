@@ -22,11 +22,10 @@ export interface UsersTable {
   deleted_at: NullableTimestamp;
   /** when the password was last set */
   password_changed_at: NullableTimestamp;
-  /**
-   * access tokens issued (`iat`, whole seconds) before this instant are refused: set, to the next
-   * whole second, by a password change, a password reset and signing out everywhere
-   */
+  /** the time of the last session cut-off; judges only tokens issued before sessions_generation existed */
   sessions_valid_after: NullableTimestamp;
+  /** every session cut-off adds one; a token carries the generation it was issued in (migration 20261222000100) */
+  sessions_generation: Generated<number>;
   /** created without a password (a platform customer): setting one through password recovery activates it */
   awaiting_password: Generated<boolean>;
   /** the holder proved the address (see migration 20261214000000); only verified addresses link platform orders */
@@ -58,6 +57,29 @@ export interface EmailTokensTable {
   email: string;
   expires_at: Timestamp;
   used_at: NullableTimestamp;
+  created_at: CreatedAt;
+  /** the change the token belongs to; null for confirmation tokens of earlier releases */
+  change_id: number | null;
+}
+
+/** Every change of an account's e-mail, in order; a revert undoes its change and every later one. */
+export interface EmailChangesTable {
+  id: Generated<number>;
+  user_id: number;
+  previous_email: string;
+  /** null for the changes of earlier releases (only their revert token was known) */
+  new_email: string | null;
+  changed_at: CreatedAt;
+  undone_at: NullableTimestamp;
+}
+
+/** A client that signed in to the account (decision 106): its sign-ins are throttled per device. */
+export interface DeviceTokensTable {
+  id: Generated<number>;
+  user_id: number;
+  /** SHA-256 of the token, hex */
+  token_hash: string;
+  expires_at: Timestamp;
   created_at: CreatedAt;
 }
 
@@ -256,6 +278,8 @@ export interface JobLinksTable {
 export interface Database {
   users: UsersTable;
   email_tokens: EmailTokensTable;
+  email_changes: EmailChangesTable;
+  device_tokens: DeviceTokensTable;
   job_links: JobLinksTable;
   refresh_tokens: RefreshTokensTable;
   password_reset_tokens: PasswordResetTokensTable;

@@ -23,9 +23,11 @@ interface Payloads {
   /** the welcome e-mail of a new user (users) */
   'user-welcome-email': { userId: number };
   /** tell the previous address of a user that the account's e-mail changed (users) */
-  'user-email-changed': { userId: number; previousEmail: string; newEmail: string; changedAt: string };
+  'user-email-changed': { userId: number; previousEmail: string; newEmail: string; changedAt: string; changeId?: number };
   /** mail a confirmation link to the address a user gave themselves, unless it changed again since (users) */
-  'user-email-verification': { userId: number; email: string };
+  'user-email-verification': { userId: number; email: string; changeId?: number };
+  /** tell both addresses that an e-mail change was undone, with a reset link to the restored one (users) */
+  'user-email-reverted': { userId: number; restored: string; replaced: string; at: string };
   /**
    * a password recovery request, for any e-mail: the job decides whether an account gets a reset
    * token and an e-mail, so the request costs the same either way (auth)

@@ -2,6 +2,7 @@ import type { AppContext, AppModule } from '../../app-context.ts';
 import type { AccessTokenVerifier } from '../../http/auth.ts';
 import type { UsersModule } from '../users/users.module.ts';
 import { registerAuthJobs } from './auth.jobs.ts';
+import { deleteUserDeviceTokens } from './device-tokens.repository.ts';
 import { revokeUserRefreshTokens } from './auth.repository.ts';
 import { registerAuthRoutes, registerJwksRoute } from './auth.routes.ts';
 import { AuthService } from './auth.service.ts';
@@ -28,6 +29,9 @@ export async function createAuthModule(ctx: AppContext, deps: { users: UsersModu
   // deactivating, deleting or re-keying a user revokes its refresh and reset tokens in the same transaction
   users.endSessionsWith(revokeUserRefreshTokens);
   users.endSessionsWith(revokeUserResetTokens);
+  users.endSessionsWith(deleteUserDeviceTokens);
+  // the notice of an e-mail revert carries a reset link: the revert ended the password
+  deps.users.emailChange.resetLinksWith((user) => recovery.resetLinkAfterRevert(user));
   registerAuthJobs(ctx.queue, { db: ctx.db, log: ctx.log, recovery });
   return {
     tokens,

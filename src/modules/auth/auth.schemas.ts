@@ -68,6 +68,24 @@ export const TokenPair = Type.Object({
   token_type: Type.Literal('bearer'),
 });
 
+export const TokenPairWithDevice = Type.Object({
+  access_token: Type.String(),
+  refresh_token: Type.String(),
+  token_type: Type.Literal('bearer'),
+  device_token: Type.String({
+    description:
+      "this client's device token for the account (also set as the `device` cookie): send it on later sign-ins as `X-Device-Token` " +
+      'to be throttled per device only',
+  }),
+});
+
+/** The optional device token header of a sign-in (the `device` cookie does the same for browsers). */
+export const DeviceTokenHeader = Type.Object({
+  'x-device-token': Type.Optional(
+    Type.String({ maxLength: 256, description: 'a device token an earlier sign-in of this account answered (v2 `device_token`, or the `device` cookie)' }),
+  ),
+});
+
 export const AccessToken = Type.Object({
   access_token: Type.String(),
   token_type: Type.Literal('bearer'),

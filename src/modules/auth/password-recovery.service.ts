@@ -141,6 +141,18 @@ export class PasswordRecoveryService {
     await this.throttle.clear(user.email, client).catch((err: unknown) => this.log.warn({ err }, 'could not clear the sign-in throttle after a password reset'));
   }
 
+  /**
+   * A reset token for an account whose e-mail change was just undone (its password ended with the
+   * revert, and every earlier token with it): the revert notice carries it to the restored address.
+   * Not a recovery request, so neither the hourly limit nor an earlier token holds it back.
+   */
+  async resetLinkAfterRevert(user: UserRow): Promise<{ instructions: string; discard: () => Promise<void> }> {
+    const { token, hash } = newMailToken();
+    const expiresAt = new Date(Date.now() + this.config.passwordResetTtlSeconds * 1000);
+    const id = await insertResetToken(this.db, { user_id: user.id, token_hash: hash, email: user.email, expires_at: expiresAt });
+    return { instructions: resetInstructions(token, this.config, 'a new'), discard: () => deleteResetToken(this.db, id) };
+  }
+
   close(): Promise<void> {
     return this.mailsPerAddress.close();
   }
@@ -152,17 +164,23 @@ function validity(seconds: number): string {
   return `${seconds} seconds`;
 }
 
-/** The recovery e-mail: a link when PASSWORD_RESET_URL is set, otherwise the token and the API call. */
-export function resetMail(user: UserRow, token: string, config: Config): { subject: string; text: string } {
-  const first = user.password_hash === null;
+/** How to use a reset token: a link when PASSWORD_RESET_URL is set, otherwise the token and the API call. */
+function resetInstructions(token: string, config: Config, which: 'your' | 'a new'): string {
   const valid = `It is valid for ${validity(config.passwordResetTtlSeconds)} and can be used once; asking again while it is valid sends nothing new.`;
+  return config.passwordResetUrl
+    ? `Open this link to choose ${which} password:\n\n${config.passwordResetUrl.replaceAll('{token}', encodeURIComponent(token))}\n\n${valid}`
+    : `Your password reset token:\n\n${token}\n\n${valid}\n\nTo choose ${which} password, send it to the service with the new password:\n\n` +
+        `POST /api/v1/auth/reset-password\nContent-Type: application/json\n\n{"token": "${token}", "new_password": "<your new password, 8 to 72 bytes>"}`;
+}
+
+/** The recovery e-mail. An account without a password that never had one chooses its first. */
+export function resetMail(user: UserRow, token: string, config: Config): { subject: string; text: string } {
+  // a password a revert ended is not a first one (awaiting_password stays false then)
+  const first = user.password_hash === null && user.password_changed_at === null;
   const intro = first
     ? `An account was created for ${user.email} when you placed an order. To sign in, choose a password.`
     : `Someone (hopefully you) asked to reset the password of the account ${user.email}.`;
-  const how = config.passwordResetUrl
-    ? `Open this link to choose ${first ? 'your' : 'a new'} password:\n\n${config.passwordResetUrl.replaceAll('{token}', encodeURIComponent(token))}\n\n${valid}`
-    : `Your password reset token:\n\n${token}\n\n${valid}\n\nTo choose ${first ? 'your' : 'a new'} password, send it to the service with the new password:\n\n` +
-      `POST /api/v1/auth/reset-password\nContent-Type: application/json\n\n{"token": "${token}", "new_password": "<your new password, 8 to 72 bytes>"}`;
+  const how = resetInstructions(token, config, first ? 'your' : 'a new');
   const ignore = first
     ? 'If you did not expect this, ignore this e-mail.'
     : 'If you did not ask for this, ignore this e-mail: your password stays as it is.';

@@ -32,6 +32,8 @@ export interface TokenClaims {
   iat: number;
   exp: number;
   typ: TokenType;
+  /** the user's session generation at issue (absent from the tokens of earlier releases) */
+  sgen?: number;
 }
 
 export interface IssuedToken {
@@ -125,17 +127,17 @@ export class TokenService {
   }
 
   /**
-   * A new token for the user. `notBefore` (whole seconds) is the earliest `iat` it may carry: the
-   * user's session cut-off, which may be up to a second ahead of the clock (see `issuedBeforeCutoff`
-   * in http/auth.ts), so a token issued right after a cut-off is not refused by it.
+   * A new token for the user, carrying the user's session generation (`sgen`): a session cut-off
+   * moves the generation on, which refuses every token issued in an earlier one (see
+   * issuedBeforeCutoff in http/auth.ts), whatever their issue time.
    */
-  async issue(userId: number, typ: TokenType, notBefore = 0): Promise<IssuedToken> {
+  async issue(userId: number, typ: TokenType, generation = 0): Promise<IssuedToken> {
     const ttl = this.lifetime(typ);
     const jti = crypto.randomUUID();
-    const now = Math.max(Math.floor(Date.now() / 1000), notBefore);
+    const now = Math.floor(Date.now() / 1000);
     const header: JWTHeaderParameters = { alg: this.signing.alg, typ: HEADER_TYP[typ] };
     if (this.signing.kid) header.kid = this.signing.kid;
-    const token = await new SignJWT({ typ })
+    const token = await new SignJWT({ typ, sgen: generation })
       .setProtectedHeader(header)
       .setSubject(String(userId))
       .setIssuer(this.config.jwtIssuer)
@@ -196,12 +198,13 @@ export class TokenService {
 }
 
 function claimsOf(payload: JWTPayload, typ: TokenType): TokenClaims | null {
-  const { sub, jti, iat, exp } = payload;
+  const { sub, jti, iat, exp, sgen } = payload;
   if (payload.typ !== typ) return null;
+  if (sgen !== undefined && !(Number.isSafeInteger(sgen) && (sgen as number) >= 0)) return null;
   if (typeof sub !== 'string' || !/^[1-9]\d{0,9}$/.test(sub) || Number(sub) > MAX_USER_ID) return null;
   if (typeof jti !== 'string' || typeof iat !== 'number' || typeof exp !== 'number') return null;
   if (iat > Date.now() / 1000 + MAX_IAT_SKEW_SECONDS) return null;
-  return { sub, jti, iat, exp, typ };
+  return sgen === undefined ? { sub, jti, iat, exp, typ } : { sub, jti, iat, exp, typ, sgen: sgen as number };
 }
 
 /**

@@ -1,9 +1,17 @@
 import type { Transaction } from 'kysely';
 import type { Db } from '../../db/database.ts';
-import type { Database } from '../../db/schema.ts';
+import type { Database, UserRow } from '../../db/schema.ts';
 import { AppError } from '../../http/errors.ts';
 import type { Mailer } from '../../mail/mailer.ts';
-import { consumeEmailToken, findEmailToken, insertEmailToken, voidVerifyTokens } from './email-tokens.repository.ts';
+import {
+  consumeEmailToken,
+  findEmailToken,
+  insertEmailChange,
+  insertEmailToken,
+  isChangeInEffect,
+  undoChangesFrom,
+  voidUnlinkedVerifyTokens,
+} from './email-tokens.repository.ts';
 import { hashOfMailToken, isMailToken, newMailToken } from './mail-tokens.ts';
 import type { UsersService } from './users.service.ts';
 
@@ -14,24 +22,47 @@ export const REVERT_TTL_SECONDS = 7 * 86400;
 const invalid = (what: string) => new AppError('INVALID_EMAIL_TOKEN', what);
 const used = () => new AppError('EMAIL_TOKEN_USED', 'This e-mail link has already been used');
 const expired = () => new AppError('EMAIL_TOKEN_EXPIRED', 'This e-mail link has expired');
+const undone = () => invalid('This e-mail link is void: its e-mail change was undone through the link sent for an earlier change');
 
 export interface EmailChangedNotice {
   userId: number;
   previousEmail: string;
   newEmail: string;
   changedAt: string;
+  /** absent from the jobs of earlier releases: the change is then recorded when the notice goes out */
+  changeId?: number;
+}
+
+export interface EmailRevertedNotice {
+  userId: number;
+  restored: string;
+  replaced: string;
+  at: string;
 }
 
 /**
- * The two links an e-mail change mails (decision 102): a confirmation link to the new address,
- * which verifies it, and a revert link to the previous one, which restores it, verified, and ends
- * every session of the account — the previous holder's way back when someone with a stolen access
- * token moved the account to their own address.
+ * Issues a password reset token for the account at its current address (the auth module's), and
+ * says how to use it; `discard` deletes it again when the e-mail carrying it could not be sent.
+ */
+export type ResetLinkIssuer = (user: UserRow) => Promise<{ instructions: string; discard: () => Promise<void> }>;
+
+/**
+ * The two links an e-mail change mails (decisions 102 and 105): a confirmation link to the new
+ * address, which verifies it, and a revert link to the previous one, which gives the account back
+ * to that address's holder.
+ *
+ * Each change is recorded in order. A revert restores the address its change replaced, undoes that
+ * change and every later one (their revert and confirmation links are void from then on), never an
+ * earlier one: so the oldest link, the one the owner received, always wins, and nothing whoever holds
+ * a later address does (verify it, change the address again, reset the password, revert a later
+ * change) voids it before it expires. A revert ends every session and the password, and mails both
+ * addresses; the one restored gets a password reset link.
  */
 export class EmailChangeService {
   private readonly db: Db;
   private readonly mailer: Mailer;
   private readonly users: UsersService;
+  private resetLinks: ResetLinkIssuer | undefined;
 
   constructor(deps: { db: Db; mailer: Mailer; users: UsersService }) {
     this.db = deps.db;
@@ -39,11 +70,16 @@ export class EmailChangeService {
     this.users = deps.users;
   }
 
+  /** How the notice of a revert gives the restored address a password reset link (set by the auth module). */
+  resetLinksWith(issue: ResetLinkIssuer): void {
+    this.resetLinks = issue;
+  }
+
   /** The confirmation e-mail, unless the account has another address or verified this one since. */
-  async sendVerification(userId: number, email: string): Promise<void> {
+  async sendVerification(userId: number, email: string, changeId?: number): Promise<void> {
     const user = await this.users.findById(userId);
     if (!user || user.email_verified || user.email.toLowerCase() !== email.toLowerCase()) return;
-    const token = await this.issue(userId, 'verify', user.email, VERIFY_TTL_SECONDS);
+    const token = await this.issue(userId, 'verify', user.email, VERIFY_TTL_SECONDS, changeId ?? null);
     await this.mailer.send({
       to: user.email,
       subject: 'Confirm the e-mail address of your account',
@@ -57,7 +93,15 @@ export class EmailChangeService {
 
   /** The notice to the previous address, with the link that undoes the change. */
   async sendChangeNotice(notice: EmailChangedNotice): Promise<void> {
-    const token = await this.issue(notice.userId, 'revert', notice.previousEmail, REVERT_TTL_SECONDS);
+    const changeId =
+      notice.changeId ??
+      (await insertEmailChange(this.db, {
+        user_id: notice.userId,
+        previous_email: notice.previousEmail,
+        new_email: notice.newEmail,
+        changed_at: new Date(notice.changedAt),
+      }));
+    const token = await this.issue(notice.userId, 'revert', notice.previousEmail, REVERT_TTL_SECONDS, changeId);
     await this.mailer.send({
       to: notice.previousEmail,
       subject: 'The e-mail address of your account was changed',
@@ -65,31 +109,67 @@ export class EmailChangeService {
     });
   }
 
+  /**
+   * The notices of a revert: to the address replaced (the account left it), and to the address
+   * restored, with a password reset link while the account still has that address.
+   */
+  async sendRevertNotice(notice: EmailRevertedNotice): Promise<void> {
+    const user = await this.users.findById(notice.userId);
+    const sameAddress = notice.replaced.toLowerCase() === notice.restored.toLowerCase();
+    if (!sameAddress) {
+      await this.mailer.send({ to: notice.replaced, subject: 'An e-mail change of your account was undone', text: replacedText(notice) });
+    }
+    const reset = user && user.is_active && user.email.toLowerCase() === notice.restored.toLowerCase() ? await this.resetLinks?.(user) : undefined;
+    try {
+      await this.mailer.send({ to: notice.restored, subject: 'Your e-mail address is restored: choose a new password', text: restoredText(notice, reset?.instructions) });
+    } catch (err) {
+      await reset?.discard();
+      throw err;
+    }
+  }
+
   async verify(token: string): Promise<void> {
-    const row = await this.usable('verify', token, 'Invalid e-mail confirmation token, or the account no longer has this address');
-    const confirmed = await this.users.confirmEmail(row.user_id, row.email, (trx) => this.consume(trx, row.id));
-    if (!confirmed) throw invalid('Invalid e-mail confirmation token, or the account no longer has this address');
+    const unknown = 'Invalid e-mail confirmation token, or the account no longer has this address';
+    const row = await this.usable('verify', token, unknown);
+    const confirmed = await this.users.confirmEmail(row.user_id, row.email, async (trx) => {
+      if (row.change_id !== null && !(await isChangeInEffect(trx, row.change_id))) throw undone();
+      await this.consume(trx, row.id);
+    });
+    if (!confirmed) throw invalid(unknown);
   }
 
   async revert(token: string): Promise<void> {
     const row = await this.usable('revert', token, 'Invalid e-mail change revert token');
-    const restored = await this.users.restoreEmail(row.user_id, row.email, async (trx) => {
+    const changeId = row.change_id;
+    if (changeId === null) throw invalid('Invalid e-mail change revert token');
+    const replaced = await this.users.restoreEmail(row.user_id, row.email, async (trx) => {
+      const now = new Date();
+      if (!(await undoChangesFrom(trx, row.user_id, changeId, now))) throw undone();
       await this.consume(trx, row.id);
-      await voidVerifyTokens(trx, row.user_id, new Date());
+      await voidUnlinkedVerifyTokens(trx, row.user_id, now);
     });
-    if (!restored) throw invalid('Invalid e-mail change revert token');
+    if (replaced === undefined) throw invalid('Invalid e-mail change revert token');
   }
 
-  private async issue(userId: number, purpose: 'verify' | 'revert', email: string, ttlSeconds: number): Promise<string> {
+  private async issue(userId: number, purpose: 'verify' | 'revert', email: string, ttlSeconds: number, changeId: number | null): Promise<string> {
     const { token, hash } = newMailToken();
-    await insertEmailToken(this.db, { user_id: userId, purpose, token_hash: hash, email, expires_at: new Date(Date.now() + ttlSeconds * 1000) });
+    await insertEmailToken(this.db, {
+      user_id: userId,
+      purpose,
+      token_hash: hash,
+      email,
+      expires_at: new Date(Date.now() + ttlSeconds * 1000),
+      change_id: changeId,
+    });
     return token;
   }
 
+  /** A first look outside the transaction; the transaction checks again what a concurrent change may alter. */
   private async usable(purpose: 'verify' | 'revert', token: string, unknown: string) {
     const row = isMailToken(token) ? await findEmailToken(this.db, purpose, hashOfMailToken(token)) : undefined;
     if (!row) throw invalid(unknown);
     if (row.used_at) throw used();
+    if (row.undone_at) throw undone();
     if (row.expires_at <= new Date()) throw expired();
     return row;
   }
@@ -114,7 +194,29 @@ function emailChangedText(notice: EmailChangedNotice, revert: string): string {
     `at ${notice.changedAt}. From now on, sign-in and e-mails use the new address.\n\n` +
     `If you made this change, there is nothing more to do.\n\n` +
     `If you did not, someone else may have access to your account. Undo the change: it restores ${notice.previousEmail}, ` +
-    `signs everyone out of the account, and you can then choose a new password through password recovery.\n\n${revert}\n`
+    `undoes every later change of the address, signs everyone out of the account and ends its password; a link to choose a new ` +
+    `one then comes to ${notice.previousEmail}. Changes made since, a new password or another address, do not void this link.\n\n${revert}\n`
+  );
+}
+
+function replacedText(notice: EmailRevertedNotice): string {
+  return (
+    `Hello,\n\n` +
+    `At ${notice.at}, the e-mail address of the Order Service account that had the address ${notice.replaced} was changed back to ` +
+    `${maskEmail(notice.restored)} through the link sent to that address when it was changed. This address is no longer the account's, ` +
+    `every session of the account has ended and its password no longer works.\n`
+  );
+}
+
+function restoredText(notice: EmailRevertedNotice, reset: string | undefined): string {
+  const how = reset
+    ? `Choose a new password now:\n\n${reset}`
+    : 'To sign in again, choose a new password through password recovery (POST /api/v1/auth/password-recovery).';
+  return (
+    `Hello,\n\n` +
+    `At ${notice.at}, your Order Service account got its e-mail address ${notice.restored} back (it had been changed to ` +
+    `${maskEmail(notice.replaced)}). Every session of the account has ended and its password no longer works, since whoever ` +
+    `changed the address may also have changed the password.\n\n${how}\n`
   );
 }
 

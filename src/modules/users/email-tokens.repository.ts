@@ -4,12 +4,58 @@ import type { Database, EmailTokensTable } from '../../db/schema.ts';
 
 type Purpose = EmailTokensTable['purpose'];
 
-export async function insertEmailToken(db: Db, row: { user_id: number; purpose: Purpose; token_hash: string; email: string; expires_at: Date }): Promise<void> {
+/**
+ * Records a change of the account's e-mail, in the transaction that makes it; the id orders the
+ * account's changes (a revert undoes its change and every later one).
+ */
+export async function insertEmailChange(
+  trx: Db,
+  row: { user_id: number; previous_email: string; new_email: string; changed_at: Date },
+): Promise<number> {
+  const inserted = await trx.insertInto('email_changes').values(row).returning('id').executeTakeFirstOrThrow();
+  return inserted.id;
+}
+
+export async function insertEmailToken(
+  db: Db,
+  row: { user_id: number; purpose: Purpose; token_hash: string; email: string; expires_at: Date; change_id: number | null },
+): Promise<void> {
   await db.insertInto('email_tokens').values(row).execute();
 }
 
+/** The token with this hash and purpose, with whether its change was undone since. */
 export async function findEmailToken(db: Db, purpose: Purpose, tokenHash: string) {
-  return db.selectFrom('email_tokens').selectAll().where('purpose', '=', purpose).where('token_hash', '=', tokenHash).executeTakeFirst();
+  return db
+    .selectFrom('email_tokens as t')
+    .leftJoin('email_changes as c', 'c.id', 't.change_id')
+    .selectAll('t')
+    .select('c.undone_at')
+    .where('t.purpose', '=', purpose)
+    .where('t.token_hash', '=', tokenHash)
+    .executeTakeFirst();
+}
+
+/** Whether the change is still in effect (not undone). Read under the user's row lock. */
+export async function isChangeInEffect(trx: Transaction<Database>, changeId: number): Promise<boolean> {
+  const row = await trx.selectFrom('email_changes').select('undone_at').where('id', '=', changeId).executeTakeFirst();
+  return row !== undefined && row.undone_at === null;
+}
+
+/**
+ * Undoes the change `changeId` and every later change of the user that is still in effect: their
+ * revert and confirmation tokens are void from then on. Never touches earlier changes. False when
+ * the change itself was undone before (a revert of an earlier change already undid it).
+ */
+export async function undoChangesFrom(trx: Transaction<Database>, userId: number, changeId: number, now: Date): Promise<boolean> {
+  const undone = await trx
+    .updateTable('email_changes')
+    .set({ undone_at: now })
+    .where('user_id', '=', userId)
+    .where('id', '>=', changeId)
+    .where('undone_at', 'is', null)
+    .returning('id')
+    .execute();
+  return undone.some((row) => row.id === changeId);
 }
 
 /** Marks the token used if it still is usable; false when a concurrent use got there first. */
@@ -24,13 +70,17 @@ export async function consumeEmailToken(trx: Transaction<Database>, id: number, 
   return Number(res.numUpdatedRows) > 0;
 }
 
-/** Voids the user's unused confirmation links (an e-mail change was undone: the new address is gone). */
-export async function voidVerifyTokens(trx: Transaction<Database>, userId: number, now: Date): Promise<void> {
+/**
+ * Voids the user's unused confirmation links that belong to no recorded change (issued by earlier
+ * releases): whichever change they confirm, a revert may have taken their address away.
+ */
+export async function voidUnlinkedVerifyTokens(trx: Transaction<Database>, userId: number, now: Date): Promise<void> {
   await trx
     .updateTable('email_tokens')
     .set({ used_at: now })
     .where('user_id', '=', userId)
     .where('purpose', '=', 'verify')
+    .where('change_id', 'is', null)
     .where('used_at', 'is', null)
     .execute();
 }

@@ -22,5 +22,9 @@ export function registerUserJobs(queue: JobQueue, deps: { db: Db; mailer: Mailer
   queue.work('user-email-changed', async (job) => deps.emailChange.sendChangeNotice(job.data));
 
   queue.define({ name: 'user-email-verification' });
-  queue.work('user-email-verification', async (job) => deps.emailChange.sendVerification(job.data.userId, job.data.email));
+  queue.work('user-email-verification', async (job) => deps.emailChange.sendVerification(job.data.userId, job.data.email, job.data.changeId));
+
+  // Both addresses hear of a revert, whatever happened since: it did happen.
+  queue.define({ name: 'user-email-reverted' });
+  queue.work('user-email-reverted', async (job) => deps.emailChange.sendRevertNotice(job.data));
 }

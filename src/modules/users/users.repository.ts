@@ -62,9 +62,15 @@ export async function updateUser(db: Db, id: number, patch: UserUpdate): Promise
     .executeTakeFirst();
 }
 
-/** A session cut-off only moves forward (processes' clocks may differ by a little). */
-function laterCutoff(cutoff: Date) {
-  return sql<Date>`greatest(sessions_valid_after, ${cutoff})`;
+/**
+ * What a session cut-off writes: the next generation (tokens of earlier ones are refused, however
+ * close their issue time), and its time, which only moves forward (processes' clocks may differ).
+ */
+function cutOff(at: Date) {
+  return {
+    sessions_generation: sql<number>`sessions_generation + 1`,
+    sessions_valid_after: sql<Date>`greatest(sessions_valid_after, ${at})`,
+  };
 }
 
 /**
@@ -82,7 +88,7 @@ export async function setUserPassword(
       ...(change.verifiesEmail ? { email_verified: true } : {}),
       password_hash: change.password_hash,
       password_changed_at: change.at,
-      sessions_valid_after: laterCutoff(change.cutoff),
+      ...cutOff(change.cutoff),
       updated_at: change.at,
       is_active: eb.or([eb.ref('is_active'), eb.ref('awaiting_password')]) as Expression<boolean>,
       awaiting_password: false,
@@ -93,14 +99,20 @@ export async function setUserPassword(
     .executeTakeFirst();
 }
 
+/** The live user, its row locked until `trx` ends: changes of its e-mail are decided one at a time. */
+export async function lockUser(trx: Db, id: number): Promise<UserRow | undefined> {
+  return trx.selectFrom('users').selectAll().where('id', '=', id).where('deleted_at', 'is', null).forUpdate().executeTakeFirst();
+}
+
 /**
- * Sets the e-mail of a live user and cuts off its sessions (an e-mail change undone); with
- * `onlyIf`, only while the account still has that address (a confirmation link).
+ * Sets the e-mail of a live user, verified; with `revert` (an e-mail change undone) it also cuts off
+ * its sessions and ends its password; with `onlyIf`, only while the account still has that address
+ * (a confirmation link).
  */
 export async function setUserEmail(
   db: Db,
   id: number,
-  change: { email: string; at: Date; cutoff?: Date; onlyIf?: string },
+  change: { email: string; at: Date; revert?: boolean; onlyIf?: string },
 ): Promise<UserRow | undefined> {
   let query = db
     .updateTable('users')
@@ -108,7 +120,7 @@ export async function setUserEmail(
       email: change.email,
       email_verified: true,
       updated_at: change.at,
-      ...(change.cutoff ? { sessions_valid_after: laterCutoff(change.cutoff) } : {}),
+      ...(change.revert ? { ...cutOff(change.at), password_hash: null, password_changed_at: change.at } : {}),
     })
     .where('id', '=', id)
     .where('deleted_at', 'is', null);
@@ -120,7 +132,7 @@ export async function setUserEmail(
 export async function cutOffSessions(db: Db, id: number, cutoff: Date): Promise<boolean> {
   const res = await db
     .updateTable('users')
-    .set({ sessions_valid_after: laterCutoff(cutoff) })
+    .set(cutOff(cutoff))
     .where('id', '=', id)
     .where('deleted_at', 'is', null)
     .executeTakeFirst();

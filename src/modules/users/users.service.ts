@@ -6,6 +6,7 @@ import { pageOf, type PageResult } from '../../http/common.schemas.ts';
 import { AppError } from '../../http/errors.ts';
 import type { UserCache } from '../../http/user-cache.ts';
 import type { JobQueue } from '../../jobs/queue.ts';
+import { insertEmailChange } from './email-tokens.repository.ts';
 import { assertPasswordLength, type PasswordHasher } from './passwords.ts';
 import {
   cutOffSessions,
@@ -15,6 +16,7 @@ import {
   findUserById,
   insertUser,
   listUsers,
+  lockUser,
   setUserEmail,
   setUserPassword,
   updateUser,
@@ -171,14 +173,17 @@ export class UsersService {
             await cutOffSessions(trx, id, sessionCutoff(now.getTime()));
             await this.endSessions(trx, id);
           }
-          if (movesEmail && self) await this.queue.send(trx, 'user-email-verification', { userId: id, email: updated.email });
           if (movesEmail) {
+            // recorded in order: a revert undoes its change and every later one (decision 105)
+            const changeId = await insertEmailChange(trx, { user_id: id, previous_email: current.email, new_email: updated.email, changed_at: now });
+            if (self) await this.queue.send(trx, 'user-email-verification', { userId: id, email: updated.email, changeId });
             // the previous address hears of it: whoever changed it may not be the account's holder
             await this.queue.send(trx, 'user-email-changed', {
               userId: id,
               previousEmail: current.email,
               newEmail: updated.email,
               changedAt: now.toISOString(),
+              changeId,
             });
           }
           return updated;
@@ -202,11 +207,14 @@ export class UsersService {
 
   /**
    * Marks the address verified while the account still has it; `within` runs first in the same
-   * transaction (it consumes the confirmation token). False when the address changed since.
+   * transaction, under the user's row lock (it checks and consumes the confirmation token). False,
+   * with the token left as it was, when the account has another address now.
    */
   async confirmEmail(userId: number, email: string, within: (trx: Transaction<Database>) => Promise<void>): Promise<boolean> {
     return this.emailChange(userId, () =>
       this.db.transaction().execute(async (trx) => {
+        const current = await lockUser(trx, userId);
+        if (!current || current.email.toLowerCase() !== email.toLowerCase()) return false;
         await within(trx);
         return (await setUserEmail(trx, userId, { email, at: new Date(), onlyIf: email })) !== undefined;
       }),
@@ -214,23 +222,29 @@ export class UsersService {
   }
 
   /**
-   * Undoes an e-mail change: the previous address comes back verified and every session ends
-   * (whoever made the change is signed out). `within` runs first in the same transaction.
+   * Undoes an e-mail change (decision 105): the previous address comes back verified, every session
+   * ends and so does the password (whoever made the change may have set it), and both addresses are
+   * told. `within` runs first in the same transaction, under the user's row lock (it undoes the
+   * change and every later one, and consumes the revert token). The address replaced, or undefined
+   * when there is no such live user.
    */
-  async restoreEmail(userId: number, email: string, within: (trx: Transaction<Database>) => Promise<void>): Promise<boolean> {
+  async restoreEmail(userId: number, email: string, within: (trx: Transaction<Database>) => Promise<void>): Promise<string | undefined> {
     return this.emailChange(userId, () =>
       this.db.transaction().execute(async (trx) => {
+        const current = await lockUser(trx, userId);
+        if (!current) return undefined;
         await within(trx);
         const at = new Date();
-        const restored = await setUserEmail(trx, userId, { email, at, cutoff: sessionCutoff(at.getTime()) });
-        if (restored) await this.endSessions(trx, userId);
-        return restored !== undefined;
+        if (!(await setUserEmail(trx, userId, { email, at, revert: true }))) return undefined;
+        await this.endSessions(trx, userId);
+        await this.queue.send(trx, 'user-email-reverted', { userId, restored: email, replaced: current.email, at: at.toISOString() });
+        return current.email;
       }),
     );
   }
 
   /** An address taken meanwhile by a verified holder is EMAIL_EXISTS, not a 500. */
-  private async emailChange(userId: number, change: () => Promise<boolean>): Promise<boolean> {
+  private async emailChange<T>(userId: number, change: () => Promise<T>): Promise<T> {
     try {
       return await this.changing(userId, change);
     } catch (err) {

@@ -27,7 +27,3 @@ export function tokenIn(body: string): string {
   return m[1];
 }
 
-/** The `iat` of a JWT (not verified: the test's own tokens). */
-export function iatOf(token: string): number {
-  return (JSON.parse(Buffer.from(token.split('.')[1], 'base64url').toString()) as { iat: number }).iat;
-}

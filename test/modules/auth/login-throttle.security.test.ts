@@ -153,6 +153,109 @@ describe('login protection per account', () => {
   });
 });
 
+/** The `device` cookie a sign-in set: its value and attributes. */
+function deviceCookie(res: LightMyRequestResponse): { value: string; attributes: string[] } {
+  const header = res.headers['set-cookie'];
+  const line = (Array.isArray(header) ? header : [header]).find((c) => typeof c === 'string' && c.startsWith('device='));
+  assert.ok(line, `a device cookie in ${JSON.stringify(header)}`);
+  const [pair, ...attributes] = line.split(';').map((p) => p.trim());
+  return { value: pair.slice('device='.length), attributes };
+}
+
+describe('device tokens: throttle, do not lock (OWASP slow brute force)', () => {
+  let app: FastifyInstance;
+  before(async () => {
+    // the default ceiling: 10 × LOGIN_THROTTLE_MAX_FAILURES across all clients
+    app = await buildTestApp(undefined, { loginThrottleMaxFailures: MAX, loginThrottleWindowSeconds: 900, rateLimitAnonymous: 20, rateLimitKeyPrefix: uniquePrefix() });
+  });
+  const v2login = (email: string, password: string, extra: Partial<InjectOptions> = {}) =>
+    app.inject({ method: 'POST', url: '/api/v2/auth/login', payload: { username: email, password }, ...extra } as InjectOptions) as Promise<LightMyRequestResponse>;
+  /** 110 wrong sign-ins for `email` from 11 client addresses, 10 each (the issue's attack); the last ones meet the ceiling. */
+  const flood = async (email: string): Promise<string[]> => {
+    const answers: number[] = [];
+    const clients = Array.from({ length: 11 }, () => freshIp());
+    for (const ip of clients) {
+      for (let i = 0; i < MAX; i++) answers.push((await login(app, email, `wrong-${ip}-${i}`, { remoteAddress: ip })).statusCode);
+    }
+    assert.deepEqual(answers.slice(0, 100), Array(100).fill(401));
+    assert.deepEqual(answers.slice(100), Array(10).fill(429), 'the ceiling of 100 is reached');
+    return clients;
+  };
+
+  it('a sign-in answers a device token: the cookie (HttpOnly, SameSite=Strict, Path=/api, no Secure over plain HTTP), v2 also in the body, v1 keeps the specification body', async () => {
+    const user = await createUser(app);
+    const tokensOf = () => app.ctx.db.selectFrom('device_tokens').select(['token_hash', 'expires_at']).where('user_id', '=', user.user.id).execute();
+    const before = (await tokensOf()).length;
+    const v2 = await v2login(user.email, TEST_PASSWORD, { remoteAddress: freshIp() });
+    assert.equal(v2.statusCode, 200, v2.body);
+    const cookie = deviceCookie(v2);
+    assert.deepEqual(Object.keys(v2.json()).sort(), ['access_token', 'device_token', 'refresh_token', 'token_type']);
+    assert.equal(v2.json().device_token, cookie.value);
+    assert.match(cookie.value, /^[A-Za-z0-9_-]{43}$/);
+    assert.deepEqual(cookie.attributes.filter((a) => !a.startsWith('Max-Age=')).sort(), ['HttpOnly', 'Path=/api', 'SameSite=Strict']);
+    assert.equal(cookie.attributes.find((a) => a.startsWith('Max-Age=')), `Max-Age=${30 * 86400}`);
+    const v1 = await login(app, user.email, TEST_PASSWORD, { remoteAddress: freshIp() });
+    assert.deepEqual(Object.keys(v1.json()).sort(), ['access_token', 'refresh_token', 'token_type'], 'v1: the specification body');
+    deviceCookie(v1);
+    // stored as its SHA-256 only
+    const rows = await tokensOf();
+    assert.equal(rows.length, before + 2, 'one per client that signed in without one');
+    assert.ok(rows.some((r) => r.token_hash === crypto.createHash('sha256').update(cookie.value).digest('hex')));
+    assert.ok(rows.every((r) => !Object.values(r).includes(cookie.value)));
+    // signing in again with it renews it rather than adding another
+    const again = await v2login(user.email, TEST_PASSWORD, { remoteAddress: freshIp(), headers: { cookie: `theme=dark; device=${cookie.value}` } });
+    assert.equal(again.json().device_token, cookie.value);
+    assert.equal((await tokensOf()).length, before + 2);
+  });
+
+  it("finding 2: 110 failures from 11 clients lock a fresh client out, but the holder's device token (cookie or header) still signs in", async () => {
+    const victim = await createUser(app);
+    const token = (await v2login(victim.email, TEST_PASSWORD, { remoteAddress: freshIp() })).json().device_token as string;
+    const [attacker] = await flood(victim.email);
+    assertThrottled(await login(app, victim.email, TEST_PASSWORD, { remoteAddress: freshIp() }), 900);
+    for (const headers of [{ cookie: `device=${token}` }, { 'x-device-token': token }]) {
+      const res = await login(app, victim.email, TEST_PASSWORD, { remoteAddress: freshIp(), headers });
+      assert.equal(res.statusCode, 200, `${JSON.stringify(Object.keys(headers))}: ${res.body}`);
+    }
+    // v2 and the form flow too; the client's address does not matter, even one the attacker used
+    assert.equal((await v2login(victim.email, TEST_PASSWORD, { remoteAddress: attacker, headers: { 'x-device-token': token } })).statusCode, 200);
+    // the holder's success does not lift the ceiling for clients without a device token
+    assertThrottled(await login(app, victim.email, TEST_PASSWORD, { remoteAddress: freshIp() }), 900);
+  });
+
+  it("a device token does not help another account, an expired or made-up one is no device token, and sign-out everywhere ends them", async () => {
+    const victim = await createUser(app);
+    const other = await createUser(app);
+    const otherToken = (await v2login(other.email, TEST_PASSWORD, { remoteAddress: freshIp() })).json().device_token as string;
+    const mine = (await v2login(victim.email, TEST_PASSWORD, { remoteAddress: freshIp() })).json();
+    await flood(victim.email);
+    for (const token of [otherToken, crypto.randomBytes(32).toString('base64url'), 'not a token', '']) {
+      assertThrottled(await login(app, victim.email, TEST_PASSWORD, { remoteAddress: freshIp(), headers: { 'x-device-token': token } }), 900);
+    }
+    assert.equal((await login(app, victim.email, TEST_PASSWORD, { remoteAddress: freshIp(), headers: { 'x-device-token': mine.device_token } })).statusCode, 200);
+    const hash = crypto.createHash('sha256').update(mine.device_token).digest('hex');
+    await app.ctx.db.updateTable('device_tokens').set({ expires_at: new Date(Date.now() - 1000) }).where('token_hash', '=', hash).execute();
+    assertThrottled(await login(app, victim.email, TEST_PASSWORD, { remoteAddress: freshIp(), headers: { 'x-device-token': mine.device_token } }), 900);
+
+    const fresh = (await v2login(other.email, TEST_PASSWORD, { remoteAddress: freshIp() })).json();
+    assert.equal((await app.inject({ method: 'POST', url: '/api/v1/auth/logout-all', headers: { authorization: `Bearer ${fresh.access_token}` } })).statusCode, 204);
+    assert.deepEqual(await app.ctx.db.selectFrom('device_tokens').select('id').where('user_id', '=', other.user.id).execute(), []);
+  });
+
+  it('a device is throttled on its own: 10 failures with it refuse it (429), its failures do not count towards the ceiling nor refuse other clients', async () => {
+    const user = await createUser(app);
+    const token = (await v2login(user.email, TEST_PASSWORD, { remoteAddress: freshIp() })).json().device_token as string;
+    const headers = { 'x-device-token': token };
+    for (let round = 0; round < 11; round++) {
+      const ip = freshIp();
+      for (let i = 0; i < MAX; i++) assert.equal((await login(app, user.email, 'wrong', { remoteAddress: ip, headers })).statusCode, round === 0 ? 401 : 429);
+    }
+    assertThrottled(await login(app, user.email, TEST_PASSWORD, { remoteAddress: freshIp(), headers }), 900);
+    // 10 counted failures with the device; without it, a fresh client is under the usual rules, far from the ceiling
+    assert.equal((await login(app, user.email, TEST_PASSWORD, { remoteAddress: freshIp() })).statusCode, 200);
+  });
+});
+
 describe('login protection behind a proxy (TRUST_PROXY)', () => {
   let app: FastifyInstance;
   before(async () => {
@@ -167,6 +270,15 @@ describe('login protection behind a proxy (TRUST_PROXY)', () => {
     await fail(app, victim.email, MAX, proxy, forwardedFor(attacker));
     assertThrottled(await login(app, victim.email, TEST_PASSWORD, forwardedFor(attacker)), 900);
     assert.equal((await login(app, victim.email, TEST_PASSWORD, forwardedFor(freshIp()))).statusCode, 200);
+  });
+
+  it('the device cookie is Secure when the trusted proxy forwarded a TLS request (X-Forwarded-Proto: https)', async () => {
+    const user = await createUser(app);
+    const tls = await login(app, user.email, TEST_PASSWORD, { remoteAddress: freshIp(), headers: { 'x-forwarded-proto': 'https' } });
+    assert.equal(tls.statusCode, 200);
+    assert.ok(deviceCookie(tls).attributes.includes('Secure'));
+    const plain = await login(app, user.email, TEST_PASSWORD, { remoteAddress: freshIp(), headers: { 'x-forwarded-proto': 'http' } });
+    assert.ok(!deviceCookie(plain).attributes.includes('Secure'));
   });
 });
 

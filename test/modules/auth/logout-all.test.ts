@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import type { FastifyInstance } from 'fastify';
 import { TokenService } from '../../../src/modules/auth/token.service.ts';
 import { api, createUser, errorBody, TEST_PASSWORD, twoApps } from '../../helpers/app.ts';
-import { iatOf, login, me, refresh } from './auth.helpers.ts';
+import { login, me, refresh } from './auth.helpers.ts';
 
 const logoutAll = (app: FastifyInstance, accessToken: string) =>
   app.inject({ method: 'POST', url: '/api/v1/auth/logout-all', headers: { authorization: `Bearer ${accessToken}` } });
@@ -58,17 +58,33 @@ describe('sign-out everywhere and the access-token cut-off', () => {
     assert.equal((await me(b, bystander.token)).statusCode, 200);
   });
 
-  it('the cut-off is exact at the second: a token of the same second as the cut-off is refused, the next sign-in is not', async () => {
+  it('cut-offs cannot tie with an issue time: a token issued between two cut-offs of the same second dies with the second one', async () => {
     const user = await createUser(a);
     assert.equal((await logoutAll(a, user.token)).statusCode, 204);
-    const row = await a.ctx.db.selectFrom('users').select('sessions_valid_after').where('id', '=', user.user.id).executeTakeFirstOrThrow();
-    const cutoff = row.sessions_valid_after!.getTime() / 1000;
-    assert.ok(Number.isInteger(cutoff), 'a whole second');
-    assert.ok(iatOf(user.token) < cutoff, 'every token issued before the cut-off has an earlier iat');
-    const fresh = (await login(a, user.email, TEST_PASSWORD)).json<{ access_token: string; refresh_token: string }>();
-    assert.ok(iatOf(fresh.access_token) >= cutoff, 'a token issued after it carries at least its second');
-    assert.ok(iatOf(fresh.refresh_token) >= cutoff);
-    assert.equal((await me(a, fresh.access_token)).statusCode, 200);
+    // signed in right after the first cut-off (most likely within its second), signed out at once again
+    const between = (await login(a, user.email, TEST_PASSWORD)).json<{ access_token: string; refresh_token: string }>();
+    assert.equal((await me(a, between.access_token)).statusCode, 200);
+    assert.equal((await logoutAll(b, between.access_token)).statusCode, 204);
+    await a.ctx.userCache.settle();
+    for (const app of [a, b]) {
+      assert.equal((await me(app, between.access_token)).statusCode, 401, 'the token of the earlier generation is refused');
+      assert.equal((await refresh(app, between.refresh_token)).statusCode, 401);
+    }
+    const row = await a.ctx.db.selectFrom('users').select('sessions_generation').where('id', '=', user.user.id).executeTakeFirstOrThrow();
+    assert.equal(row.sessions_generation, 2, 'each cut-off is one generation');
+    const after = (await login(a, user.email, TEST_PASSWORD)).json<{ access_token: string }>();
+    assert.equal((await me(b, after.access_token)).statusCode, 200, 'a sign-in after the cut-offs works at once');
+  });
+
+  it('a sign-in that read the user just before a cut-off issues tokens the cut-off refuses (its generation)', async () => {
+    const user = await createUser(a);
+    const tokens = await TokenService.create(a.ctx.config);
+    // what a sign-in racing the cut-off issues: the generation it read, from before the cut-off
+    const racing = await tokens.issue(user.user.id, 'access', 0);
+    assert.equal((await me(a, racing.token)).statusCode, 200);
+    assert.equal((await logoutAll(a, user.token)).statusCode, 204);
+    assert.equal((await me(a, racing.token)).statusCode, 401);
+    assert.equal((await me(a, (await tokens.issue(user.user.id, 'access', 1)).token)).statusCode, 200, 'the generation after the cut-off is live');
   });
 
   it('a password change refuses the access tokens issued before it, on both instances', async () => {

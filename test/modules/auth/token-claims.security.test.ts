@@ -67,4 +67,32 @@ describe('access token claims', () => {
     assert.equal((await me(app, await forge(app, { sub, iat: t, exp: t + ttl + 1 }))).statusCode, 401, 'one second over');
     assert.equal((await me(app, await forge(app, { sub, iat: t, exp: t + ttl }))).statusCode, 200, 'exactly the lifetime');
   });
+
+  it('the session generation: a token of an earlier one is refused whatever its iat; a token without one (an earlier release) is judged by iat', async () => {
+    const user = await createUser(app);
+    const sub = String(user.user.id);
+    const legacy = await forge(app, { sub });
+    const before = await forge(app, { sub, sgen: 0 });
+    assert.equal((await me(app, legacy)).statusCode, 200, 'no cut-off yet');
+    assert.equal((await me(app, before)).statusCode, 200);
+    const out = await app.inject({ method: 'POST', url: '/api/v1/auth/logout-all', headers: { authorization: `Bearer ${before}` } });
+    assert.equal(out.statusCode, 204);
+    // issued in this very second, or a minute ahead: the generation decides, not the time
+    for (const token of [before, legacy, await forge(app, { sub, sgen: 0, iat: now() + 30 })]) {
+      const res = await me(app, token);
+      assert.equal(res.statusCode, 401, res.body);
+      assert.equal(errorBody(res).error_code, 'INVALID_TOKEN');
+    }
+    assert.equal((await me(app, await forge(app, { sub, sgen: 1 }))).statusCode, 200, 'the current generation, in the same second as the cut-off');
+    for (const sgen of [-1, 1.5, '1']) assert.equal((await me(app, await forge(app, { sub, sgen }))).statusCode, 401, `sgen ${String(sgen)}`);
+
+    // a cut-off made by an earlier release (the next whole second, no generation) still judges its tokens by iat
+    const upgraded = await createUser(app);
+    const second = now() + 1;
+    await app.ctx.db.updateTable('users').set({ sessions_valid_after: new Date(second * 1000) }).where('id', '=', upgraded.user.id).execute();
+    await app.ctx.userCache.settle();
+    const old = String(upgraded.user.id);
+    assert.equal((await me(app, await forge(app, { sub: old, iat: second - 1 }))).statusCode, 401, 'issued before the old cut-off');
+    assert.equal((await me(app, await forge(app, { sub: old, iat: second }))).statusCode, 200, 'issued at it');
+  });
 });

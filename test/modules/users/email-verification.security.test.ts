@@ -5,7 +5,7 @@ import type { FastifyInstance } from 'fastify';
 import { api, buildTestApp, createUser, errorBody, TEST_PASSWORD, waitFor, type TestUser } from '../../helpers/app.ts';
 import { fixturePayload, seedProduct, sendInbound, SHOPIFY_SECRET } from '../../helpers/webhooks.ts';
 import { parseMessage, startSmtpServer, type TestSmtpServer } from '../../mail/smtp-server.ts';
-import { login, me, refresh, requestRecovery, tokenIn } from '../auth/auth.helpers.ts';
+import { login, me, refresh, requestRecovery, resetPassword, tokenIn } from '../auth/auth.helpers.ts';
 
 const fresh = (name: string) => `${name}-${crypto.randomBytes(3).toString('hex')}@example.com`;
 
@@ -132,9 +132,13 @@ describe('verified e-mail, and e-mail changes that can be undone (SMTP)', () => 
     assert.equal((await me(app, victim.token)).statusCode, 401, 'the stolen access token is refused');
     assert.equal((await refresh(app, second.json().refresh_token)).statusCode, 401, 'refresh tokens revoked');
     assert.equal(errorBody(await post('/api/v1/auth/email-change/revert', token)).error_code, 'EMAIL_TOKEN_USED');
-    // the holder gets back in through recovery, to the restored address
-    assert.equal((await requestRecovery(app, victim.email)).statusCode, 202);
-    await mailTo(victim.email, 'Reset your password');
+    // the password ended with the revert; the holder gets back in through the reset link the notice brings to the restored address
+    assert.equal((await login(app, victim.email, TEST_PASSWORD)).statusCode, 401);
+    const restored = await mailTo(victim.email, 'Your e-mail address is restored: choose a new password');
+    assert.equal((await resetPassword(app, tokenIn(restored), 'back-in-control-1')).statusCode, 200);
+    assert.equal((await login(app, victim.email, 'back-in-control-1')).statusCode, 200);
+    await mailTo(attackerAddress, 'An e-mail change of your account was undone');
+    assert.equal((await requestRecovery(app, attackerAddress)).statusCode, 202);
     assert.equal(smtp.messages.filter((m) => m.to.includes(attackerAddress) && parseMessage(m.raw).headers.subject === 'Reset your password').length, 0);
   });
 

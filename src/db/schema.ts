@@ -164,6 +164,8 @@ export interface ItemsTable {
   created_at: CreatedAt;
   updated_at: NullableTimestamp;
   deleted_at: NullableTimestamp;
+  /** handed to the order-event listeners (the outbox's mark, decision 017): false until the publishing job has */
+  published: Generated<boolean>;
 }
 
 export type InboundWebhookStatus = 'received' | 'processed' | 'failed';

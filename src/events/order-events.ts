@@ -1,4 +1,4 @@
-import { sql, type RawBuilder, type Transaction } from 'kysely';
+import type { Transaction } from 'kysely';
 import type { Database, OrderEventRow, OrderRow, OrderStatus } from '../db/schema.ts';
 
 export type OrderEventType = 'order.created' | 'order.status_changed';
@@ -25,51 +25,40 @@ export function statusIn(version: 'v1' | 'v2', status: OrderStatus): OrderStatus
  */
 export const V1_CANCELLED_REASON = 'CANCELLED';
 
-/** An order as a change left it, and the event the change wrote. */
+/** An event as the listeners get it, with what the order is about (fixed when it was placed). */
 export interface OrderEventOf {
   event: OrderEventRow;
-  order: OrderRow;
+  order: Pick<OrderRow, 'id' | 'source' | 'external_id'>;
 }
 
 /**
- * Acts on order events inside the transaction that wrote them (and the changes behind them): what
- * it writes or enqueues commits with the changes, or not at all. One call gets every event of one
- * statement (a batch of orders processed together), so a listener can act on all of them at once.
- *
- * `read`, when given, is what the listener needs to know about the events' orders: a query over
- * `owners` (a subquery of the orders' owners' ids) that runs inside the statement writing the
- * events, so it costs no round trip of its own; its rows reach `react` as `rows`.
+ * Acts on order events after the changes that wrote them committed, in the transaction of the
+ * publishing job (`publishEvents`, orders module): what it writes or enqueues commits with the
+ * events' mark as published, or not at all, and the events are handed over again. One call gets
+ * every event of one pass (up to a few hundred, of many orders, oldest first; each order's in
+ * sequence), so a listener can act on all of them at once.
  */
-export interface OrderEventListener<R = unknown> {
-  read?: (owners: RawBuilder<unknown>) => RawBuilder<R>;
-  react: (trx: Transaction<Database>, changes: readonly OrderEventOf[], rows: readonly R[]) => Promise<void>;
+export interface OrderEventListener {
+  react: (trx: Transaction<Database>, events: readonly OrderEventOf[]) => Promise<void>;
 }
 
 /**
  * The seam between orders and the modules that react to them. The orders module writes one numbered
- * `order_events` row per creation and status change, in the changing transaction, and publishes it
- * here; outgoing webhooks fan it out to subscriptions and inbound webhooks report a platform order's
- * outcome, in that same transaction. Neither side imports the other.
+ * `order_events` row per creation and status change, in the changing transaction; `order_events` is
+ * the outbox: the publishing job reads the rows not yet published and hands them here, where
+ * outgoing webhooks fan them out to subscriptions and inbound webhooks report a platform order's
+ * outcome. Neither side imports the other.
  */
 export class OrderEventBus {
   private readonly listeners: OrderEventListener[] = [];
 
-  subscribe<R>(listener: OrderEventListener<R>): void {
-    this.listeners.push(listener as OrderEventListener);
+  subscribe(listener: OrderEventListener): void {
+    this.listeners.push(listener);
   }
 
-  /**
-   * Every listener's `read`, as one JSON array (one element per listener, each the array of its
-   * rows): a column for the statement that writes the events, whose value goes to `publish`.
-   */
-  reads(owners: RawBuilder<unknown>): RawBuilder<unknown[][]> {
-    const each = this.listeners.map((l) => (l.read ? sql`coalesce((SELECT json_agg(r) FROM (${l.read(owners)}) AS r), '[]'::json)` : sql`'[]'::json`));
-    return each.length === 0 ? sql`'[]'::json` : sql`json_build_array(${sql.join(each)})`;
-  }
-
-  /** Runs every listener on `changes`, with `rows`, the value of the writing statement's `reads` column. */
-  async publish(trx: Transaction<Database>, changes: readonly OrderEventOf[], rows: readonly unknown[][]): Promise<void> {
-    if (changes.length === 0) return;
-    for (const [i, listener] of this.listeners.entries()) await listener.react(trx, changes, rows[i] ?? []);
+  /** Runs every listener on `events`, in `trx`. */
+  async publish(trx: Transaction<Database>, events: readonly OrderEventOf[]): Promise<void> {
+    if (events.length === 0) return;
+    for (const listener of this.listeners) await listener.react(trx, events);
   }
 }

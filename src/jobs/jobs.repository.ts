@@ -1,4 +1,4 @@
-import { sql, type RawBuilder, type Transaction } from 'kysely';
+import type { Transaction } from 'kysely';
 import type { Db } from '../db/database.ts';
 import type { Database } from '../db/schema.ts';
 import type { JobSubject } from './registry.ts';
@@ -20,18 +20,6 @@ export async function insertJobLink(db: Db | Transaction<Database>, jobId: strin
       message_row_id: subject.messageRowId,
     })
     .execute();
-}
-
-/** The `job_links` column that names each kind of subject. */
-const SUBJECT_COLUMN: Record<keyof JobSubject, string> = { orderId: 'order_id', inboundWebhookId: 'inbound_webhook_id', messageRowId: 'message_row_id' };
-
-/**
- * The link of job `jobId` of `queue` to the subject of each row of `subjects` (a FROM item of the
- * caller's statement with an `id` column: the subject that statement creates), as a statement for
- * a CTE of it, so the subject and its job's link cost one round trip.
- */
-export function jobLinkInsert(jobId: string, queue: string, kind: keyof JobSubject, subjects: RawBuilder<unknown>): RawBuilder<unknown> {
-  return sql`INSERT INTO job_links (job_id, queue, ${sql.ref(SUBJECT_COLUMN[kind])}) SELECT ${jobId}::uuid, ${queue}, s.id FROM ${subjects} AS s`;
 }
 
 /** The jobs sent for an order, for its platform webhooks and for its outgoing messages, oldest first. */

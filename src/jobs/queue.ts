@@ -1,16 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import { PgBoss, fromKysely, fromPglite, type JobWithMetadata, type SendOptions } from 'pg-boss';
 import type { FastifyBaseLogger } from 'fastify';
-import type { RawBuilder, Transaction } from 'kysely';
+import type { Transaction } from 'kysely';
 import type { Config } from '../config.ts';
 import type { DatabaseHandle } from '../db/database.ts';
 import type { Database } from '../db/schema.ts';
 import { inBatchSpan, inJobSpan, withTraceContext } from './job-tracing.ts';
 import { jobCounts, jobsAbout, takeUpLeftJobs, type JobSubjects } from './job-inspection.ts';
 import type { JobRecord, QueueJobCounts } from './job-records.ts';
-import { insertJobLink, jobLinkInsert } from './jobs.repository.ts';
+import { insertJobLink } from './jobs.repository.ts';
 import { DEAD_LETTER_RETRY, HEARTBEAT_REFRESH_SECONDS, superviseSeconds, syncQueues, type QueueDefinition } from './job-policies.ts';
-import { deadLetterQueueOf, jobSubjectOf, type DeadLettered, type Job, type JobName, type JobPayloads, type JobSubject } from './registry.ts';
+import { deadLetterQueueOf, jobSubjectOf, type DeadLettered, type Job, type JobName, type JobPayloads } from './registry.ts';
 
 export { DEAD_LETTER_RETRY, HOUSEKEEPING_RETRY, INTERNAL_RETRY, JOB_LIVENESS, type QueueDefinition } from './job-policies.ts';
 export { givenUpJob, isLastAttempt, jobFailureMessage, type JobRecord, type QueueJobCounts } from './job-records.ts';
@@ -226,27 +226,15 @@ export class JobQueue {
 
   /**
    * Enqueues inside `trx` (the job exists only if the transaction commits); returns the job's id.
-   * A job about an order, a platform webhook or an outgoing message is linked to it in `trx` too,
-   * unless it is a `linkedJob` (its `id` given), whose link the statement that created its subject
-   * wrote.
+   * A job about an order, a platform webhook or an outgoing message is linked to it in `trx` too.
    */
   async send<N extends JobName>(trx: Transaction<Database>, name: N, data: JobPayloads[N], options: SendOptions & TraceOption = {}): Promise<string> {
     const { traceParent, ...sendOptions } = options;
     const id = options.id ?? randomUUID();
     await this.boss.send(name, withTraceContext(data, traceParent), { ...sendOptions, id, db: fromKysely(trx) });
     const subject = jobSubjectOf(data);
-    if (subject && options.id === undefined) await insertJobLink(trx, id, name, subject);
+    if (subject) await insertJobLink(trx, id, name, subject);
     return id;
-  }
-
-  /**
-   * A job of `name` about a subject that a statement is about to create: its id, and its link as a
-   * CTE statement for that statement (`jobLinkInsert`). Send it with `send(trx, name, data, { id })`
-   * in the same transaction.
-   */
-  linkedJob(name: JobName, kind: keyof JobSubject): { id: string; link: (subjects: RawBuilder<unknown>) => RawBuilder<unknown> } {
-    const id = randomUUID();
-    return { id, link: (subjects) => jobLinkInsert(id, name, kind, subjects) };
   }
 
   /** Enqueues outside any transaction (for jobs that follow a committed change). */

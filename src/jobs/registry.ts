@@ -12,6 +12,8 @@ export type NoPayload = Record<string, never>;
 interface Payloads {
   /** price an order and reserve its stock (orders) */
   'order-process': { orderId: number };
+  /** hand the order events not yet published to their listeners; sent with every change (orders) */
+  'order-events-publish': NoPayload;
   /** turn a stored platform webhook into an order (inbound-webhooks) */
   'webhook-inbound-process': { inboundWebhookId: number };
   /** tell the platform how one of its orders ended (inbound-webhooks) */

@@ -8,7 +8,7 @@ import { waitFor } from './app.ts';
  * tell), with the fault hooks the app was built with.
  */
 export function processorFor(app: FastifyInstance, hooks: OrderProcessorHooks): OrderProcessor {
-  return new OrderProcessor({ db: app.ctx.db, orderEvents: app.ctx.orderEvents, log: app.ctx.log, hooks });
+  return new OrderProcessor({ db: app.ctx.db, queue: app.ctx.queue, log: app.ctx.log, hooks });
 }
 
 /** Removes every fault hook: the jobs run as in production again. */

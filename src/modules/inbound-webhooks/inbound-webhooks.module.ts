@@ -29,11 +29,11 @@ export function createInboundWebhooksModule(
   registerInboundRetentionJob(queue, { db, config, log });
   const admin = new InboundWebhooksAdminService({ db, queue });
 
-  // The report of a platform order's outcome is queued in the transaction of the final status change.
+  // The report of a platform order's outcome is queued as the publishing job hands over the final status change.
   const reports = (e: { type: string; status: string }) => Boolean(config.platformApiUrl) && e.type === 'order.status_changed' && (e.status === 'completed' || e.status === 'failed');
   ctx.orderEvents.subscribe({
-    react: async (trx, changes) => {
-      for (const { event, order } of changes) {
+    react: async (trx, events) => {
+      for (const { event, order } of events) {
         if (reports(event) && order.source === SHOPIFY_SOURCE && order.external_id) await queue.send(trx, 'webhook-platform-report', { orderId: order.id });
       }
     },

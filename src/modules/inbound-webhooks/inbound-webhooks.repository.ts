@@ -1,4 +1,4 @@
-import { sql, type QueryCreator, type RawBuilder, type Transaction } from 'kysely';
+import { sql, type QueryCreator, type Transaction } from 'kysely';
 import type { Database, InboundBodyEncoding, InboundWebhookRow, InboundWebhookStatus } from '../../db/schema.ts';
 import { countCapped, type CappedCount } from '../../db/capped-count.ts';
 import type { Db } from '../../db/database.ts';
@@ -10,9 +10,7 @@ import type { Db } from '../../db/database.ts';
  * or to the other topic's route, is a replay; the platform never sends one body twice). The digest lookup and the insert run
  * under a transaction-scoped advisory lock on the digest, taken by a statement of its own before
  * them (the insert's snapshot then holds every copy stored before the lock was granted), so two
- * copies of one body arriving together cannot both miss each other. `alongside` is another
- * module's statement on the stored row (`stored`, a FROM item with its `id`) run as part of this
- * one: the link of its processing job.
+ * copies of one body arriving together cannot both miss each other.
  */
 export async function insertInboundWebhook(
   trx: Transaction<Database>,
@@ -27,7 +25,6 @@ export async function insertInboundWebhook(
     rawBodyEncoding: InboundBodyEncoding;
   },
   checkDigest: boolean,
-  alongside: (stored: RawBuilder<unknown>) => RawBuilder<unknown>,
 ): Promise<number | undefined> {
   if (checkDigest) {
     await sql`SELECT pg_advisory_xact_lock(hashtextextended(${`inbound-body:${values.bodySha256}`}, 0))`.execute(trx);
@@ -35,15 +32,12 @@ export async function insertInboundWebhook(
   const unseen = checkDigest ? sql`NOT EXISTS (SELECT 1 FROM inbound_webhooks WHERE body_sha256 = ${values.bodySha256})` : sql`true`;
   // ON CONFLICT: either unique index, the webhook id or the event id when given
   const { rows } = await sql<{ id: number }>`
-    WITH stored AS (
-      INSERT INTO inbound_webhooks (webhook_id, event_id, body_sha256, topic, shop_domain, headers, raw_body, raw_body_encoding)
-      SELECT ${values.webhookId}, ${values.eventId}, ${values.bodySha256}, ${values.topic}, ${values.shopDomain},
-             ${JSON.stringify(values.headers)}::jsonb, ${values.rawBody}, ${values.rawBodyEncoding}
-      WHERE ${unseen}
-      ON CONFLICT DO NOTHING
-      RETURNING id
-    ), alongside AS (${alongside(sql`stored`)})
-    SELECT id FROM stored`.execute(trx);
+    INSERT INTO inbound_webhooks (webhook_id, event_id, body_sha256, topic, shop_domain, headers, raw_body, raw_body_encoding)
+    SELECT ${values.webhookId}, ${values.eventId}, ${values.bodySha256}, ${values.topic}, ${values.shopDomain},
+           ${JSON.stringify(values.headers)}::jsonb, ${values.rawBody}, ${values.rawBodyEncoding}
+    WHERE ${unseen}
+    ON CONFLICT DO NOTHING
+    RETURNING id`.execute(trx);
   return rows[0]?.id;
 }
 

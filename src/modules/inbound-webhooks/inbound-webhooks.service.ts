@@ -12,7 +12,6 @@ import { givenUpJob, type JobQueue } from '../../jobs/queue.ts';
 import type { Job } from '../../jobs/registry.ts';
 import type { OrdersService } from '../orders/orders.service.ts';
 import { findProductsBySku } from '../products/products.repository.ts';
-import { inTransaction } from '../../db/transaction.ts';
 import type { UsersService } from '../users/users.service.ts';
 import {
   findInboundWebhook,
@@ -156,7 +155,6 @@ export class InboundWebhookService {
     const eventId = platformId(headers, 'x-shopify-event-id') ?? null;
     const bodySha256 = crypto.createHash('sha256').update(rawBody).digest('hex');
     const webhookId = givenId ?? `sha256:${bodySha256}`;
-    const job = this.queue.linkedJob('webhook-inbound-process', 'inboundWebhookId');
     const stored = await this.db.transaction().execute(async (trx) => {
       const id = await insertInboundWebhook(
         trx,
@@ -171,10 +169,9 @@ export class InboundWebhookService {
           rawBodyEncoding: asText ? 'utf8' : 'base64',
         },
         this.config.inboundReplayWindowSeconds > 0,
-        job.link,
       );
       if (id === undefined) return false;
-      await this.queue.send(trx, 'webhook-inbound-process', { inboundWebhookId: id }, { id: job.id });
+      await this.queue.send(trx, 'webhook-inbound-process', { inboundWebhookId: id });
       return true;
     });
     return { webhookId, duplicate: !stored };
@@ -240,7 +237,7 @@ export class InboundWebhookService {
   }
 
   private async createOrLinkOrder(inboundId: number, mapped: MappedShopifyOrder): Promise<void> {
-    await inTransaction(this.db, async (trx) => {
+    await this.db.transaction().execute(async (trx) => {
       // one processor per stored event at a time; a repeated job finds it settled
       const status = await lockForPlatformOrder(trx, inboundId, SHOPIFY_SOURCE, mapped.externalId);
       if (status !== 'received') return;
@@ -283,7 +280,7 @@ export class InboundWebhookService {
    * stored webhook is processed, linked to the order when there is one.
    */
   private async applyCancellation(inboundId: number, mapped: MappedShopifyCancellation): Promise<void> {
-    await inTransaction(this.db, async (trx) => {
+    await this.db.transaction().execute(async (trx) => {
       const status = await lockForPlatformOrder(trx, inboundId, SHOPIFY_SOURCE, mapped.externalId);
       if (status !== 'received') return;
       const result = await this.orders.cancelByExternalId(trx, SHOPIFY_SOURCE, mapped.externalId, mapped.reason);

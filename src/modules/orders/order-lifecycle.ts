@@ -1,14 +1,16 @@
 import type { Transaction } from 'kysely';
+import type { Db } from '../../db/database.ts';
 import type { Database, OrderRow, OrderStatus } from '../../db/schema.ts';
 import type { OrderEventBus } from '../../events/order-events.ts';
 import type { JobQueue } from '../../jobs/queue.ts';
-import { changeStock, lockProducts, stockChange, type ProductState, type StockChange } from '../products/products.repository.ts';
+import { changeStock, lockProducts, type ProductState } from '../products/products.repository.ts';
 import { countStatusChanges } from './orders.metrics.ts';
-import { changeStatuses, insertOrder, orderDemand, type LinePrice, type NewOrder, type StatusChange } from './orders.changes.repository.ts';
+import { changeStatuses, insertOrder, markPublished, orderDemand, unpublishedEvents, type LinePrice, type NewOrder, type StatusChange } from './orders.changes.repository.ts';
 
 /**
  * Every change of an order, one function each, each in the caller's transaction: the change, its
- * event, and what the event's listeners write (events/order-events.ts) commit together.
+ * event and the job that publishes the event commit together. The event's listeners run after the
+ * commit, in the publishing job (`publishEvents`), from the `order_events` rows: the outbox.
  */
 
 /** What a failure concerned: for a stock failure, each short line. */
@@ -20,48 +22,48 @@ export interface FailureDetails {
 export const CANCELLABLE: readonly OrderStatus[] = ['pending', 'processing', 'completed'];
 
 /**
+ * The job that hands new events to the listeners, sent with every change that writes one: a
+ * committed event always has a job to publish it after it. One job publishes every event waiting,
+ * so the jobs of a busy minute mostly find their events published already.
+ */
+function publishJob(trx: Transaction<Database>, queue: JobQueue): Promise<string> {
+  return queue.send(trx, 'order-events-publish', {});
+}
+
+/**
  * Places a pending order with its lines, its `order.created` event and its processing job, in
  * `trx`: an order never exists without its job and its event. `order` is undefined, and nothing
  * is written, when a line's product is unknown or inactive; `products` are those found.
  */
-export async function placeOrder(
-  trx: Transaction<Database>,
-  deps: { orderEvents: OrderEventBus; queue: JobQueue },
-  input: NewOrder,
-): Promise<{ order: OrderRow | undefined; products: ProductState[] }> {
-  const job = deps.queue.linkedJob('order-process', 'orderId');
-  const { placed, products, reads } = await insertOrder(trx, input, { alongside: job.link, reads: (owners) => deps.orderEvents.reads(owners) });
-  if (!placed) return { order: undefined, products };
-  await deps.queue.send(trx, 'order-process', { orderId: placed.order.id }, { id: job.id });
-  await deps.orderEvents.publish(trx, [placed], reads);
-  countStatusChanges([placed.order]);
-  return { order: placed.order, products };
+export async function placeOrder(trx: Transaction<Database>, queue: JobQueue, input: NewOrder): Promise<{ order: OrderRow | undefined; products: ProductState[] }> {
+  const { order, products } = await insertOrder(trx, input);
+  if (!order) return { order: undefined, products };
+  await queue.send(trx, 'order-process', { orderId: order.id });
+  await publishJob(trx, queue);
+  countStatusChanges([order]);
+  return { order, products };
 }
 
 /**
- * Moves orders from one status to another (`changeStatuses`: those still in their `from` status)
- * and publishes their events, in `trx`; completed orders' lines take `linePrices`, and `stock` is
- * the stock they take, changed in the same statement. Returns the orders moved.
+ * Moves orders from one status to another (`changeStatuses`: those still in their `from` status),
+ * with their events, in `trx`; completed orders' lines take `linePrices`. Returns the orders moved.
  */
 export async function changeOrders(
   trx: Transaction<Database>,
-  orderEvents: OrderEventBus,
+  queue: JobQueue,
   changes: readonly StatusChange[],
-  opts: { linePrices?: readonly LinePrice[]; stock?: readonly StockChange[] } = {},
+  linePrices: readonly LinePrice[] = [],
 ): Promise<OrderRow[]> {
-  const { linePrices, stock = [] } = opts;
-  const alongside = stock.length > 0 ? stockChange(stock) : undefined;
-  const { changed, reads } = await changeStatuses(trx, changes, { linePrices, alongside, reads: (owners) => orderEvents.reads(owners) });
-  await orderEvents.publish(trx, changed, reads);
-  const orders = changed.map((c) => c.order);
+  const changed = await changeStatuses(trx, changes, linePrices);
+  if (changed.length > 0) await publishJob(trx, queue);
   // cancelOrder's change is counted here too
-  countStatusChanges(orders);
-  return orders;
+  countStatusChanges(changed);
+  return changed;
 }
 
 /** `changeOrders` for one order; undefined when it was no longer in `change.from`. */
-export async function changeOrder(trx: Transaction<Database>, orderEvents: OrderEventBus, change: StatusChange): Promise<OrderRow | undefined> {
-  const [changed] = await changeOrders(trx, orderEvents, [change]);
+export async function changeOrder(trx: Transaction<Database>, queue: JobQueue, change: StatusChange): Promise<OrderRow | undefined> {
+  const [changed] = await changeOrders(trx, queue, [change]);
   return changed;
 }
 
@@ -71,14 +73,37 @@ export async function changeOrder(trx: Transaction<Database>, orderEvents: Order
  * processing one has reserved nothing, and its processing re-reads the status under the same row
  * lock, so it never prices or reserves it afterwards.
  */
-export async function cancelOrder(trx: Transaction<Database>, orderEvents: OrderEventBus, order: OrderRow, reason: string | null): Promise<OrderRow> {
+export async function cancelOrder(trx: Transaction<Database>, queue: JobQueue, order: OrderRow, reason: string | null): Promise<OrderRow> {
   if (order.status === 'completed') {
     const demand = await orderDemand(trx, order.id);
-    // the processing's lock order (the order row, then its products by id), so the two never deadlock
+    // the lock order: the order row, then its products by id (docs/architecture.md, Locks)
     await lockProducts(trx, demand.map((d) => d.productId));
     await changeStock(trx, demand.map((d) => ({ productId: d.productId, delta: d.quantity })));
   }
-  const cancelled = await changeOrder(trx, orderEvents, { id: order.id, from: order.status, to: 'cancelled', reason });
+  const cancelled = await changeOrder(trx, queue, { id: order.id, from: order.status, to: 'cancelled', reason });
   if (!cancelled) throw new Error(`order ${order.id}: not ${order.status} under its lock`);
   return cancelled;
+}
+
+/** Events handed to the listeners per transaction of the publishing job. */
+const PUBLISH_BATCH = 200;
+
+/**
+ * The publishing job: hands every event not yet published to the listeners, oldest first, up to
+ * `PUBLISH_BATCH` per transaction, and marks them published in that transaction, so an event's
+ * listeners act on it once: a failure rolls back what they wrote with the mark, and the job's
+ * retry (or the next change's job) hands the events over again. Returns how many it published.
+ */
+export async function publishEvents(db: Db, orderEvents: OrderEventBus): Promise<number> {
+  let published = 0;
+  for (;;) {
+    const n = await db.transaction().execute(async (trx) => {
+      const events = await unpublishedEvents(trx, PUBLISH_BATCH);
+      await orderEvents.publish(trx, events);
+      await markPublished(trx, events.map((e) => e.event.id));
+      return events.length;
+    });
+    published += n;
+    if (n < PUBLISH_BATCH) return published;
+  }
 }

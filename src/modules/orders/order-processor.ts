@@ -1,15 +1,13 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Db } from '../../db/database.ts';
 import type { OrderStatus } from '../../db/schema.ts';
-import type { OrderEventBus } from '../../events/order-events.ts';
-import { givenUpJob, isLastAttempt } from '../../jobs/queue.ts';
+import { givenUpJob, isLastAttempt, type JobQueue } from '../../jobs/queue.ts';
 import type { Job } from '../../jobs/registry.ts';
 import { exactTotal, MAX_MONEY } from '../products/money.ts';
-import { lockProductsQuery, type LockedProduct } from '../products/products.repository.ts';
+import { changeStock, lockProductsQuery, type LockedProduct } from '../products/products.repository.ts';
 import { changeOrder, changeOrders, type FailureDetails } from './order-lifecycle.ts';
-import { lockOrder, lockOrdersWithProducts, requeuedSince, type ProductDemand, type StatusChange } from './orders.changes.repository.ts';
+import { lockOrder, lockOrders, lockOrdersWithProducts, requeuedSince, type ProductDemand, type StatusChange } from './orders.changes.repository.ts';
 import { findOrderStatus } from './orders.reads.repository.ts';
-import { inTransaction } from '../../db/transaction.ts';
 
 export type FailureReason = 'INSUFFICIENT_STOCK' | 'PRODUCT_UNAVAILABLE' | 'TOTAL_TOO_LARGE' | 'PROCESSING_ERROR';
 
@@ -68,12 +66,12 @@ function decide(demand: readonly ProductDemand[], products: ReadonlyMap<number, 
 export class OrderProcessor {
   private readonly hooks: OrderProcessorHooks;
   private readonly db: Db;
-  private readonly orderEvents: OrderEventBus;
+  private readonly queue: JobQueue;
   private readonly log: FastifyBaseLogger;
 
-  constructor(deps: { db: Db; orderEvents: OrderEventBus; log: FastifyBaseLogger; hooks?: OrderProcessorHooks }) {
+  constructor(deps: { db: Db; queue: JobQueue; log: FastifyBaseLogger; hooks?: OrderProcessorHooks }) {
     this.db = deps.db;
-    this.orderEvents = deps.orderEvents;
+    this.queue = deps.queue;
     this.log = deps.log;
     this.hooks = deps.hooks ?? {};
   }
@@ -107,16 +105,17 @@ export class OrderProcessor {
 
   private async processOrders(items: readonly { orderId: number; attempt: number }[]): Promise<void> {
     const ids = [...new Set(items.map((i) => i.orderId))].sort((a, b) => a - b);
-    // pending → processing; an order processing already (an earlier attempt moved it) stays as it is
-    await inTransaction(this.db, (trx) =>
-      changeOrders(
+    // pending → processing, the orders locked in id order first; one processing already (an earlier attempt moved it) stays as it is
+    await this.db.transaction().execute(async (trx) => {
+      await lockOrders(trx, ids);
+      await changeOrders(
         trx,
-        this.orderEvents,
+        this.queue,
         ids.map((id) => ({ id, from: 'pending', to: 'processing' })),
-      ),
-    );
+      );
+    });
     for (const item of items) await this.hooks.beforeReserve?.(item.orderId, item.attempt);
-    await inTransaction(this.db, async (trx) => {
+    await this.db.transaction().execute(async (trx) => {
       const locked = await lockOrdersWithProducts(trx, ids, 'processing', lockProductsQuery);
       const products = new Map(locked.products.map((p) => [p.id, p]));
       // what each product has left for the next order, once the orders before it took their units
@@ -135,7 +134,8 @@ export class OrderProcessor {
       }
       const taken = [...left].filter(([id, stock]) => stock !== products.get(id)!.stock);
       const stock = taken.map(([productId, units]) => ({ productId, delta: units - products.get(productId)!.stock }));
-      await changeOrders(trx, this.orderEvents, changes, { linePrices: locked.products, stock });
+      await changeStock(trx, stock);
+      await changeOrders(trx, this.queue, changes, locked.products);
     });
   }
 
@@ -167,12 +167,12 @@ export class OrderProcessor {
    * see every transition. Returns whether it failed the order.
    */
   private async failUnlessFinal(orderId: number, reason: FailureReason, requeuedAfter?: Date): Promise<boolean> {
-    return inTransaction(this.db, async (trx) => {
+    return this.db.transaction().execute(async (trx) => {
       const order = await lockOrder(trx, orderId);
       if (!order || (order.status !== 'pending' && order.status !== 'processing')) return false;
       if (requeuedAfter && (await requeuedSince(trx, orderId, requeuedAfter))) return false;
-      if (order.status === 'pending') await changeOrder(trx, this.orderEvents, { id: orderId, from: 'pending', to: 'processing' });
-      await changeOrder(trx, this.orderEvents, { id: orderId, from: 'processing', to: 'failed', failureReason: reason, reason });
+      if (order.status === 'pending') await changeOrder(trx, this.queue, { id: orderId, from: 'pending', to: 'processing' });
+      await changeOrder(trx, this.queue, { id: orderId, from: 'processing', to: 'failed', failureReason: reason, reason });
       return true;
     });
   }

@@ -1,17 +1,23 @@
 import { sql, type RawBuilder, type Transaction } from 'kysely';
-import type { Database, OrderEventRow, OrderRow, OrderStatus } from '../../db/schema.ts';
+import type { Database, OrderRow, OrderStatus } from '../../db/schema.ts';
 import type { OrderEventOf } from '../../events/order-events.ts';
 import { activeTraceparent, traceIdOf } from '../../jobs/job-tracing.ts';
 import { productStatesQuery, type LockedProduct, type ProductState } from '../products/products.repository.ts';
 
 /**
  * The orders module's writes. Every change of an order writes its numbered event (`sequence` 1, 2,
- * 3 …) in the same statement, so an order never changes without its event.
+ * 3 …) in the same statement, so an order never changes without its event; the events are the
+ * outbox the publishing job hands to the listeners (`unpublishedEvents`, `markPublished`).
  */
 
 /** The order row, locked until `trx` ends. */
 export async function lockOrder(trx: Transaction<Database>, id: number): Promise<OrderRow | undefined> {
   return trx.selectFrom('orders').selectAll().where('id', '=', id).forUpdate().executeTakeFirst();
+}
+
+/** Locks the order rows of `ids` in id order (the lock order of docs/architecture.md) until `trx` ends. */
+export async function lockOrders(trx: Transaction<Database>, ids: readonly number[]): Promise<void> {
+  await trx.selectFrom('orders').select('id').where('id', 'in', [...ids]).orderBy('id').forUpdate().execute();
 }
 
 export interface NewOrder {
@@ -26,32 +32,16 @@ export interface NewOrder {
 
 type Flat<T> = { [K in keyof T]: T[K] | null };
 
-type InsertedRow = Flat<OrderRow> & { event_id: number | null; event_created_at: Date | null; products: ProductState[] | null; reads: unknown[][] | null };
-
-/**
- * What a statement that writes order events also reads for the events' listeners, over `owners` (a
- * subquery of the orders' owners' ids): OrderEventBus's `reads`.
- */
-export type EventReads = (owners: RawBuilder<unknown>) => RawBuilder<unknown[][]>;
-
 /**
  * Inserts a pending order (total 0) with its lines (unit price 0, the products' names) and its
  * `order.created` event, in one statement, only when every product of the lines exists and is
  * active. `order` is undefined, and nothing is written, otherwise; `products` are the products
- * found, to say which line is wrong. The lines get their ids in the order given. `alongside` is
- * another module's statement on the new order (`o`, a FROM item with its `id`) run as part of this
- * one: the link of its processing job; `reads` (its value returned as `reads`) what the event's
- * listeners read.
+ * found, to say which line is wrong. The lines get their ids in the order given.
  */
-export async function insertOrder(
-  trx: Transaction<Database>,
-  input: NewOrder,
-  opts: { alongside?: (orders: RawBuilder<unknown>) => RawBuilder<unknown>; reads?: EventReads } = {},
-): Promise<{ placed: OrderEventOf | undefined; products: ProductState[]; reads: unknown[][] }> {
-  const { alongside, reads } = opts;
+export async function insertOrder(trx: Transaction<Database>, input: NewOrder): Promise<{ order: OrderRow | undefined; products: ProductState[] }> {
   const productIds = input.lines.map((l) => l.productId);
   const distinct = new Set(productIds).size;
-  const { rows } = await sql<InsertedRow>`
+  const { rows } = await sql<Flat<OrderRow> & { products: ProductState[] | null }>`
     WITH p AS MATERIALIZED (${productStatesQuery(trx, productIds)}),
     o AS (
       INSERT INTO orders (user_id, status, total_amount, shipping_address, source, external_id, trace_id)
@@ -67,28 +57,11 @@ export async function insertOrder(
     ), event AS (
       INSERT INTO order_events (order_id, user_id, type, previous_status, status, total_amount, sequence)
       SELECT o.id, o.user_id, 'order.created', NULL, o.status, o.total_amount, 1 FROM o
-      RETURNING id, created_at
-    ), alongside AS (${alongside?.(sql`o`) ?? sql`SELECT`})
-    SELECT o.*, event.id AS event_id, event.created_at AS event_created_at, (SELECT json_agg(p) FROM p) AS products,
-      ${reads?.(sql`SELECT user_id FROM o`) ?? sql`NULL`} AS reads
-    FROM (SELECT 1) AS one LEFT JOIN (o CROSS JOIN event) ON true`.execute(trx);
-  const { event_id, event_created_at, products, reads: read, ...order } = rows[0];
-  if (order.id === null) return { placed: undefined, products: products ?? [], reads: [] };
-  const placed = order as OrderRow;
-  const event: OrderEventRow = {
-    id: event_id!,
-    order_id: placed.id,
-    user_id: placed.user_id,
-    type: 'order.created',
-    previous_status: null,
-    status: placed.status,
-    total_amount: placed.total_amount,
-    sequence: 1,
-    reason: null,
-    details: null,
-    created_at: event_created_at!,
-  };
-  return { placed: { order: placed, event }, products: products ?? [], reads: read ?? [] };
+    )
+    SELECT o.*, (SELECT json_agg(p) FROM p) AS products
+    FROM (SELECT 1) AS one LEFT JOIN o ON true`.execute(trx);
+  const { products, ...order } = rows[0];
+  return { order: order.id === null ? undefined : (order as OrderRow), products: products ?? [] };
 }
 
 /** One order's move from `from` to `to`, for `changeStatuses`. */
@@ -113,26 +86,22 @@ export interface LinePrice {
   name: string;
 }
 
-type ChangedRow = OrderRow & { event_id: number; event_sequence: number; event_details: unknown; event_created_at: Date; reads: unknown[][] | null };
-
 /**
  * Moves each order of `changes` that is still in its `from` status to its `to` status, and writes
  * its `order.status_changed` event, in one statement; a move to `cancelled` records when, and the
  * lines of each order moved to `completed` take the prices and names of `linePrices`. Returns the
- * orders moved, and the value of `reads` (what the events' listeners read). `alongside` is another
- * module's statement run as part of this one (the stock the orders take). The caller holds the
- * orders' locks, or the UPDATE takes them: then an order changed meanwhile by another transaction
- * is re-checked against `from` and left alone.
+ * orders moved, in id order. The caller holds the orders' locks (`lockOrders`), or the UPDATE
+ * takes them: then an order changed meanwhile by another transaction is re-checked against `from`
+ * and left alone.
  */
 export async function changeStatuses(
   trx: Transaction<Database>,
   changes: readonly StatusChange[],
-  opts: { linePrices?: readonly LinePrice[]; reads?: EventReads; alongside?: RawBuilder<unknown> } = {},
-): Promise<{ changed: OrderEventOf[]; reads: unknown[][] }> {
-  if (changes.length === 0) return { changed: [], reads: [] };
-  const { linePrices = [], reads, alongside } = opts;
+  linePrices: readonly LinePrice[] = [],
+): Promise<OrderRow[]> {
+  if (changes.length === 0) return [];
   const column = <T>(pick: (c: StatusChange) => T) => changes.map(pick);
-  const { rows } = await sql<ChangedRow>`
+  const { rows } = await sql<OrderRow>`
     WITH v AS MATERIALIZED (
       SELECT * FROM unnest(
         ${column((c) => c.id)}::integer[], ${column((c) => c.from)}::text[], ${column((c) => c.to)}::text[],
@@ -156,31 +125,9 @@ export async function changeStatuses(
       SELECT u.id, u.user_id, 'order.status_changed', v.from_status, u.status, u.total_amount, v.reason, v.details,
              (SELECT coalesce(max(e.sequence), 0) + 1 FROM order_events AS e WHERE e.order_id = u.id)
       FROM updated AS u JOIN v ON v.id = u.id
-      RETURNING order_id, id, sequence, details, created_at
-    ), alongside AS (${alongside ?? sql`SELECT`})
-    SELECT u.*, e.id AS event_id, e.sequence AS event_sequence, e.details AS event_details, e.created_at AS event_created_at,
-      ${reads?.(sql`SELECT user_id FROM updated`) ?? sql`NULL`} AS reads
-    FROM updated AS u JOIN event AS e ON e.order_id = u.id
-    ORDER BY u.id`.execute(trx);
-  const byId = new Map(changes.map((c) => [c.id, c]));
-  const changed = rows.map(({ event_id, event_sequence, event_details, event_created_at, reads: _read, ...order }) => {
-    const change = byId.get(order.id)!;
-    const event: OrderEventRow = {
-      id: event_id,
-      order_id: order.id,
-      user_id: order.user_id,
-      type: 'order.status_changed',
-      previous_status: change.from,
-      status: order.status,
-      total_amount: order.total_amount,
-      sequence: event_sequence,
-      reason: change.reason ?? null,
-      details: event_details,
-      created_at: event_created_at,
-    };
-    return { order, event };
-  });
-  return { changed, reads: rows[0]?.reads ?? [] };
+    )
+    SELECT * FROM updated ORDER BY id`.execute(trx);
+  return rows;
 }
 
 /** Products as rows (id, price, name) for an UPDATE's FROM. */
@@ -255,4 +202,33 @@ export async function requeuedSince(trx: Transaction<Database>, orderId: number,
     .limit(1)
     .executeTakeFirst();
   return row !== undefined;
+}
+
+/** The first key of the publishing lock (`unpublishedEvents`). */
+const PUBLISHING_LOCK = -17;
+
+/**
+ * Up to `limit` events not yet handed to the listeners, oldest first, with what their orders are
+ * about, after taking the publishing lock: one publisher at a time, so each order's events reach
+ * the listeners in sequence (a later event of an order is written only after the earlier one
+ * committed, so it never comes first). The two-key advisory lock never collides with pg-boss's
+ * single-key ones.
+ */
+export async function unpublishedEvents(trx: Transaction<Database>, limit: number): Promise<OrderEventOf[]> {
+  await sql`SELECT pg_advisory_xact_lock(${PUBLISHING_LOCK}::int, 0)`.execute(trx);
+  const rows = await trx
+    .selectFrom('order_events as e')
+    .innerJoin('orders as o', 'o.id', 'e.order_id')
+    .selectAll('e')
+    .select(['o.source', 'o.external_id'])
+    .where('e.published', '=', false)
+    .orderBy('e.id')
+    .limit(limit)
+    .execute();
+  return rows.map(({ source, external_id, ...event }) => ({ event, order: { id: event.order_id, source, external_id } }));
+}
+
+/** Marks events as handed to the listeners, in the transaction of what the listeners wrote. */
+export async function markPublished(trx: Transaction<Database>, ids: readonly number[]): Promise<void> {
+  if (ids.length > 0) await trx.updateTable('order_events').set({ published: true }).where('id', 'in', [...ids]).execute();
 }

@@ -2,21 +2,38 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Db } from '../../db/database.ts';
 import { HOUSEKEEPING_RETRY, type JobQueue } from '../../jobs/queue.ts';
 import { purgeExpiredIdempotencyKeys } from './idempotency.repository.ts';
+import type { OrderEventBus } from '../../events/order-events.ts';
+import { publishEvents } from './order-lifecycle.ts';
 import type { OrderProcessor } from './order-processor.ts';
+
+/** Publishing jobs fetched at once: one run publishes for all of them. */
+const PUBLISH_JOBS_FETCHED = 100;
 
 /**
  * The order's background processing (the spec's internal retry policy: 3 attempts, exponential
  * backoff; the orders of a fetched batch processed together), its dead-letter queue, where a job
- * pg-boss gave up on fails the order with PROCESSING_ERROR, and the hourly purge of expired
+ * pg-boss gave up on fails the order with PROCESSING_ERROR, the publishing of order events to their
+ * listeners (a fetched batch of jobs is one run; a run every minute as well, so events whose own
+ * job gave up are not left waiting for the next change), and the hourly purge of expired
  * Idempotency-Key responses.
  */
-export function registerOrderJobs(queue: JobQueue, deps: { db: Db; log: FastifyBaseLogger; processor: OrderProcessor; concurrency: number }): void {
+export function registerOrderJobs(
+  queue: JobQueue,
+  deps: { db: Db; log: FastifyBaseLogger; processor: OrderProcessor; orderEvents: OrderEventBus; concurrency: number },
+): void {
   const { processor } = deps;
   queue.define({ name: 'order-process' });
   queue.work('order-process', (job) => processor.handle(job), deps.concurrency, { together: (jobs) => processor.handleBatch(jobs) });
   queue.workGivenUp('order-process', async (job) => {
     await processor.abandon(job);
   });
+
+  queue.define({ name: 'order-events-publish', batchSize: PUBLISH_JOBS_FETCHED });
+  const publish = async () => {
+    await publishEvents(deps.db, deps.orderEvents);
+  };
+  queue.work('order-events-publish', publish, 1, { together: publish });
+  queue.scheduleCron('order-events-publish', '* * * * *');
 
   queue.define({ name: 'idempotency-keys-purge', ...HOUSEKEEPING_RETRY });
   queue.work('idempotency-keys-purge', async () => {

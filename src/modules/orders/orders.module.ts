@@ -14,9 +14,9 @@ export interface OrdersModule extends AppModule {
 
 /** Orders, their background processing, the Idempotency-Key store and the administrators' order console. */
 export function createOrdersModule(ctx: AppContext, opts: { hooks?: OrderProcessorHooks } = {}): OrdersModule {
-  const service = new OrdersService({ db: ctx.db, queue: ctx.queue, orderEvents: ctx.orderEvents });
-  const processor = new OrderProcessor({ db: ctx.db, orderEvents: ctx.orderEvents, log: ctx.log, hooks: opts.hooks });
-  registerOrderJobs(ctx.queue, { db: ctx.db, log: ctx.log, processor, concurrency: ctx.config.orderWorkerConcurrency });
+  const service = new OrdersService({ db: ctx.db, queue: ctx.queue });
+  const processor = new OrderProcessor({ db: ctx.db, queue: ctx.queue, log: ctx.log, hooks: opts.hooks });
+  registerOrderJobs(ctx.queue, { db: ctx.db, log: ctx.log, processor, orderEvents: ctx.orderEvents, concurrency: ctx.config.orderWorkerConcurrency });
   const admin = new OrdersAdminService({ db: ctx.db });
   return {
     service,

@@ -3,7 +3,6 @@ import type { Transaction } from 'kysely';
 import type { Db } from '../../db/database.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import type { Database, OrderEventRow, OrderRow, OrderStatus, UserRow } from '../../db/schema.ts';
-import type { OrderEventBus } from '../../events/order-events.ts';
 import { AppError } from '../../http/errors.ts';
 import { pageOf, type PageResult } from '../../http/common.schemas.ts';
 import { MAX_ID } from '../../http/path-ids.ts';
@@ -15,7 +14,6 @@ import { lockOrder, type NewOrder } from './orders.changes.repository.ts';
 import { toOrderCreated } from './orders.mapper.ts';
 import { findOrderIdByExternalId, findOrderWithLines, listOrderEvents, listUserOrders, type OrderLineView } from './orders.reads.repository.ts';
 import type { OrderCreateBody, OrderCreated, OrderListQuery } from './orders.schemas.ts';
-import { inTransaction } from '../../db/transaction.ts';
 
 /** The most units of one product an order line may ask for. */
 export const MAX_QUANTITY = 1000;
@@ -75,12 +73,10 @@ function requestHash(body: OrderCreateBody): string {
 export class OrdersService {
   private readonly db: Db;
   private readonly queue: JobQueue;
-  private readonly orderEvents: OrderEventBus;
 
-  constructor(deps: { db: Db; queue: JobQueue; orderEvents: OrderEventBus }) {
+  constructor(deps: { db: Db; queue: JobQueue }) {
     this.db = deps.db;
     this.queue = deps.queue;
-    this.orderEvents = deps.orderEvents;
   }
 
   /**
@@ -103,8 +99,8 @@ export class OrdersService {
     }
     const input = { userId: actor.id, shippingAddress: body.shipping_address, lines };
     try {
-      const created = await inTransaction(this.db, async (trx) => {
-        const placed = await placeOrder(trx, { orderEvents: this.orderEvents, queue: this.queue }, input);
+      const created = await this.db.transaction().execute(async (trx) => {
+        const placed = await placeOrder(trx, this.queue, input);
         if (!placed.order) throw invalidProduct(body, placed.products);
         const response = toOrderCreated(placed.order, lines);
         if (idempotencyKey !== undefined) {
@@ -144,7 +140,7 @@ export class OrdersService {
    * undefined, with nothing written, when a line's product is unknown or inactive.
    */
   async place(trx: Transaction<Database>, input: NewOrder): Promise<OrderRow | undefined> {
-    return (await placeOrder(trx, { orderEvents: this.orderEvents, queue: this.queue }, input)).order;
+    return (await placeOrder(trx, this.queue, input)).order;
   }
 
   /** The id of the order a platform knows by `externalId`, if it exists. */
@@ -181,7 +177,7 @@ export class OrdersService {
 
   /** A failed order back to pending, queued for processing again (owner or administrator). */
   async retry(actor: UserRow, id: number): Promise<OrderRow> {
-    return inTransaction(this.db, async (trx) => {
+    return this.db.transaction().execute(async (trx) => {
       const order = await lockOrder(trx, id);
       if (!order) throw orderNotFound();
       if (order.user_id !== actor.id && !actor.is_admin) throw notYourOrder();
@@ -190,7 +186,7 @@ export class OrdersService {
         const now = order.status === 'cancelled' ? 'will not be fulfilled' : `is ${order.status}`;
         throw new AppError('INVALID_STATE', `Only failed orders can be retried; this order ${now}`);
       }
-      const pending = await changeOrder(trx, this.orderEvents, { id: order.id, from: 'failed', to: 'pending', failureReason: null, total: '0' });
+      const pending = await changeOrder(trx, this.queue, { id: order.id, from: 'failed', to: 'pending', failureReason: null, total: '0' });
       if (!pending) throw new Error(`order ${order.id}: not failed under its lock`);
       await this.queue.send(trx, 'order-process', { orderId: order.id });
       return pending;
@@ -203,7 +199,7 @@ export class OrdersService {
    * interleave. Returns the order as cancelled, with its lines.
    */
   async cancel(actor: UserRow, id: number, reason: string | null): Promise<{ order: OrderRow; lines: OrderLineView[] }> {
-    await inTransaction(this.db, async (trx) => {
+    await this.db.transaction().execute(async (trx) => {
       const order = await lockOrder(trx, id);
       if (!order) throw orderNotFound();
       if (order.user_id !== actor.id && !actor.is_admin) throw notYourOrder();
@@ -230,7 +226,7 @@ export class OrdersService {
     const order = await lockOrder(trx, id);
     if (!order) return undefined;
     if (!CANCELLABLE.includes(order.status)) return { orderId: id, cancelled: false };
-    await cancelOrder(trx, this.orderEvents, order, reason);
+    await cancelOrder(trx, this.queue, order, reason);
     return { orderId: id, cancelled: true };
   }
 
@@ -239,6 +235,6 @@ export class OrdersService {
     if (!CANCELLABLE.includes(order.status)) {
       throw new AppError('ORDER_NOT_CANCELLABLE', `Only pending, processing or completed orders can be cancelled; this order is ${order.status}`);
     }
-    return cancelOrder(trx, this.orderEvents, order, reason);
+    return cancelOrder(trx, this.queue, order, reason);
   }
 }

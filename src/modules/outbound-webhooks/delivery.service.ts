@@ -1,10 +1,10 @@
 import { trace } from '@opentelemetry/api';
-import type { Transaction } from 'kysely';
+import { sql, type Transaction } from 'kysely';
 import type { Dispatcher } from 'undici';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../../config.ts';
 import type { Db } from '../../db/database.ts';
-import type { Database, WebhookMessageRow, WebhookSubscriptionRow } from '../../db/schema.ts';
+import type { Database, OrderEventRow, WebhookMessageRow, WebhookSubscriptionRow } from '../../db/schema.ts';
 import { ORDER_EVENT_TYPES, type OrderEventOf, type WebhookEventKind } from '../../events/order-events.ts';
 import type { ApiVersion } from '../../http/api-version.ts';
 import { activeTraceparent } from '../../jobs/job-tracing.ts';
@@ -27,7 +27,7 @@ import {
 import { kindsOf, messageIdFor, orderEventEnvelope, testMessage, WEBHOOK_TEST_EVENT } from './message-rendering.ts';
 import { destinationOf, sendSignedMessage, type AttemptResult } from './sender.ts';
 import { overlapEnd } from './signing.ts';
-import { recordSubscriptionFailure, resetSubscriptionFailures, type MatchingSubscription } from './subscriptions.repository.ts';
+import { lockActiveSubscriptions, lockSubscription, matchingSubscriptions, recordSubscriptionFailure, resetSubscriptionFailures, type MatchingSubscription } from './subscriptions.repository.ts';
 import { webhookDeliveryAttempts } from './outbound-webhooks.metrics.ts';
 
 /** A subscription whose last N messages all failed (after every retry) is disabled. */
@@ -73,49 +73,54 @@ export class WebhookDeliveryService {
   }
 
   /**
-   * Runs in the transaction that wrote the order events, with the subscriptions that can receive
-   * them (`matchingSubscriptions`, read by the writing statement): one message per subscription and
-   * kind it wants (a cancellation is `order.status_changed` and `order.cancelled`), in the
-   * subscription's API version's rendering. A message waits ('held') while an earlier message of the
-   * same order to the same subscription is still pending, so a receiver gets one order's events in
-   * sequence.
+   * The listener of order events (run by the publishing job after the events committed, in its
+   * transaction): one message per matching subscription (`matchingSubscriptions`) and kind it
+   * wants (a cancellation is `order.status_changed` and `order.cancelled`), in the subscription's
+   * API version's rendering. A message waits ('held') while an earlier message of the same order
+   * to the same subscription is still pending, so a receiver gets one order's events in sequence.
+   * The lanes are locked first, in (subscription, order) order, as a resend or recovery takes them.
    */
-  async fanOut(trx: Transaction<Database>, changes: readonly OrderEventOf[], subscriptions: readonly MatchingSubscription[]): Promise<void> {
+  async fanOut(trx: Transaction<Database>, changes: readonly OrderEventOf[]): Promise<void> {
     const events = changes.map((c) => c.event).filter((e) => (ORDER_EVENT_TYPES as readonly string[]).includes(e.type));
-    if (events.length === 0 || subscriptions.length === 0) return;
-    // every attempt of these messages continues the trace of the request or job that wrote the events
-    const traceparent = activeTraceparent();
+    if (events.length === 0) return;
+    const owners = [...new Set(events.map((e) => e.user_id))];
+    const subscriptions = await matchingSubscriptions(trx, sql`SELECT unnest(${owners}::integer[])`).execute();
+    const sends: { event: OrderEventRow; subscription: MatchingSubscription; kinds: WebhookEventKind[] }[] = [];
     for (const event of events) {
-      // each version's rendering, made once per kind
-      const payloads = new Map<string, string>();
-      const payloadOf = (kind: WebhookEventKind, version: ApiVersion) => {
-        const key = `${kind} ${version}`;
-        let payload = payloads.get(key);
-        if (payload === undefined) {
-          payload = JSON.stringify(orderEventEnvelope(event, kind, version));
-          payloads.set(key, payload);
-        }
-        return payload;
-      };
       for (const subscription of subscriptions) {
         if (!subscription.all_orders && subscription.user_id !== event.user_id) continue;
-        const wanted = kindsOf(event).filter((k) => subscription.events.includes(k));
-        if (wanted.length === 0) continue;
-        await lockMessageLane(trx, subscription.id, event.order_id);
-        for (const kind of wanted) {
-          const busy = await laneBusy(trx, subscription.id, event.order_id);
-          const message = await insertMessage(trx, {
-            messageId: messageIdFor(event.id, subscription.id, kind, event.type),
-            subscriptionId: subscription.id,
-            eventId: event.id,
-            orderId: event.order_id,
-            eventType: kind,
-            payload: payloadOf(kind, subscription.api_version),
-            status: busy ? 'held' : 'queued',
-            traceparent,
-          });
-          if (!busy) await this.enqueue(trx, subscription, message);
-        }
+        const kinds = kindsOf(event).filter((k) => subscription.events.includes(k));
+        if (kinds.length > 0) sends.push({ event, subscription, kinds });
+      }
+    }
+    const lanes = [...new Map(sends.map((s) => [`${s.subscription.id} ${s.event.order_id}`, [s.subscription.id, s.event.order_id]])).values()];
+    for (const [subscriptionId, orderId] of lanes.sort(([s1, o1], [s2, o2]) => s1 - s2 || o1 - o2)) await lockMessageLane(trx, subscriptionId, orderId);
+    // then the subscriptions (the lock order): one disabled or deleted meanwhile gets nothing, and none is until these messages commit
+    const active = await lockActiveSubscriptions(trx, [...new Set(sends.map((s) => s.subscription.id))]);
+    // each event's renderings, made once per kind and version; every attempt continues the publishing job's trace
+    const payloads = new Map<string, string>();
+    const payloadOf = (event: OrderEventRow, kind: WebhookEventKind, version: ApiVersion) => {
+      const key = `${event.id} ${kind} ${version}`;
+      let payload = payloads.get(key);
+      if (payload === undefined) payloads.set(key, (payload = JSON.stringify(orderEventEnvelope(event, kind, version))));
+      return payload;
+    };
+    const traceparent = activeTraceparent();
+    for (const { event, subscription, kinds } of sends) {
+      if (!active.has(subscription.id)) continue;
+      for (const kind of kinds) {
+        const busy = await laneBusy(trx, subscription.id, event.order_id);
+        const message = await insertMessage(trx, {
+          messageId: messageIdFor(event.id, subscription.id, kind, event.type),
+          subscriptionId: subscription.id,
+          eventId: event.id,
+          orderId: event.order_id,
+          eventType: kind,
+          payload: payloadOf(event, kind, subscription.api_version),
+          status: busy ? 'held' : 'queued',
+          traceparent,
+        });
+        if (!busy) await this.enqueue(trx, subscription, message);
       }
     }
   }
@@ -276,8 +281,10 @@ export class WebhookDeliveryService {
   /**
    * Final state of a message, plus the release of the next message of its lane, in one transaction.
    * The attempt made is recorded even when the message was settled meanwhile (its subscription
-   * disabled or deleted while the attempt was in flight); `alsoInTransaction` runs only when this
-   * call settled it.
+   * disabled or deleted while the attempt was in flight); `alsoInTransaction` (a change of the
+   * subscription) runs only when this call settled it. Locks in the documented order: the lane, then
+   * the subscription row when `alsoInTransaction` changes it, then the message, as disabling or
+   * deleting the subscription (the row, then its pending messages) takes them.
    */
   private async settle(
     message: WebhookMessageRow,
@@ -288,6 +295,7 @@ export class WebhookDeliveryService {
   ): Promise<void> {
     await this.db.transaction().execute(async (trx) => {
       if (message.order_id !== null) await lockMessageLane(trx, message.subscription_id, message.order_id);
+      if (alsoInTransaction) await lockSubscription(trx, message.subscription_id);
       if (attempt) await insertDeliveryAttempt(trx, attempt);
       if (!(await settleMessage(trx, message.id, outcome))) return;
       if (alsoInTransaction) await alsoInTransaction(trx);

@@ -1,4 +1,3 @@
-import { sql } from 'kysely';
 import type { AppContext, AppModule } from '../../app-context.ts';
 import { WebhookDeliveryService } from './delivery.service.ts';
 import { DisabledNotices } from './disabled-notices.ts';
@@ -9,7 +8,6 @@ import { registerSubscriptionRoutes } from './outbound-webhooks.routes.ts';
 import { DELIVERY_TIMEOUT_MS } from './sender.ts';
 import { createDeliveryAgent, type Resolver } from './ssrf.ts';
 import { SubscriptionsService } from './subscriptions.service.ts';
-import { matchingSubscriptions, type MatchingSubscription } from './subscriptions.repository.ts';
 
 /**
  * Outgoing webhooks: subscriptions, the messages of each order event, their signed
@@ -30,11 +28,8 @@ export function createOutboundWebhooksModule(ctx: AppContext, deps: { resolve?: 
   const messages = new WebhookMessagesService({ db, subscriptions, delivery });
   registerOutboundWebhookJobs(queue, { delivery, notices: new DisabledNotices({ db, mailer }), maxPerHost: config.webhookMaxConcurrencyPerHost });
   registerMessageRetentionJob(queue, { db, config, log });
-  // one message per matching subscription, written in the transaction of each order event
-  ctx.orderEvents.subscribe<MatchingSubscription>({
-    read: (owners) => sql`${matchingSubscriptions(db, owners)}`,
-    react: (trx, changes, subscriptions) => delivery.fanOut(trx, changes, subscriptions),
-  });
+  // one message per matching subscription, written as the publishing job hands the order events over
+  ctx.orderEvents.subscribe({ react: (trx, events) => delivery.fanOut(trx, events) });
   return {
     routes: (api) => registerSubscriptionRoutes(api, { subscriptions, messages }),
     close: async () => {

@@ -103,7 +103,7 @@ export interface MatchingSubscription {
 /**
  * Active subscriptions that can receive the events of orders owned by `owners` (a subquery of user
  * ids): the owners' own, and every administrator's, by id. Owners that were deleted or deactivated
- * receive nothing. A query for the statement that writes the events (OrderEventBus's `read`).
+ * receive nothing.
  */
 export function matchingSubscriptions(db: Db, owners: RawBuilder<unknown>) {
   return db
@@ -115,9 +115,42 @@ export function matchingSubscriptions(db: Db, owners: RawBuilder<unknown>) {
     .orderBy('s.id');
 }
 
+/**
+ * Those of subscriptions `ids` still active, share-locked until `trx` ends: none of them is disabled
+ * or deleted (which fails its pending messages) before the messages written for it meanwhile commit,
+ * and one disabled or deleted since it was read is left out.
+ */
+export async function lockActiveSubscriptions(trx: Transaction<Database>, ids: readonly number[]): Promise<Set<number>> {
+  if (ids.length === 0) return new Set();
+  const rows = await trx
+    .selectFrom('webhook_subscriptions')
+    .select('id')
+    .where('id', 'in', [...ids])
+    .where('is_active', '=', true)
+    .where('deleted_at', 'is', null)
+    .orderBy('id')
+    .forShare()
+    .execute();
+  return new Set(rows.map((r) => r.id));
+}
+
 /** A delivered message resets the run of failures. */
 export async function resetSubscriptionFailures(db: Db, id: number): Promise<void> {
   await db.updateTable('webhook_subscriptions').set({ consecutive_failures: 0 }).where('id', '=', id).where('consecutive_failures', '>', 0).execute();
+}
+
+/**
+ * The subscription row, locked until `trx` ends, the first of a subscription's rows in the lock order
+ * (docs/architecture.md, Locks): FOR NO KEY UPDATE, as an UPDATE of it takes, so a delivery's
+ * attempt or message inserted meanwhile (its foreign key's share lock) does not wait for it.
+ */
+export async function lockSubscription(trx: Transaction<Database>, id: number) {
+  return trx
+    .selectFrom('webhook_subscriptions')
+    .select(['is_active', 'consecutive_failures', 'deleted_at'])
+    .where('id', '=', id)
+    .forNoKeyUpdate()
+    .executeTakeFirst();
 }
 
 /**
@@ -130,12 +163,7 @@ export async function recordSubscriptionFailure(
   id: number,
   opts: { disableAfter: number; disableReason?: string },
 ): Promise<{ disabled: boolean }> {
-  const current = await trx
-    .selectFrom('webhook_subscriptions')
-    .select(['is_active', 'consecutive_failures', 'deleted_at'])
-    .where('id', '=', id)
-    .forUpdate()
-    .executeTakeFirst();
+  const current = await lockSubscription(trx, id);
   if (!current) return { disabled: false };
   const failures = current.consecutive_failures + 1;
   const reason = opts.disableReason ?? (failures >= opts.disableAfter ? `disabled after ${opts.disableAfter} consecutive failed messages` : undefined);

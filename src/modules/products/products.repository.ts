@@ -94,15 +94,11 @@ export interface StockChange {
  * then waits on the tuple locks of order placements queued behind it.
  */
 export async function changeStock(trx: Transaction<Database>, changes: readonly StockChange[]): Promise<void> {
-  if (changes.length > 0) await stockChange(changes).execute(trx);
-}
-
-/** `changeStock`'s statement, to run as part of another statement (a data-modifying CTE), under the same rule. */
-export function stockChange(changes: readonly StockChange[]): RawBuilder<unknown> {
-  return sql`
+  if (changes.length === 0) return;
+  await sql`
     UPDATE products AS p SET stock = p.stock + d.delta, updated_at = now()
     FROM unnest(${changes.map((c) => c.productId)}::integer[], ${changes.map((c) => c.delta)}::integer[]) AS d (id, delta)
-    WHERE p.id = d.id`;
+    WHERE p.id = d.id`.execute(trx);
 }
 
 export async function insertProduct(db: Db, product: Insertable<ProductsTable>): Promise<ProductRow> {

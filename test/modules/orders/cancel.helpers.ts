@@ -2,7 +2,6 @@ import type { FastifyInstance } from 'fastify';
 import type { OrderRow } from '../../../src/db/schema.ts';
 import { insertOrder } from '../../../src/modules/orders/orders.changes.repository.ts';
 import { api, type TestUser } from '../../helpers/app.ts';
-import { inTransaction } from '../../../src/db/transaction.ts';
 
 /**
  * A pending order written straight to the database, with its `order.created` event but without a
@@ -10,11 +9,10 @@ import { inTransaction } from '../../../src/db/transaction.ts';
  * decides when its processing runs.
  */
 export async function pendingOrder(app: FastifyInstance, owner: TestUser, lines: { productId: number; quantity: number }[]): Promise<OrderRow> {
-  // as the service places one: run again when PostgreSQL picks it as a deadlock's victim
-  return inTransaction(app.ctx.db, async (trx) => {
-    const { placed } = await insertOrder(trx, { userId: owner.user.id, shippingAddress: '1 Main St', lines });
-    if (!placed) throw new Error('a product of the order is unknown or inactive');
-    return placed.order;
+  return app.ctx.db.transaction().execute(async (trx) => {
+    const { order } = await insertOrder(trx, { userId: owner.user.id, shippingAddress: '1 Main St', lines });
+    if (!order) throw new Error('a product of the order is unknown or inactive');
+    return order;
   });
 }
 

@@ -14,7 +14,7 @@ import { registerDocs } from './http/docs.ts';
 import { registerErrorHandling } from './http/errors.ts';
 import { registerObservability } from './http/observability.ts';
 import { registerPathIds } from './http/path-ids.ts';
-import { registerRateLimit } from './http/rate-limit.ts';
+import { registerRateLimit } from './http/rate-limits.ts';
 import { corsOptions } from './http/cors.ts';
 import { registerHostRequirement, registerSecurity } from './http/security.ts';
 import { registerTracing } from './http/tracing.ts';
@@ -105,8 +105,8 @@ export async function buildApp(config: Config, opts: BuildOptions = {}): Promise
   registerNoStore(app, API_VERSIONS.map(apiPrefix));
   registerHostRequirement(app);
   if (config.corsOrigins.length > 0) await app.register(cors, corsOptions(config.corsOrigins));
-  // before authentication: rejected requests count too (see rate-limit.ts)
-  registerRateLimit(app, { config, log: app.log, verifyAccessToken: auth.verifyAccessToken, readiness: ctx.readiness });
+  // before authentication: rejected requests count too (see rate-limits.ts)
+  await registerRateLimit(app, { config, log: app.log, verifyAccessToken: auth.verifyAccessToken, readiness: ctx.readiness });
   registerAuth(app, { verifyAccessToken: auth.verifyAccessToken, loadUser: users.loadUser, userCache: ctx.userCache });
   // before registerSecurity: the route table records each route's limit
   registerBodyLimits(app, { maxBytes: config.bodyLimitBytes });

@@ -93,7 +93,7 @@ export function registerConsole(app: FastifyInstance, opts: { dir?: string } = {
   const dir = opts.dir ?? CONSOLE_DIR;
   const build = loadBuild(dir);
   if (!build) app.log.warn({ dir }, 'console not built: /console answers 503 (npm ci with dev dependencies builds it)');
-  const config = { auth: 'public' as const, rateLimit: 'none' as const };
+  const config = { auth: 'public' as const, rateLimitBucket: 'none' as const };
   const schema = { hide: true };
 
   const page = async (request: FastifyRequest, reply: FastifyReply) => {

@@ -95,9 +95,9 @@ export async function registerDocs(app: FastifyInstance): Promise<void> {
   }
   for (const version of API_VERSIONS) {
     const build = documentOf(version);
-    app.get(DOCUMENTS[version].path, { config: { auth: 'public', rateLimit: 'none' }, schema: { hide: true } }, async () => build());
+    app.get(DOCUMENTS[version].path, { config: { auth: 'public', rateLimitBucket: 'none' }, schema: { hide: true } }, async () => build());
   }
-  app.get('/', { config: { auth: 'public', rateLimit: 'none' }, schema: { hide: true } }, async (_req, reply) => reply.redirect(DOCS_PAGES.v1, 302));
+  app.get('/', { config: { auth: 'public', rateLimitBucket: 'none' }, schema: { hide: true } }, async (_req, reply) => reply.redirect(DOCS_PAGES.v1, 302));
 }
 
 /** `/docs?version=v2` (the v2 page's address before it had its own path) leads to /docs/v2. */

@@ -56,7 +56,7 @@ export function registerObservability(app: FastifyInstance, checks: ReadinessChe
     duration.observe({ method: request.method, route, status_code: String(reply.statusCode) }, reply.elapsedTime / 1000);
   });
 
-  const config = { auth: 'public' as const, rateLimit: 'none' as const };
+  const config = { auth: 'public' as const, rateLimitBucket: 'none' as const };
   const tags = ['operations'];
 
   app.get('/health', {

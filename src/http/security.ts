@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Config } from '../config.ts';
 import type { AuthLevel } from './auth.ts';
 import { AppError } from './errors.ts';
-import type { RateLimitMode } from './rate-limit.ts';
+import type { RateLimitBucket } from './rate-limits.ts';
 
 /** What every route declared, recorded at registration (audits and tests walk it). */
 export interface RouteInfo {
@@ -12,7 +12,7 @@ export interface RouteInfo {
   readonly auth: AuthLevel | undefined;
   /** the detail of an `admin` route's 403 for anyone else */
   readonly adminDetail: string | undefined;
-  readonly rateLimit: RateLimitMode | undefined;
+  readonly rateLimit: RateLimitBucket | undefined;
   readonly body: unknown;
   /** the most bytes of body the route reads (body-limits.ts) */
   readonly bodyLimit: number | undefined;
@@ -116,7 +116,7 @@ export function registerSecurity(app: FastifyInstance): void {
         url: route.url,
         auth: route.config?.auth,
         adminDetail: route.config?.adminDetail,
-        rateLimit: route.config?.rateLimit,
+        rateLimit: route.config?.rateLimitBucket,
         body: route.schema?.body,
         bodyLimit: route.bodyLimit,
       });

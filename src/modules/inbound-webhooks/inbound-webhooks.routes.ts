@@ -15,7 +15,7 @@ export async function registerInboundRoutes(root: FastifyInstance, inbound: Inbo
 
     const route = (path: string, topic: string, summary: string, what: string) =>
       scope.post(path, {
-        config: { auth: 'signature', rateLimit: 'webhook' },
+        config: { auth: 'signature', rateLimitBucket: 'webhook' },
         // the platform's order, however large: the service-wide limit rather than one sized from a schema
         bodyLimit: root.ctx.config.bodyLimitBytes,
         schema: {

@@ -1,0 +1,206 @@
+import { once } from 'node:events';
+import rateLimit, { type FastifyRateLimitStore } from '@fastify/rate-limit';
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
+import { Redis } from 'ioredis';
+import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type IRateLimiterOptions } from 'rate-limiter-flexible';
+import type { Config } from '../config.ts';
+import { verifiedAccessClaims, type AccessTokenVerifier } from './auth.ts';
+import { AppError } from './errors.ts';
+import type { ReadinessCheck } from './observability.ts';
+
+/**
+ * Rate limiting with @fastify/rate-limit: one counter per caller and window, shared by every API
+ * process through Redis when REDIS_URL is set, in process memory otherwise.
+ *
+ * Buckets (the key's first part):
+ * - user: a request carrying a valid access token, keyed by its subject (the user id)
+ * - ip: every other request (no token, or a token that does not verify), keyed by client IP; and
+ *   always the routes with `config.rateLimitBucket: 'ip'`, whatever `Authorization` header they
+ *   carry: the routes that take a credential in their body (login, refresh, logout, password
+ *   recovery and reset), so that holding some account's token buys no extra guesses at another's
+ * - webhook: routes with `config.rateLimitBucket: 'webhook'`, keyed by IP, with its own higher limit
+ * Routes with `config.rateLimitBucket: 'none'` (health, ready, metrics, docs, JWKS) are not counted.
+ *
+ * The plugin's handler is an application-wide onRequest hook (`app.rateLimit()`), added before the
+ * authentication hook, so a request that authentication is about to reject (no token on a
+ * protected route, a forged or expired token) and a 404 are counted too — against the IP bucket.
+ * The plugin's per-route hooks would run after authentication. To choose the bucket the key
+ * generator verifies the bearer token (signature and claims only, no database); authentication
+ * reuses the result.
+ *
+ * With Redis, every request is counted in Redis (INCR with a window's expiry). The plugin's own
+ * Redis store has no fallback (`skipOnError` would drop the limits while Redis is down), so a
+ * custom store (the plugin's `store` option) counts in Redis while it is connected and in this
+ * process's memory while it is not (so N processes allow up to N times the limit until Redis is
+ * back); the switch is logged once each way and /ready reports `redis: degraded`.
+ */
+
+export type RateLimitBucket = 'ip' | 'webhook' | 'none';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** the rate-limit bucket: by token or IP when absent, always by IP, the webhook bucket, none */
+    rateLimitBucket?: RateLimitBucket;
+  }
+}
+
+/** Keys the in-memory store (no REDIS_URL) keeps at most, least recently used first out. */
+const MEMORY_KEYS = 20_000;
+
+/** Logs the move to per-process counters once, and the return to Redis once. */
+export class FallbackState {
+  private fallingBack = false;
+  private readonly log: FastifyBaseLogger;
+  private readonly label: string;
+
+  constructor(log: FastifyBaseLogger, label = 'rate limiting') {
+    this.log = log;
+    this.label = label;
+  }
+
+  enter(): void {
+    if (this.fallingBack) return;
+    this.fallingBack = true;
+    this.log.warn(`${this.label}: Redis unavailable, falling back to per-process counters`);
+  }
+
+  leave(): void {
+    if (!this.fallingBack) return;
+    this.fallingBack = false;
+    this.log.info(`${this.label}: Redis is back, counters are shared again`);
+  }
+}
+
+/** A Redis client for shared counters: never queues a command while disconnected, reconnects in the background. */
+export function createRedis(url: string, log: FastifyBaseLogger, label = 'rate limiting'): Redis {
+  const client = new Redis(url, {
+    // fail fast instead of queueing: a request never waits for Redis to come back
+    enableOfflineQueue: false,
+    // the counts of many keys sent in the same tick go out in one write
+    enableAutoPipelining: true,
+    maxRetriesPerRequest: 1,
+    connectTimeout: 1000,
+    commandTimeout: 500,
+    // keep reconnecting in the background, at most every 2 s, so counters return to Redis
+    retryStrategy: (times) => Math.min(100 * times, 2000),
+  });
+  // without a listener ioredis prints every failed reconnect; the fallback is logged once instead
+  client.on('error', (err: Error) => log.debug({ err: err.message }, `${label}: Redis error`));
+  return client;
+}
+
+/**
+ * A fixed-window counter (rate-limiter-flexible) in Redis while Redis is connected and answers, in
+ * this process's memory otherwise. `use` runs one operation on whichever applies; a rejection
+ * that is a limiter's verdict (a RateLimiterRes) is passed on, any other error moves to memory.
+ */
+export interface RedisOrMemory {
+  use<T>(op: (limiter: RateLimiterRedis | RateLimiterMemory) => Promise<T>): Promise<T>;
+  readonly redis: Redis;
+}
+
+export function redisOrMemory(redis: Redis, fallback: FallbackState, opts: IRateLimiterOptions): RedisOrMemory {
+  const shared = new RateLimiterRedis({ ...opts, storeClient: redis, rejectIfRedisNotReady: true });
+  const memory = new RateLimiterMemory(opts);
+  redis.on('ready', () => fallback.leave());
+  return {
+    redis,
+    async use(op) {
+      if (redis.status === 'ready') {
+        try {
+          const result = await op(shared);
+          fallback.leave();
+          return result;
+        } catch (err) {
+          if (err instanceof RateLimiterRes) throw err;
+        }
+      }
+      fallback.enter();
+      return op(memory);
+    },
+  };
+}
+
+/** Waits (at most 1.5 s) for a Redis client's first connection, so the first requests are not counted as a fallback. */
+export async function firstConnection(redis: Redis): Promise<void> {
+  if (redis.status === 'ready') return;
+  await once(redis, 'ready', { signal: AbortSignal.timeout(1500) }).catch(() => {});
+}
+
+export interface RateLimitDeps {
+  config: Config;
+  log: FastifyBaseLogger;
+  /** the bearer token picks the bucket: a valid one counts against its user */
+  verifyAccessToken: AccessTokenVerifier;
+  /** /ready's checks: Redis adds itself when configured */
+  readiness: ReadinessCheck[];
+}
+
+export async function registerRateLimit(app: FastifyInstance, deps: RateLimitDeps): Promise<void> {
+  const { config, log } = deps;
+  const limits = { user: config.rateLimitAuthenticated, ip: config.rateLimitAnonymous, webhook: config.rateLimitWebhook };
+  const redis = config.redisUrl ? createRedis(config.redisUrl, log) : undefined;
+  const fallback = new FallbackState(log);
+
+  await app.register(rateLimit, {
+    // not per route: one application-wide hook (below), before authentication
+    global: false,
+    timeWindow: config.rateLimitWindowSeconds * 1000,
+    keyGenerator: async (request) => {
+      const bucket = request.routeOptions.config.rateLimitBucket;
+      if (bucket === 'none') return 'none';
+      if (bucket === 'webhook' || bucket === 'ip') return `${bucket}:${request.ip}`;
+      const claims = await verifiedAccessClaims(request, deps.verifyAccessToken);
+      return claims ? `user:${claims.sub}` : `ip:${request.ip}`;
+    },
+    allowList: (request) => request.routeOptions.config.rateLimitBucket === 'none',
+    max: (_request, key) => limits[key.slice(0, key.indexOf(':')) as keyof typeof limits],
+    errorResponseBuilder: (_request, context) => {
+      const retryAfter = Math.max(1, Math.ceil(context.ttl / 1000));
+      return new AppError('RATE_LIMITED', `Rate limit exceeded, retry in ${retryAfter} seconds`, { headers: { 'retry-after': String(retryAfter) } });
+    },
+    ...(redis ? { store: sharedStore(redisOrMemory(redis, fallback, { points: 1, duration: config.rateLimitWindowSeconds, keyPrefix: config.rateLimitKeyPrefix })) } : { cache: MEMORY_KEYS }),
+  });
+  app.addHook('onRequest', app.rateLimit());
+
+  if (!redis) return;
+  deps.readiness.push({
+    name: 'redis',
+    critical: false,
+    check: async () => {
+      try {
+        await redis.ping();
+        return 'ok';
+      } catch {
+        return 'degraded';
+      }
+    },
+  });
+  app.addHook('onReady', async () => {
+    await firstConnection(redis);
+    if (redis.status !== 'ready') fallback.enter();
+  });
+  app.addHook('onClose', async () => {
+    await redis.quit().catch(() => redis.disconnect());
+  });
+}
+
+/**
+ * The plugin's custom store (its documented `store` option): each request adds one to its key's
+ * window (`penalty` counts without a verdict; the plugin compares with the limit). Every route
+ * shares the store, so a bucket is one count whichever route a request takes.
+ */
+function sharedStore(counter: RedisOrMemory) {
+  return class SharedStore implements FastifyRateLimitStore {
+    incr(key: string, callback: (error: Error | null, result?: { current: number; ttl: number }) => void): void {
+      counter.use((limiter) => limiter.penalty(key, 1)).then(
+        (res) => callback(null, { current: res.consumedPoints, ttl: res.msBeforeNext }),
+        (err: unknown) => callback(err instanceof Error ? err : new Error(String(err))),
+      );
+    }
+
+    child(): FastifyRateLimitStore {
+      return this;
+    }
+  };
+}

@@ -70,7 +70,7 @@ describe('stock reservation under contention (PostgreSQL)', { skip: !onServer &&
         for (let round = 0; round < BATCH_ROUNDS; round++) {
           const picked = products.filter((_, i) => (lane + round + i) % 5 !== 0 || i === 0);
           const lines = picked.map((p, i) => ({ productId: p.id, quantity: 1 + ((lane + i) % 3) }));
-          // orders of two owners: their counters' rows are taken in no one order across lanes
+          // orders of two owners, in no one order across lanes
           const orders = await Promise.all([alice, bob, alice].map((owner) => pendingOrder(app, owner, lines)));
           const jobs = orders.map((o) => ({ id: `job-${o.id}`, data: { orderId: o.id } }) as Job<'order-process'>);
           // as the queue runs a batch: together, then, when that throws, each job on its own

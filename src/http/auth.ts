@@ -37,6 +37,8 @@ export interface AccessClaims {
   readonly sub: string;
   readonly iat: number;
   readonly exp: number;
+  /** the user's session generation when the token was issued; absent from tokens of earlier releases */
+  readonly sgen?: number;
 }
 
 /** Verifies a bearer access token: its claims, or null for anything that is not a valid access token. */
@@ -51,13 +53,18 @@ export interface AuthDeps {
 }
 
 /**
- * True when the token was issued before `user.sessions_valid_after`. The cut-off is stored as a whole
- * second (the one after the change) and tokens issued for the user from then on carry at least that
- * `iat`, so a token of the same second as the change is refused, and a sign-in right after it is not.
+ * True when a session cut-off (password change or reset, signing out everywhere, deactivation, an
+ * e-mail revert) ended the token: it was issued in an earlier session generation than the user's.
+ * A generation cannot tie the way an issue time can: a token issued in the same second (or
+ * millisecond) as a later cut-off is refused, and so is one whose sign-in read the user just before
+ * it. A token without a generation (issued before generations existed) is of generation 0 and is
+ * also refused when its `iat` (whole seconds) is before the last cut-off of that time (set to the
+ * next whole second then).
  */
 export function issuedBeforeCutoff(claims: AccessClaims, user: UserRow): boolean {
+  if ((claims.sgen ?? 0) !== user.sessions_generation) return true;
   const cutoff = user.sessions_valid_after;
-  return cutoff !== null && claims.iat < Math.floor(cutoff.getTime() / 1000);
+  return claims.sgen === undefined && cutoff !== null && claims.iat < cutoff.getTime() / 1000;
 }
 
 export function authUser(request: FastifyRequest): UserRow {
@@ -127,7 +134,7 @@ export function registerAuth(app: FastifyInstance, deps: AuthDeps): void {
     if (user && !user.is_active && level !== 'public') throw new AppError('INACTIVE_USER', 'Inactive user');
     // a token issued before the user's sessions were cut off (password change or reset, signing
     // out everywhere, deactivation: reactivating revives none) is dead, like one of a deleted user;
-    // the cached row carries the cut-off
+    // the cached row carries the session generation
     if (!user || issuedBeforeCutoff(claims, user)) {
       if (level === 'public') return;
       throw invalid();

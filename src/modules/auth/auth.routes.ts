@@ -17,7 +17,10 @@ import {
   RefreshBody,
   ResetPasswordBody,
   TokenPair,
+  TokenPairWithDevice,
+  DeviceTokenHeader,
 } from './auth.schemas.ts';
+import { presentedDeviceToken, setDeviceCookie } from './device-tokens.ts';
 import type { AuthService } from './auth.service.ts';
 import type { EmailChangeService } from '../users/email-change.service.ts';
 import type { PasswordRecoveryService } from './password-recovery.service.ts';
@@ -56,12 +59,25 @@ export function registerAuthRoutes(root: FastifyInstance, auth: AuthService, rec
         'that client answer 429 `LOGIN_THROTTLED` with `Retry-After` until the window ends; other clients are not affected ' +
         'until the e-mail reaches `LOGIN_THROTTLE_MAX_FAILURES_PER_EMAIL` (10 times the first) across all clients. Known and ' +
         'unknown e-mails alike. A successful sign-in or a password reset clears the counts. Always counted against the client ' +
-        'IP (429 `RATE_LIMITED`), whatever `Authorization` header is sent.',
+        'IP (429 `RATE_LIMITED`), whatever `Authorization` header is sent.\n\n' +
+        '**Device tokens.** A successful sign-in sets the cookie `device` (`HttpOnly`, `SameSite=Strict`, `Path=/api`, `Secure` ' +
+        'over TLS, valid 30 days from the last sign-in with it)' +
+        (version === 'v1' ? '' : ' and answers the same token as `device_token`') +
+        '. A sign-in that presents a device token of the account (the cookie, or the `X-Device-Token` header) is throttled per ' +
+        'device only: after `LOGIN_THROTTLE_MAX_FAILURES` failures with it, 429 until the window ends, but never because of ' +
+        "the e-mail's ceiling or other clients' failures. Signing out everywhere, a password change or reset and an e-mail " +
+        'revert end the device tokens of the account.',
       consumes: ['application/json', 'application/x-www-form-urlencoded'],
+      headers: DeviceTokenHeader,
       body: LoginBody,
-      response: { 200: TokenPair, ...errorResponses(401, 403, 422, 429) },
+      response: { 200: version === 'v1' ? TokenPair : TokenPairWithDevice, ...errorResponses(401, 403, 422, 429) },
     },
-    handler: async (request) => auth.login(request.body.username, request.body.password, request.ip),
+    handler: async (request, reply) => {
+      const { device_token, ...pair } = await auth.login(request.body.username, request.body.password, request.ip, presentedDeviceToken(request));
+      setDeviceCookie(request, reply, device_token);
+      // v1 answers the specification's token pair; the token is in the cookie
+      return version === 'v1' ? pair : { ...pair, device_token };
+    },
   });
 
   app.post('/auth/refresh', {

@@ -14,6 +14,10 @@ import { AppError } from '../../http/errors.ts';
  * - per e-mail across all clients, a higher ceiling (LOGIN_THROTTLE_MAX_FAILURES_PER_EMAIL, 10 × the
  *   first by default) against guessing spread over many addresses.
  *
+ * A sign-in that presents a device token of the account (decision 106) is counted per device only,
+ * with the per-client limit: neither the ceiling nor any other client's failures refuse it, and its
+ * own failures count towards neither.
+ *
  * An attempt is counted before its password is checked, so concurrent guesses cannot all slip in
  * before the count reaches the limit; a successful sign-in forgets the counts, so what remains
  * counted are the failures. A password reset forgets the e-mail's ceiling and the resetting client's
@@ -23,6 +27,7 @@ import { AppError } from '../../http/errors.ts';
 export class LoginThrottle {
   private readonly perClient: AttemptLimiter;
   private readonly perEmail: AttemptLimiter;
+  private readonly perDevice: AttemptLimiter;
 
   constructor(deps: { config: Config; log: FastifyBaseLogger }) {
     const { config, log } = deps;
@@ -35,6 +40,7 @@ export class LoginThrottle {
       points: config.loginThrottleMaxFailuresPerEmail ?? 10 * config.loginThrottleMaxFailures,
       durationSeconds,
     });
+    this.perDevice = createAttemptLimiter({ config, log, name: 'login-device', points: config.loginThrottleMaxFailures, durationSeconds });
   }
 
   /** Counts a sign-in attempt for `email` from `client`; throws LOGIN_THROTTLED when either limit is reached. */
@@ -42,11 +48,17 @@ export class LoginThrottle {
     const pair = await this.perClient.consume(pairKey(email, client));
     // attempts the client's own limit refuses do not count against the holder's other clients
     const verdict: Verdict = pair.exceeded ? pair : await this.perEmail.consume(emailKey(email));
-    if (!verdict.exceeded) return;
-    const retryAfter = Math.max(1, Math.ceil(verdict.msBeforeNext / 1000));
-    throw new AppError('LOGIN_THROTTLED', `Too many failed sign-in attempts for this e-mail address; retry in ${retryAfter} seconds`, {
-      headers: { 'retry-after': String(retryAfter) },
-    });
+    throwIfExceeded(verdict);
+  }
+
+  /** Counts a sign-in attempt from the device `deviceId` (a device token of the account); throws LOGIN_THROTTLED at its limit. */
+  async attemptOnDevice(deviceId: number): Promise<void> {
+    throwIfExceeded(await this.perDevice.consume(deviceKey(deviceId)));
+  }
+
+  /** Forgets the attempts of a device (its holder signed in). */
+  async clearDevice(deviceId: number): Promise<void> {
+    await this.perDevice.reset(deviceKey(deviceId));
   }
 
   /** Forgets the attempts for `email`: from `client`, and across all clients (a successful sign-in, a password reset). */
@@ -55,8 +67,16 @@ export class LoginThrottle {
   }
 
   async close(): Promise<void> {
-    await Promise.all([this.perClient.close(), this.perEmail.close()]);
+    await Promise.all([this.perClient.close(), this.perEmail.close(), this.perDevice.close()]);
   }
+}
+
+function throwIfExceeded(verdict: Verdict): void {
+  if (!verdict.exceeded) return;
+  const retryAfter = Math.max(1, Math.ceil(verdict.msBeforeNext / 1000));
+  throw new AppError('LOGIN_THROTTLED', `Too many failed sign-in attempts for this e-mail address; retry in ${retryAfter} seconds`, {
+    headers: { 'retry-after': String(retryAfter) },
+  });
 }
 
 /**
@@ -70,4 +90,9 @@ function emailKey(email: string): string {
 
 function pairKey(email: string, client: string): string {
   return crypto.createHash('sha256').update(`${email.toLowerCase()}\n${client}`).digest('base64url');
+}
+
+/** A device token's row id: not a secret, and the same in every process. */
+function deviceKey(deviceId: number): string {
+  return `device-${deviceId}`;
 }

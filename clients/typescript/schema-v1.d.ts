@@ -214,11 +214,16 @@ export interface paths {
          * @description Accepts JSON or an OAuth2 password-flow form (application/x-www-form-urlencoded).
          *
          *     After `LOGIN_THROTTLE_MAX_FAILURES` (10) failed sign-ins for one e-mail from one client (its address; the forwarded address with `TRUST_PROXY`) within `LOGIN_THROTTLE_WINDOW_SECONDS` (15 minutes), further sign-ins for that e-mail from that client answer 429 `LOGIN_THROTTLED` with `Retry-After` until the window ends; other clients are not affected until the e-mail reaches `LOGIN_THROTTLE_MAX_FAILURES_PER_EMAIL` (10 times the first) across all clients. Known and unknown e-mails alike. A successful sign-in or a password reset clears the counts. Always counted against the client IP (429 `RATE_LIMITED`), whatever `Authorization` header is sent.
+         *
+         *     **Device tokens.** A successful sign-in sets the cookie `device` (`HttpOnly`, `SameSite=Strict`, `Path=/api`, `Secure` over TLS, valid 30 days from the last sign-in with it). A sign-in that presents a device token of the account (the cookie, or the `X-Device-Token` header) is throttled per device only: after `LOGIN_THROTTLE_MAX_FAILURES` failures with it, 429 until the window ends, but never because of the e-mail's ceiling or other clients' failures. Signing out everywhere, a password change or reset and an e-mail revert end the device tokens of the account.
          */
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description a device token an earlier sign-in of this account answered (v2 `device_token`, or the `device` cookie) */
+                    "x-device-token"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };

@@ -93,7 +93,8 @@ export async function oneAtATimeEmbedded(ctx: RunContext, loader: LoadRunner, re
   });
   ctx.procs.push(proc);
   try {
-    await waitReady(proc, `${base}/ready`);
+    // a fresh data directory is created first (initdb): up to a minute on a busy two-core host
+    await waitReady(proc, `${base}/ready`, 180_000);
     await sleep(10_000);
     const rss = rssMib(proc.child.pid ?? 0);
     log(`  RSS 10 s after ready: ${f1(rss)} MiB`);

@@ -263,7 +263,10 @@ function allowedMethods(app: FastifyInstance, path: string): string[] {
   return allowed.some((m) => m !== 'OPTIONS') ? allowed : [];
 }
 
-export function registerErrorHandling(app: FastifyInstance): void {
+export function registerErrorHandling(
+  app: FastifyInstance,
+  opts: { databaseOutage?: { failed(err: unknown, source: string): void } } = {},
+): void {
   app.addSchema(ErrorBody);
 
   app.setErrorHandler((err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
@@ -271,7 +274,9 @@ export function registerErrorHandling(app: FastifyInstance): void {
     const mapped = fromFrameworkError(err);
     if (mapped) return sendError(reply, mapped);
     if (isDatabaseUnavailable(err)) {
-      request.log.error({ err }, 'database unavailable');
+      // `databaseOutage` (src/db/outage-log.ts): one line per outage for the process, not one per request
+      if (opts.databaseOutage) opts.databaseOutage.failed(err, 'request');
+      else request.log.error({ err }, 'database unavailable');
       return sendError(reply, new AppError('SERVICE_UNAVAILABLE', 'Service temporarily unavailable', { headers: { 'retry-after': '5' } }));
     }
     // Unknown: log everything, tell the client nothing about internals.

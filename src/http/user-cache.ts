@@ -87,6 +87,8 @@ export class UserChangeFeed {
   private unlisten: (() => Promise<void>) | undefined;
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
+  /** Set while the feed is lost: its reconnect attempts fail each second, and only the loss and the return are told. */
+  private lostSince: number | undefined;
 
   constructor(deps: { cache: UserCache; database: DatabaseHandle; log: FastifyBaseLogger }) {
     this.cache = deps.cache;
@@ -147,6 +149,10 @@ export class UserChangeFeed {
     }
     this.client = client;
     this.cache.setLive(true);
+    if (this.lostSince !== undefined) {
+      this.log.info({ unavailableSeconds: (Date.now() - this.lostSince) / 1000 }, 'user cache: change feed back, caching users again');
+      this.lostSince = undefined;
+    }
     this.schedule(() => this.check(client), 5000);
   }
 
@@ -161,7 +167,13 @@ export class UserChangeFeed {
   private lost(client: pg.Client | undefined, err?: unknown): void {
     if (client && this.client !== client && this.client !== undefined) return; // an old connection
     if (this.stopped) return;
-    if (this.cache.enabled) this.log.warn({ err }, 'user cache: change feed lost, serving users from the database until it is back');
+    if (this.cache.enabled && this.lostSince === undefined) {
+      this.lostSince = Date.now();
+      const error = err instanceof Error ? err.message : err === undefined ? 'connection ended' : String(err);
+      this.log.warn({ error }, 'user cache: change feed lost, serving users from the database until it is back');
+    } else {
+      this.log.debug({ err }, 'user cache: change feed still unavailable');
+    }
     this.cache.setLive(false);
     this.client = undefined;
     client?.removeAllListeners('end');

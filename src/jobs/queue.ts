@@ -4,9 +4,12 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Transaction } from 'kysely';
 import type { Config } from '../config.ts';
 import type { DatabaseHandle } from '../db/database.ts';
+import { OutageLog } from '../db/outage-log.ts';
+import { isDatabaseUnavailable } from '../http/errors.ts';
 import type { Database } from '../db/schema.ts';
 import { inBatchSpan, inJobSpan, withTraceContext } from './job-tracing.ts';
 import { jobCounts, jobsAbout, takeUpLeftJobs, type JobSubjects } from './job-inspection.ts';
+import { LapsedHeartbeats } from './lapsed-heartbeats.ts';
 import type { JobRecord, QueueJobCounts } from './job-records.ts';
 import { insertJobLink } from './jobs.repository.ts';
 import { DEAD_LETTER_RETRY, HEARTBEAT_REFRESH_SECONDS, superviseSeconds, syncQueues, type QueueDefinition } from './job-policies.ts';
@@ -88,6 +91,9 @@ export class JobQueue {
   private readonly config: Config;
   private readonly log: FastifyBaseLogger;
   private readonly handle: DatabaseHandle;
+  /** One line when the database stops answering and one when it is back, for the whole process (the error handler reports to it too). */
+  readonly databaseOutage: OutageLog;
+  private readonly lapsedHeartbeats: LapsedHeartbeats;
 
   constructor(handle: DatabaseHandle, config: Config, log: FastifyBaseLogger) {
     this.handle = handle;
@@ -107,7 +113,13 @@ export class JobQueue {
     this.boss = handle.pglite
       ? new PgBoss({ ...common, db: fromPglite(handle.pglite), backend: 'pglite' })
       : new PgBoss({ ...common, connectionString: handle.connectionString, max: config.jobQueuePoolSize });
-    this.boss.on('error', (err: Error) => this.log.error({ err }, 'job queue error'));
+    this.databaseOutage = new OutageLog(log, 'database', () => handle.ping());
+    this.lapsedHeartbeats = new LapsedHeartbeats(log);
+    // while the database is down every fetch loop fails on each poll: one line per outage, not per error
+    this.boss.on('error', (err: Error) => {
+      if (isDatabaseUnavailable(err)) this.databaseOutage.failed(err, 'job queue');
+      else this.log.error({ err }, 'job queue error');
+    });
   }
 
   define(def: QueueDefinition): void {
@@ -182,7 +194,10 @@ export class JobQueue {
     } as const;
     if (w.batchSize > 1) {
       const options = { ...common, batchSize: w.batchSize, burstWhenBatchFull: true } as const;
-      await this.boss.work<unknown, unknown, typeof options>(w.name, options, (jobs) => this.runBatch(w, jobs));
+      await this.boss.work<unknown, unknown, typeof options>(w.name, options, (jobs) => {
+        this.lapsedHeartbeats.note(w.name, jobs);
+        return this.runBatch(w, jobs);
+      });
       return;
     }
     const options = {
@@ -192,7 +207,10 @@ export class JobQueue {
       burstWhenReadyExceeds: 1,
       ...(w.opts.perGroup !== undefined ? { localGroupConcurrency: w.opts.perGroup } : {}),
     } as const;
-    await this.boss.work<unknown, unknown, typeof options>(w.name, options, ([job]) => this.run(w, job));
+    await this.boss.work<unknown, unknown, typeof options>(w.name, options, ([job]) => {
+      this.lapsedHeartbeats.note(w.name, [job]);
+      return this.run(w, job);
+    });
   }
 
   private async runBatch(w: Worker, jobs: JobWithMetadata<unknown>[]): Promise<void> {
@@ -264,8 +282,10 @@ export class JobQueue {
    * of server.ts, so this happens before the process is forced to exit.
    */
   async stop(timeoutMs = 20000): Promise<void> {
+    this.databaseOutage.stop();
     if (!this.started) return;
     this.started = false;
     await this.boss.stop({ graceful: true, timeout: timeoutMs, close: true });
+    this.lapsedHeartbeats.flush();
   }
 }

@@ -2,7 +2,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import pino from 'pino';
 import { JobQueue } from '../../src/jobs/queue.ts';
-import { defer, waitFor } from '../helpers/app.ts';
+import { defer, LogCapture, waitFor } from '../helpers/app.ts';
 import { testQueue } from './jobs.helpers.ts';
 
 const onServer = Boolean(process.env.TEST_DATABASE_URL);
@@ -50,5 +50,37 @@ describe("a dead process's running jobs, on the embedded database", { skip: onSe
     assert.notEqual((await queue.boss.getJobById(sendIt, forwarding.id))?.state, 'active');
     // the occurrence is forwarded by pg-boss's own worker once its retry comes due
     await waitFor(async () => (ran.includes(7) ? true : undefined), 30_000, 100);
+  });
+});
+
+describe("a dead worker's running jobs, on PostgreSQL", { skip: !onServer && 'PostgreSQL only: on the embedded database the start-up takes them up' }, () => {
+  it('are failed back by the heartbeat, run again by a live worker, and logged in one line per queue', { timeout: 60000 }, async (t) => {
+    // the worker that died: it fetched two jobs and never finished or heartbeated them
+    const { queue: dead, database, config } = await testQueue(t, 'worker');
+    dead.define({ name: 'user-welcome-email' });
+    await dead.start();
+    await dead.sendNow('user-welcome-email', { userId: 1 });
+    await dead.sendNow('user-welcome-email', { userId: 2 });
+    const left = await dead.boss.fetch('user-welcome-email', { batchSize: 2 });
+    assert.equal(left.length, 2, 'both jobs are running');
+    await dead.stop(0);
+
+    const logs = new LogCapture();
+    const ran: number[] = [];
+    const live = new JobQueue(database, config, pino({ level: 'info' }, logs));
+    live.define({ name: 'user-welcome-email' });
+    live.work('user-welcome-email', async (job) => void ran.push(job.data.userId));
+    await live.start();
+    defer(t, () => live.stop(1000));
+    // heartbeat 10 s + a supervision pass (2 s) + the first retry's delay
+    await waitFor(async () => (ran.length === 2 ? true : undefined), 40_000, 200);
+    const lines = await waitFor(async () => {
+      const found = logs.parsed().filter((l) => String(l.msg).startsWith('jobs failed back to the queue after their worker stopped heartbeating'));
+      return found.length > 0 ? found : undefined;
+    }, 5000, 100);
+    assert.equal(lines.length, 1, JSON.stringify(lines));
+    assert.equal(lines[0].queue, 'user-welcome-email');
+    assert.equal(lines[0].count, 2);
+    assert.deepEqual([...(lines[0].jobIds as string[])].sort(), left.map((j) => j.id).sort());
   });
 });

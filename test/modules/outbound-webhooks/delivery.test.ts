@@ -80,7 +80,8 @@ describe('outgoing webhook delivery', () => {
     const r = await receiver();
     const sub = await subscribe(alice, r.url);
     const orderId = await placeOrder(alice);
-    await waitFor(async () => (r.requests.length >= 3 ? true : undefined));
+    // each change's publishing job hands its event over after the commit: no wake-up lost, all three within 10 s
+    await waitFor(async () => (r.requests.length >= 3 ? true : undefined), 10_000);
     // nothing beyond the three events of this order
     const envelopes = r.requests.map((req) => verified(sub.secret, req));
     assert.deepEqual(

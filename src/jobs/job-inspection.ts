@@ -44,15 +44,20 @@ const PG_BOSS_QUEUE = /^__pgboss__/;
 /**
  * Fails every job still running (pg-boss then retries it, or, on its last attempt, hands it to its
  * dead-letter queue), as pg-boss's supervision does once a job's heartbeat lapses; for a process
- * that knows no other process runs jobs (the embedded database's lock). The running jobs are read
- * from pg-boss's job table: pg-boss has no call that lists them. Returns how many, per queue of the
- * service's: pg-boss's own are failed back too (a cron occurrence is then forwarded at once, not
- * after its 15 minute expiry) but not counted, as a clean stop can leave one of them running.
+ * that knows no other process runs jobs (the embedded database's lock). pg-boss has no call that
+ * lists the running jobs across queues, and its queue counts may be older than the job a dead
+ * process fetched last, so each queue's jobs are read (`findJobs`) and the active ones failed:
+ * once, at start-up. Returns how many, per queue of the service's: pg-boss's own are failed back
+ * too (a cron occurrence is then forwarded at once, not after its 15 minute expiry) but not
+ * counted, as a clean stop can leave one of them running.
  */
 export async function takeUpLeftJobs(boss: PgBoss): Promise<Record<string, number>> {
-  const { rows } = await boss.getDb().executeSql(`SELECT name, id FROM pgboss.job WHERE state = 'active'`, []);
-  const byQueue = new Map<string, string[]>();
-  for (const { name, id } of rows as { name: string; id: string }[]) byQueue.set(name, [...(byQueue.get(name) ?? []), id]);
-  for (const [name, ids] of byQueue) await boss.fail(name, ids, { message: 'the process running it ended before it finished' });
-  return Object.fromEntries([...byQueue].filter(([name]) => !PG_BOSS_QUEUE.test(name)).map(([name, ids]) => [name, ids.length]));
+  const takenUp: Record<string, number> = {};
+  for (const { name } of await boss.getQueues()) {
+    const ids = (await boss.findJobs(name)).filter((job) => job.state === 'active').map((job) => job.id);
+    if (ids.length === 0) continue;
+    await boss.fail(name, ids, { message: 'the process running it ended before it finished' });
+    if (!PG_BOSS_QUEUE.test(name)) takenUp[name] = ids.length;
+  }
+  return takenUp;
 }

@@ -5,13 +5,16 @@ import pg from 'pg';
 import { lockDataDir, type DataDirLock } from './data-dir-lock.ts';
 import { createEmbeddedDataDir } from './embedded-init.ts';
 import { namedStatementPool } from './named-statements.ts';
-import { timestamptzParser } from './timestamps.ts';
 import type { Database } from './schema.ts';
 
 // int8 (count(*), bigint) as a JS number: every count here is far below 2^53.
 pg.types.setTypeParser(20, (v) => Number(v));
-// timestamptz: a short path for PostgreSQL's ISO output, pg-types' general parser for the rest
-pg.types.setTypeParser(pg.types.builtins.TIMESTAMPTZ, timestamptzParser(pg.types.getTypeParser(pg.types.builtins.TIMESTAMPTZ)));
+/**
+ * timestamptz on the embedded database: pg-types' parser, as node-pg uses by default. PGlite's own
+ * (`new Date(text)`) reads year 0099 as 1999 and gives an invalid date for BC and for an offset with
+ * seconds (test/db/timestamps.test.ts).
+ */
+const PGLITE_PARSERS = { [pg.types.builtins.TIMESTAMPTZ]: pg.types.getTypeParser(pg.types.builtins.TIMESTAMPTZ) };
 
 export type Db = Kysely<Database>;
 
@@ -75,14 +78,14 @@ export async function createDatabase(opts: DatabaseOptions): Promise<DatabaseHan
   let pglite: PGlite;
   let lock: DataDirLock | undefined;
   if (opts.databaseUrl === ':memory:') {
-    pglite = await PGlite.create({ startParams });
+    pglite = await PGlite.create({ startParams, parsers: PGLITE_PARSERS });
   } else {
     // one process per data directory, taken before anything in it is opened
     lock = await lockDataDir(opts.dataDir);
     const dir = path.join(opts.dataDir, 'pgdata');
     try {
       await createEmbeddedDataDir(dir, startParams);
-      pglite = await PGlite.create(dir, { startParams });
+      pglite = await PGlite.create(dir, { startParams, parsers: PGLITE_PARSERS });
     } catch (err) {
       await lock.release();
       throw err;

@@ -1,5 +1,4 @@
 import { Type, type TSchema } from 'typebox';
-import { toIsoString } from '../db/timestamps.ts';
 
 /**
  * An integer id in a path. Any integer is well-formed; one that no row can have is a 404
@@ -62,7 +61,7 @@ export function cappedPageOf<T>(items: T[], count: { total: number; exact: boole
 }
 
 export function iso(d: Date | string): string {
-  return toIsoString(d instanceof Date ? d : new Date(d));
+  return (d instanceof Date ? d : new Date(d)).toISOString();
 }
 
 export function isoOrNull(d: Date | string | null | undefined): string | null {

@@ -23,7 +23,6 @@ import { UndiciInstrumentation } from '@opentelemetry/instrumentation-undici';
 import { NodeSDK } from '@opentelemetry/sdk-node';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from './config.ts';
-import { cachedQuerySummary } from './telemetry-query-summary.ts';
 import { tracingStatus } from './telemetry-status.ts';
 
 /** Probes and scrapes: frequent, and of no interest in a trace. */
@@ -105,12 +104,14 @@ export function startTelemetry(config: Config): Telemetry {
       new UndiciInstrumentation(),
       new PgInstrumentation({
         requireParentSpan: true,
-        // named by what the statement does (`SELECT orders`), not by its prepared statement's id
-        requestHook: (span, { query }) => {
-          const summary = cachedQuerySummary(query.text);
-          if (summary === undefined) return;
-          span.setAttribute('db.query.summary', summary);
-          span.updateName(summary);
+        // The instrumentation names a statement `pg.query:<name or operation> <database>`. A
+        // prepared statement's name is an id each process assigns (`oas_3`, db/named-statements.ts),
+        // so its span gets the name an unprepared one gets: the statement's first word, as the
+        // instrumentation's `db.operation.name` (`pg.query:SELECT oas`); `db.query.text` has the rest.
+        requestHook: (span, { query, connection }) => {
+          if (query.name === undefined) return;
+          const operation = query.text.trimStart().split(/\s/, 1)[0].toUpperCase();
+          span.updateName(`pg.query:${operation}${connection.database ? ` ${connection.database}` : ''}`);
         },
       }),
       new IORedisInstrumentation({ requireParentSpan: true }),

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs/promises';
 import net from 'node:net';
 import type { TestContext } from 'node:test';
 import { request } from 'undici';
@@ -104,4 +105,29 @@ export async function untilHealthy(base: string, proc: Proc): Promise<void> {
       return undefined;
     }
   }, 90000, 100);
+}
+
+/** Whether a process of that pid exists. */
+export function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The parent of process `pid` (Linux: /proc/<pid>/stat). */
+export async function parentOf(pid: number): Promise<number> {
+  const stat = await fs.readFile(`/proc/${pid}/stat`, 'utf8');
+  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+}
+
+/** The processes whose parent is `pid`. */
+export async function childrenOf(pid: number): Promise<number[]> {
+  const out: number[] = [];
+  for (const entry of (await fs.readdir('/proc')).filter((d) => /^\d+$/.test(d))) {
+    if ((await parentOf(Number(entry)).catch(() => undefined)) === pid) out.push(Number(entry));
+  }
+  return out.sort((a, b) => a - b);
 }

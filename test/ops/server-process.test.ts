@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import pg from 'pg';
 import { Agent, request } from 'undici';
 import { defer, waitFor } from '../helpers/app.ts';
-import { ADMIN_EMAIL, ADMIN_PASSWORD, freePort, SDK_LOAD_PROBE, SDK_LOADED, serverEnv, start, untilHealthy } from '../helpers/server-process.ts';
+import { ADMIN_EMAIL, ADMIN_PASSWORD, alive, freePort, parentOf, SDK_LOAD_PROBE, SDK_LOADED, serverEnv, start, untilHealthy } from '../helpers/server-process.ts';
 
 describe('the server process', { timeout: 90000 }, () => {
   it('prints the docs URL, loads no tracing SDK, finishes in-flight requests on SIGTERM and exits 0', async (t) => {
@@ -95,16 +95,6 @@ describe('npm start', { timeout: 120000 }, () => {
   });
 });
 
-/** Whether a process of that pid exists. */
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 /** The pid of the process listening on 127.0.0.1:port (Linux: the socket's inode in /proc/net/tcp, then the fd naming it). */
 async function listenerPid(port: number): Promise<number | undefined> {
   const hexPort = port.toString(16).toUpperCase().padStart(4, '0');
@@ -121,11 +111,6 @@ async function listenerPid(port: number): Promise<number | undefined> {
     }
   }
   return undefined;
-}
-
-async function parentOf(pid: number): Promise<number> {
-  const stat = await fs.readFile(`/proc/${pid}/stat`, 'utf8');
-  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
 }
 
 describe('npm run migrate (src/db/migrate-cli.ts)', { timeout: 60000 }, () => {

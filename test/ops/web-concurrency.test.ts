@@ -1,9 +1,8 @@
-import fs from 'node:fs/promises';
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Agent, request } from 'undici';
 import { waitFor } from '../helpers/app.ts';
-import { ADMIN_EMAIL, ADMIN_PASSWORD, freePort, serverEnv, start, untilHealthy, type Proc } from '../helpers/server-process.ts';
+import { ADMIN_EMAIL, ADMIN_PASSWORD, alive, childrenOf, freePort, serverEnv, start, untilHealthy, type Proc } from '../helpers/server-process.ts';
 
 /**
  * WEB_CONCURRENCY=2 (src/cluster.ts) as an operator runs it: `node src/server.ts` becomes a
@@ -110,23 +109,4 @@ function logLines(proc: Proc): { msg?: string; pid?: number; reqId?: string }[] 
 /** The pid of the process whose access log line is about request `id`. */
 function servedBy(proc: Proc, id: string): Promise<number> {
   return waitFor(async () => logLines(proc).find((l) => l.reqId === id && l.msg === 'request completed')?.pid, 15000, 20);
-}
-
-/** The processes whose parent is `pid` (Linux: /proc/<pid>/stat). */
-async function childrenOf(pid: number): Promise<number[]> {
-  const out: number[] = [];
-  for (const entry of (await fs.readdir('/proc')).filter((d) => /^\d+$/.test(d))) {
-    const stat = await fs.readFile(`/proc/${entry}/stat`, 'utf8').catch(() => '');
-    if (stat && Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid) out.push(Number(entry));
-  }
-  return out.sort((a, b) => a - b);
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }

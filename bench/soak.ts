@@ -96,19 +96,26 @@ export async function soakPhase(ctx: RunContext, loader: LoadRunner, e: Embedded
     if (running) samples.push({ t: Date.now() - started, mib: rssMib(e.pid) });
   }
   const [result] = await load;
+  // an open loop that the service falls behind runs on until its last request is answered
+  const ranMs = Date.now() - started;
   // every order placed is final within a bounded wait: a backlog would be memory of its own
   let left = await unfinished(e);
   for (const deadline = Date.now() + 30_000; left > 0 && Date.now() < deadline; left = await unfinished(e)) await sleep(500);
   const peak = Math.max(...samples.map((s) => s.mib));
-  const secondHalf = samples.filter((s) => s.t >= (seconds * 1000) / 2);
+  const secondHalf = samples.filter((s) => s.t >= ranMs / 2);
   const slope = slopePerMinute(secondHalf);
   const bad = failures(result);
-  report.soak = { seconds, rate: RATE, connections: CONNECTIONS, load: result, samples, peakMib: peak, slopeMibPerMin: slope, unfinished: left };
-  log(`  ${Math.round(result.okRps)} req/s ${summaryLine(result.latency)} ${bad}; orders not final 30 s after: ${left}`);
+  report.soak = { seconds, ranSeconds: ranMs / 1000, rate: RATE, connections: CONNECTIONS, load: result, samples, peakMib: peak, slopeMibPerMin: slope, unfinished: left };
+  const behind = ranMs > seconds * 1000 * 1.2;
+  log(
+    `  ${result.requests} requests in ${f1(ranMs / 1000)} s${behind ? ` (due within ${seconds} s: the service fell behind the rate)` : ''} ` +
+      `${summaryLine(result.latency)} ${bad}; orders not final 30 s after: ${left}`,
+  );
   log(`  RSS ${samples.map((s) => Math.round(s.mib)).join(' ')} MiB: peak ${f1(peak)} MiB, second half ${slope.toFixed(2)} MiB/min`);
   const during = `${seconds >= 60 ? `${f1(seconds / 60)}-min` : `${seconds}-s`} mixed load`;
   const sound = bad === '' && left === 0;
-  const note = sound ? '' : ` (${[bad, left ? `${left} orders not final` : ''].filter(Boolean).join(', ')})`;
+  const notes = [bad, left ? `${left} orders not final` : '', behind ? `the load took ${Math.round(ranMs / 1000)} s` : ''].filter(Boolean);
+  const note = notes.length ? ` (${notes.join(', ')})` : '';
   return [
     { name: `\`npm start\` (embedded) peak RSS through a ${during}`, value: `${f1(peak)} MiB${note}`, target: `≤ ${SOAK_PEAK_GOAL_MIB} MiB`, pass: peak <= SOAK_PEAK_GOAL_MIB && sound },
     {

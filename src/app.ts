@@ -97,7 +97,7 @@ export async function buildApp(config: Config, opts: BuildOptions = {}): Promise
   // and CORS preflights are answered before anything asks for a token. The preflight route of
   // @fastify/cors is registered before the auth check exists; it only ever answers 204 or 404.
   registerValidation(app);
-  registerErrorHandling(app, { databaseOutage: ctx.queue.databaseOutage });
+  registerErrorHandling(app, { storage: database.storage, databaseOutage: ctx.queue.databaseOutage });
   // first of the onRequest hooks: a request rejected by a later one still has its route on its span
   if (config.otelEndpoint) registerTracing(app);
   // the docs page loads its own scripts and styles; the API itself serves only JSON

@@ -5,6 +5,7 @@ import pg from 'pg';
 import { lockDataDir, type DataDirLock } from './data-dir-lock.ts';
 import { createEmbeddedDataDir } from './embedded-init.ts';
 import { namedStatementPool } from './named-statements.ts';
+import { StorageState, exitOnPanic, watchForPanic } from './storage.ts';
 import type { Database } from './schema.ts';
 
 // int8 (count(*), bigint) as a JS number: every count here is far below 2^53.
@@ -23,6 +24,9 @@ export interface DatabaseHandle {
   /** the PGlite instance when embedded (pg-boss shares it), else undefined */
   readonly pglite: PGlite | undefined;
   readonly connectionString: string | undefined;
+  /** whether the database has room to write (a full disk: 503 STORAGE_FULL, not a wedged process) */
+  readonly storage: StorageState;
+  /** throws when the database cannot answer, or (StorageFull) cannot write */
   ping(): Promise<void>;
   close(): Promise<void>;
 }
@@ -37,6 +41,8 @@ export interface DatabaseOptions {
   sharedBuffersMb?: number;
   /** shown in pg_stat_activity (the service uses oas-<role>) */
   applicationName?: string;
+  /** the embedded database panicked and is of no more use (default: one line, then exit 1) */
+  onPanic?: (err: Error) => void;
 }
 
 /** PostgreSQL via pg.Pool when a URL is given; otherwise embedded PGlite (':memory:' for tests). */
@@ -58,11 +64,14 @@ export async function createDatabase(opts: DatabaseOptions): Promise<DatabaseHan
     // and crash the process. The failure reaches the caller through its next query instead.
     pool.on('connect', (client) => client.on('error', () => {}));
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: opts.preparedStatements === false ? pool : namedStatementPool(pool) }) });
+    const storage = new StorageState(undefined);
     return {
       db,
       pglite: undefined,
       connectionString: opts.databaseUrl,
+      storage,
       async ping() {
+        storage.check();
         await sql`select 1`.execute(db);
       },
       async close() {
@@ -77,6 +86,7 @@ export async function createDatabase(opts: DatabaseOptions): Promise<DatabaseHan
   const startParams = [...PGlite.defaultStartParams, '-c', `shared_buffers=${opts.sharedBuffersMb ?? 16}MB`];
   let pglite: PGlite;
   let lock: DataDirLock | undefined;
+  let storage = new StorageState(undefined);
   if (opts.databaseUrl === ':memory:') {
     pglite = await PGlite.create({ startParams, parsers: PGLITE_PARSERS });
   } else {
@@ -85,7 +95,8 @@ export async function createDatabase(opts: DatabaseOptions): Promise<DatabaseHan
     const dir = path.join(opts.dataDir, 'pgdata');
     try {
       await createEmbeddedDataDir(dir, startParams);
-      pglite = await PGlite.create(dir, { startParams, parsers: PGLITE_PARSERS });
+      pglite = watchForPanic(await PGlite.create(dir, { startParams, parsers: PGLITE_PARSERS }), opts.onPanic ?? exitOnPanic);
+      storage = new StorageState(dir);
     } catch (err) {
       await lock.release();
       throw err;
@@ -97,7 +108,9 @@ export async function createDatabase(opts: DatabaseOptions): Promise<DatabaseHan
     db,
     pglite,
     connectionString: undefined,
+    storage,
     async ping() {
+      storage.check();
       await sql`select 1`.execute(db);
     },
     async close() {

@@ -4,10 +4,34 @@ export function isUniqueViolation(err: unknown): boolean {
 }
 
 /**
- * PostgreSQL's deadlock_detected (40P01) and serialization_failure (40001): the whole transaction
- * was rolled back, and running it again can succeed.
+ * The disk under the database is full: PostgreSQL's disk_full (SQLSTATE 53100, raised by pg and
+ * by PGlite alike, e.g. `could not write to file "pg_wal/xlogtemp…": No space left on device`),
+ * the operating system's ENOSPC from a file write, or a write refused for want of room
+ * (`StorageFull`).
  */
-export function isRetryableConflict(err: unknown): boolean {
-  const code = (err as { code?: string } | undefined)?.code;
-  return code === '40P01' || code === '40001';
+export function isStorageFull(err: unknown): boolean {
+  const e = err as { code?: string; message?: string } | undefined;
+  return err instanceof StorageFull || e?.code === '53100' || e?.code === 'ENOSPC' || /No space left on device/.test(e?.message ?? '');
+}
+
+/**
+ * A PANIC from the database. PostgreSQL ends its server on one and starts anew; PGlite runs in
+ * this process and cannot: every later statement fails (`StartTransactionCommand: unexpected
+ * state STARTED`), whatever is freed or fixed.
+ */
+export function isDatabasePanic(err: unknown): boolean {
+  return (err as { severity?: string } | undefined)?.severity === 'PANIC';
+}
+
+/**
+ * A write refused before it was tried: the embedded database's disk has less free than its reserve
+ * (`StorageState`, db/storage.ts), or the database reported its disk full a moment ago.
+ */
+export class StorageFull extends Error {
+  readonly code = '53100';
+
+  constructor(detail: string) {
+    super(detail);
+    this.name = 'StorageFull';
+  }
 }

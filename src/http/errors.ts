@@ -2,6 +2,8 @@ import { createRequire } from 'node:module';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Type, type Static } from 'typebox';
+import { isDatabasePanic, isStorageFull } from '../db/errors.ts';
+import type { StorageState } from '../db/storage.ts';
 
 // Imported as ESM, node:http reads every one of its exports, whose lazy getters (WebSocket and the
 // like) load Node's bundled fetch client, TLS, HTTP/2 and zlib: 75 modules an API process never
@@ -44,6 +46,7 @@ export const ERROR_STATUS = {
   LOGIN_THROTTLED: 429,
   INTERNAL_ERROR: 500,
   SERVICE_UNAVAILABLE: 503,
+  STORAGE_FULL: 503,
   WEBHOOK_NOT_CONFIGURED: 503,
   REQUEST_TIMEOUT: 408,
   HEADERS_TOO_LARGE: 431,
@@ -263,17 +266,51 @@ function allowedMethods(app: FastifyInstance, path: string): string[] {
   return allowed.some((m) => m !== 'OPTIONS') ? allowed : [];
 }
 
+/** Seconds a client waits before it writes again on a full disk: an operator has to free space first. */
+const STORAGE_FULL_RETRY_AFTER = '30';
+
+const storageFull = () =>
+  new AppError('STORAGE_FULL', 'The service cannot store anything right now: its disk is full. Reads still work; retry later', {
+    headers: { 'retry-after': STORAGE_FULL_RETRY_AFTER },
+  });
+
+/** The methods that only read: everything else may write, and is refused while the disk is full. */
+const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/**
+ * `storage`: the database's room to write. A request that may write is refused (503
+ * `STORAGE_FULL`) before its handler runs while the embedded database's disk is below its reserve
+ * (src/db/storage.ts), after authentication and validation have had their say; a disk-full error
+ * from the database (either kind) is answered the same way, and noted for /ready.
+ */
 export function registerErrorHandling(
   app: FastifyInstance,
-  opts: { databaseOutage?: { failed(err: unknown, source: string): void } } = {},
+  opts: { storage?: StorageState; databaseOutage?: { failed(err: unknown, source: string): void } } = {},
 ): void {
   app.addSchema(ErrorBody);
+  const { storage } = opts;
+  if (storage) {
+    app.addHook('preHandler', async (request) => {
+      if (READ_METHODS.has(request.method)) return;
+      try {
+        storage.assertRoomToWrite();
+      } catch (err) {
+        request.log.warn({ err }, 'write refused: the disk is full');
+        throw storageFull();
+      }
+    });
+  }
 
   app.setErrorHandler((err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     if (err instanceof AppError) return sendError(reply, err);
     const mapped = fromFrameworkError(err);
     if (mapped) return sendError(reply, mapped);
-    if (isDatabaseUnavailable(err)) {
+    if (isStorageFull(err)) {
+      storage?.noteError(err);
+      request.log.error({ err }, 'database disk full');
+      return sendError(reply, storageFull());
+    }
+    if (isDatabaseUnavailable(err) || isDatabasePanic(err)) {
       // `databaseOutage` (src/db/outage-log.ts): one line per outage for the process, not one per request
       if (opts.databaseOutage) opts.databaseOutage.failed(err, 'request');
       else request.log.error({ err }, 'database unavailable');

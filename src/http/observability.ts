@@ -2,6 +2,7 @@ import crypto from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import client from 'prom-client';
+import { StorageFull } from '../db/errors.ts';
 import { AppError, errorResponses } from './errors.ts';
 
 export interface ReadinessCheck {
@@ -72,7 +73,10 @@ export function registerObservability(app: FastifyInstance, checks: ReadinessChe
       summary: 'Readiness: database, job queue and (if configured) Redis are reachable',
       response: {
         200: { ...ReadyBody, description: 'Ready (`ok`), or ready without Redis (`degraded`: rate limits count per process)' },
-        503: { ...ReadyBody, description: 'Not ready: the database or the job queue is unreachable; `checks` says which' },
+        503: {
+          ...ReadyBody,
+          description: 'Not ready: the database or the job queue is unreachable (`unavailable`), or the database\'s disk is full (`disk full`); `checks` says which',
+        },
       },
     },
     handler: async (_request, reply) => {
@@ -88,8 +92,9 @@ export function registerObservability(app: FastifyInstance, checks: ReadinessChe
             ]);
             results[c.name] = state;
             if (state === 'degraded') degraded = true;
-          } catch {
-            results[c.name] = c.critical ? 'unavailable' : 'degraded';
+          } catch (err) {
+            // a full disk is named: the database answers, but cannot store anything
+            results[c.name] = err instanceof StorageFull ? 'disk full' : c.critical ? 'unavailable' : 'degraded';
             if (c.critical) ready = false;
             else degraded = true;
           }

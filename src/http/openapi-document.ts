@@ -90,6 +90,7 @@ function operationKind(op: OpenApiOperation, method: string, path: string, route
     rateLimited: route !== undefined && route.rateLimit !== 'none',
     resource: ids.length > 0 ? PATH_RESOURCES[ids[ids.length - 1]] : undefined,
     usesDatabase: path.startsWith(`${prefix}/`),
+    writes: path.startsWith(`${prefix}/`) && BODY_METHODS.has(method),
   };
 }
 

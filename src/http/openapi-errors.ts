@@ -77,6 +77,10 @@ const EXAMPLES: Record<ErrorCode, ErrorExample> = {
   },
   INTERNAL_ERROR: { summary: 'an unexpected error', detail: 'Internal server error' },
   SERVICE_UNAVAILABLE: { summary: 'the database is unreachable', detail: 'Service temporarily unavailable' },
+  STORAGE_FULL: {
+    summary: "the database's disk is full",
+    detail: 'The service cannot store anything right now: its disk is full. Reads still work; retry later',
+  },
   WEBHOOK_NOT_CONFIGURED: { summary: 'no webhook secret is set', detail: 'Inbound webhooks are not configured on this server' },
   REQUEST_TIMEOUT: { summary: 'the request came too slowly', detail: 'Request timed out' },
   HEADERS_TOO_LARGE: { summary: 'headers over the limit', detail: 'Request headers are too large' },
@@ -157,6 +161,8 @@ export interface OperationKind {
   resource: string | undefined;
   /** it reads or writes the database (503 while the database is unreachable) */
   usesDatabase: boolean;
+  /** it may write to the database (503 `STORAGE_FULL` while its disk is full) */
+  writes: boolean;
 }
 
 const entry = (code: ErrorCode, detail?: string) => ({ code, detail: detail ?? EXAMPLES[code].detail });
@@ -171,6 +177,7 @@ export function errorCodesOf(kind: OperationKind, routeCodes: readonly RouteCode
     ...(kind.rateLimited ? [entry('RATE_LIMITED')] : []),
     ...(kind.resource !== undefined ? [entry('NOT_FOUND', `${kind.resource} not found`)] : []),
     ...(kind.usesDatabase ? [entry('SERVICE_UNAVAILABLE')] : []),
+    ...(kind.writes ? [entry('STORAGE_FULL')] : []),
   ];
   // the first entry of a code wins: the route's own detail over the general one
   return codes.filter((c, i) => codes.findIndex((d) => d.code === c.code) === i);

@@ -73,7 +73,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Not ready: the database or the job queue is unreachable; `checks` says which */
+                /** @description Not ready: the database or the job queue is unreachable (`unavailable`), or the database's disk is full (`disk full`); `checks` says which */
                 503: {
                     headers: {
                         [name: string]: unknown;
@@ -389,7 +389,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`, `STORAGE_FULL`) */
                 503: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -554,7 +554,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`, `STORAGE_FULL`) */
                 503: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -713,7 +713,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`, `STORAGE_FULL`) */
                 503: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -878,7 +878,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`, `STORAGE_FULL`) */
                 503: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1169,7 +1169,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`, `STORAGE_FULL`) */
                 503: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1321,7 +1321,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`, `STORAGE_FULL`) */
                 503: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1476,7 +1476,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`, `STORAGE_FULL`) */
                 503: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1628,7 +1628,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`, `STORAGE_FULL`) */
                 503: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1780,7 +1780,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`, `STORAGE_FULL`) */
                 503: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2093,7 +2093,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`, `STORAGE_FULL`) */
                 503: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2404,7 +2404,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`, `STORAGE_FULL`) */
                 503: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2605,7 +2605,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`, `STORAGE_FULL`) */
                 503: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3075,7 +3075,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`, `STORAGE_FULL`) */
                 503: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3422,7 +3422,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`, `STORAGE_FULL`) */
                 503: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3750,7 +3750,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`, `STORAGE_FULL`) */
                 503: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4252,7 +4252,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`, `STORAGE_FULL`) */
                 503: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4929,7 +4929,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`, `STORAGE_FULL`) */
                 503: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5240,7 +5240,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`, `STORAGE_FULL`) */
                 503: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5438,7 +5438,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`, `STORAGE_FULL`) */
                 503: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5586,7 +5586,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Service unavailable: retry after `Retry-After` seconds (`WEBHOOK_NOT_CONFIGURED`, `SERVICE_UNAVAILABLE`) */
+                /** @description Service unavailable: retry after `Retry-After` seconds (`WEBHOOK_NOT_CONFIGURED`, `SERVICE_UNAVAILABLE`, `STORAGE_FULL`) */
                 503: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5738,7 +5738,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Service unavailable: retry after `Retry-After` seconds (`WEBHOOK_NOT_CONFIGURED`, `SERVICE_UNAVAILABLE`) */
+                /** @description Service unavailable: retry after `Retry-After` seconds (`WEBHOOK_NOT_CONFIGURED`, `SERVICE_UNAVAILABLE`, `STORAGE_FULL`) */
                 503: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -6253,7 +6253,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`, `STORAGE_FULL`) */
                 503: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -6586,7 +6586,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`, `STORAGE_FULL`) */
                 503: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -6903,7 +6903,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`, `STORAGE_FULL`) */
                 503: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -7110,7 +7110,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`, `STORAGE_FULL`) */
                 503: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -7658,7 +7658,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`, `STORAGE_FULL`) */
                 503: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -7865,7 +7865,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`, `STORAGE_FULL`) */
                 503: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -8051,7 +8051,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`, `STORAGE_FULL`) */
                 503: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -8269,7 +8269,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`, `STORAGE_FULL`) */
                 503: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -8584,7 +8584,7 @@ export interface components {
         ErrorBody: {
             detail: string;
             /** @enum {string} */
-            error_code: "VALIDATION_ERROR" | "BAD_REQUEST" | "INVALID_INPUT" | "NOT_AUTHENTICATED" | "INVALID_CREDENTIALS" | "INVALID_TOKEN" | "INVALID_SIGNATURE" | "INACTIVE_USER" | "FORBIDDEN" | "ADMIN_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "EMAIL_EXISTS" | "SKU_EXISTS" | "INVALID_PRODUCT" | "INVALID_QUANTITY" | "INVALID_STATE" | "ORDER_NOT_CANCELLABLE" | "SUBSCRIPTION_LIMIT_REACHED" | "SUBSCRIPTION_URL_EXISTS" | "INVALID_RESET_TOKEN" | "RESET_TOKEN_USED" | "RESET_TOKEN_EXPIRED" | "RESET_TOKEN_SUPERSEDED" | "INVALID_EMAIL_TOKEN" | "EMAIL_TOKEN_USED" | "EMAIL_TOKEN_EXPIRED" | "IDEMPOTENCY_KEY_REUSED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMITED" | "LOGIN_THROTTLED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "WEBHOOK_NOT_CONFIGURED" | "REQUEST_TIMEOUT" | "HEADERS_TOO_LARGE";
+            error_code: "VALIDATION_ERROR" | "BAD_REQUEST" | "INVALID_INPUT" | "NOT_AUTHENTICATED" | "INVALID_CREDENTIALS" | "INVALID_TOKEN" | "INVALID_SIGNATURE" | "INACTIVE_USER" | "FORBIDDEN" | "ADMIN_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "EMAIL_EXISTS" | "SKU_EXISTS" | "INVALID_PRODUCT" | "INVALID_QUANTITY" | "INVALID_STATE" | "ORDER_NOT_CANCELLABLE" | "SUBSCRIPTION_LIMIT_REACHED" | "SUBSCRIPTION_URL_EXISTS" | "INVALID_RESET_TOKEN" | "RESET_TOKEN_USED" | "RESET_TOKEN_EXPIRED" | "RESET_TOKEN_SUPERSEDED" | "INVALID_EMAIL_TOKEN" | "EMAIL_TOKEN_USED" | "EMAIL_TOKEN_EXPIRED" | "IDEMPOTENCY_KEY_REUSED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMITED" | "LOGIN_THROTTLED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "STORAGE_FULL" | "WEBHOOK_NOT_CONFIGURED" | "REQUEST_TIMEOUT" | "HEADERS_TOO_LARGE";
             errors?: {
                 loc: (string | number)[];
                 msg: string;

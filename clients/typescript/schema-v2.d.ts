@@ -73,7 +73,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Not ready: the database or the job queue is unreachable; `checks` says which */
+                /** @description Not ready: the database or the job queue is unreachable (`unavailable`), or the database's disk is full (`disk full`); `checks` says which */
                 503: {
                     headers: {
                         [name: string]: unknown;
@@ -391,7 +391,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`, `STORAGE_FULL`) */
                 503: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -556,7 +556,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`, `STORAGE_FULL`) */
                 503: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -715,7 +715,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`, `STORAGE_FULL`) */
                 503: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -880,7 +880,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`, `STORAGE_FULL`) */
                 503: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1173,7 +1173,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`, `STORAGE_FULL`) */
                 503: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1325,7 +1325,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`, `STORAGE_FULL`) */
                 503: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1480,7 +1480,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`, `STORAGE_FULL`) */
                 503: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1632,7 +1632,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`, `STORAGE_FULL`) */
                 503: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1784,7 +1784,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`, `STORAGE_FULL`) */
                 503: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2104,7 +2104,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`, `STORAGE_FULL`) */
                 503: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2420,7 +2420,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`, `STORAGE_FULL`) */
                 503: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2625,7 +2625,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`, `STORAGE_FULL`) */
                 503: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3097,7 +3097,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`, `STORAGE_FULL`) */
                 503: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3444,7 +3444,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`, `STORAGE_FULL`) */
                 503: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3776,7 +3776,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`, `STORAGE_FULL`) */
                 503: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4282,7 +4282,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`, `STORAGE_FULL`) */
                 503: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4501,7 +4501,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`, `STORAGE_FULL`) */
                 503: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5182,7 +5182,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`, `STORAGE_FULL`) */
                 503: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5493,7 +5493,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`, `STORAGE_FULL`) */
                 503: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5691,7 +5691,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`, `STORAGE_FULL`) */
                 503: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5839,7 +5839,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Service unavailable: retry after `Retry-After` seconds (`WEBHOOK_NOT_CONFIGURED`, `SERVICE_UNAVAILABLE`) */
+                /** @description Service unavailable: retry after `Retry-After` seconds (`WEBHOOK_NOT_CONFIGURED`, `SERVICE_UNAVAILABLE`, `STORAGE_FULL`) */
                 503: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5991,7 +5991,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Service unavailable: retry after `Retry-After` seconds (`WEBHOOK_NOT_CONFIGURED`, `SERVICE_UNAVAILABLE`) */
+                /** @description Service unavailable: retry after `Retry-After` seconds (`WEBHOOK_NOT_CONFIGURED`, `SERVICE_UNAVAILABLE`, `STORAGE_FULL`) */
                 503: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -6506,7 +6506,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`, `STORAGE_FULL`) */
                 503: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -6843,7 +6843,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`, `STORAGE_FULL`) */
                 503: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -7162,7 +7162,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`, `STORAGE_FULL`) */
                 503: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -7371,7 +7371,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`, `STORAGE_FULL`) */
                 503: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -7919,7 +7919,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`, `STORAGE_FULL`) */
                 503: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -8126,7 +8126,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`, `STORAGE_FULL`) */
                 503: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -8312,7 +8312,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`, `STORAGE_FULL`) */
                 503: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -8532,7 +8532,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`, `STORAGE_FULL`) */
                 503: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -8849,7 +8849,7 @@ export interface components {
         ErrorBody: {
             detail: string;
             /** @enum {string} */
-            error_code: "VALIDATION_ERROR" | "BAD_REQUEST" | "INVALID_INPUT" | "NOT_AUTHENTICATED" | "INVALID_CREDENTIALS" | "INVALID_TOKEN" | "INVALID_SIGNATURE" | "INACTIVE_USER" | "FORBIDDEN" | "ADMIN_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "EMAIL_EXISTS" | "SKU_EXISTS" | "INVALID_PRODUCT" | "INVALID_QUANTITY" | "INVALID_STATE" | "ORDER_NOT_CANCELLABLE" | "SUBSCRIPTION_LIMIT_REACHED" | "SUBSCRIPTION_URL_EXISTS" | "INVALID_RESET_TOKEN" | "RESET_TOKEN_USED" | "RESET_TOKEN_EXPIRED" | "RESET_TOKEN_SUPERSEDED" | "INVALID_EMAIL_TOKEN" | "EMAIL_TOKEN_USED" | "EMAIL_TOKEN_EXPIRED" | "IDEMPOTENCY_KEY_REUSED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMITED" | "LOGIN_THROTTLED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "WEBHOOK_NOT_CONFIGURED" | "REQUEST_TIMEOUT" | "HEADERS_TOO_LARGE";
+            error_code: "VALIDATION_ERROR" | "BAD_REQUEST" | "INVALID_INPUT" | "NOT_AUTHENTICATED" | "INVALID_CREDENTIALS" | "INVALID_TOKEN" | "INVALID_SIGNATURE" | "INACTIVE_USER" | "FORBIDDEN" | "ADMIN_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "EMAIL_EXISTS" | "SKU_EXISTS" | "INVALID_PRODUCT" | "INVALID_QUANTITY" | "INVALID_STATE" | "ORDER_NOT_CANCELLABLE" | "SUBSCRIPTION_LIMIT_REACHED" | "SUBSCRIPTION_URL_EXISTS" | "INVALID_RESET_TOKEN" | "RESET_TOKEN_USED" | "RESET_TOKEN_EXPIRED" | "RESET_TOKEN_SUPERSEDED" | "INVALID_EMAIL_TOKEN" | "EMAIL_TOKEN_USED" | "EMAIL_TOKEN_EXPIRED" | "IDEMPOTENCY_KEY_REUSED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMITED" | "LOGIN_THROTTLED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "STORAGE_FULL" | "WEBHOOK_NOT_CONFIGURED" | "REQUEST_TIMEOUT" | "HEADERS_TOO_LARGE";
             errors?: {
                 loc: (string | number)[];
                 msg: string;

@@ -179,7 +179,8 @@ describe('database unavailable', () => {
 
     const started = Date.now();
     const ready = await app.inject({ method: 'GET', url: '/ready' });
-    assert.ok(Date.now() - started < 3000, 'readiness answers within its 2 s check timeout');
+    // a liveness bound, not a speed target: the answer comes, its checks do not hang on the database
+    assert.ok(Date.now() - started < 10000, 'readiness answers, its 2 s check timeout well within 10 s');
     assert.equal(ready.statusCode, 503);
     const body = ready.json<{ status: string; checks: Record<string, string> }>();
     assert.equal(body.status, 'unavailable');

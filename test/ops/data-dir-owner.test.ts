@@ -1,6 +1,10 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
+import fs from 'node:fs/promises';
+import net from 'node:net';
 import { request } from 'undici';
+import { defer } from '../helpers/app.ts';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, freePort, serverEnv, start, untilHealthy, type Proc } from '../helpers/server-process.ts';
 
 const onServer = Boolean(process.env.TEST_DATABASE_URL);
@@ -53,6 +57,28 @@ describe('one process per embedded data directory (npm start twice)', { skip: on
     assert.equal((await migrate.exited).code, 1);
     assert.match(migrate.stderr().trim(), new RegExp(`^DATA_DIR .* is in use by process ${again.child.pid} `));
     await stopped(again);
+  });
+
+  it('starts whoever squats the abstract socket name the lock once used, and takes the directory over at once after a SIGKILL', async (t) => {
+    const env = await serverEnv(t);
+    await fs.mkdir(env.DATA_DIR, { recursive: true });
+    if (process.platform === 'linux') {
+      // what any local user could do to the lock of earlier releases: listen first, answer with a forged holder
+      const key = crypto.createHash('sha256').update(await fs.realpath(env.DATA_DIR)).digest('hex').slice(0, 24);
+      const squatter = net.createServer((socket) => socket.end(JSON.stringify({ pid: 1, startedAt: 'forged' })));
+      await new Promise<void>((resolve) => squatter.listen(`\0order-account-service-${key}`, resolve));
+      defer(t, () => new Promise((resolve) => squatter.close(resolve)));
+    }
+    const port = await freePort();
+    const base = `http://127.0.0.1:${port}`;
+    const first = start(t, 'src/server.ts', { ...env, PORT: String(port) });
+    await untilHealthy(base, first);
+    first.child.kill('SIGKILL');
+    assert.equal((await first.exited).signal, 'SIGKILL');
+    const next = start(t, 'src/server.ts', { ...env, PORT: String(port) });
+    await untilHealthy(base, next);
+    assert.ok(!next.stderr().includes('in use'), next.stderr());
+    assert.equal((await stopped(next)).code, 0);
   });
 
   it('names a busy port before opening the database', async (t) => {

@@ -43,6 +43,8 @@ export interface DatabaseOptions {
   applicationName?: string;
   /** the embedded database panicked and is of no more use (default: one line, then exit 1) */
   onPanic?: (err: Error) => void;
+  /** how room to write is judged (default: the embedded data directory's free space; nothing to measure on PostgreSQL) */
+  storage?: StorageState;
 }
 
 /** PostgreSQL via pg.Pool when a URL is given; otherwise embedded PGlite (':memory:' for tests). */
@@ -64,7 +66,7 @@ export async function createDatabase(opts: DatabaseOptions): Promise<DatabaseHan
     // and crash the process. The failure reaches the caller through its next query instead.
     pool.on('connect', (client) => client.on('error', () => {}));
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: opts.preparedStatements === false ? pool : namedStatementPool(pool) }) });
-    const storage = new StorageState(undefined);
+    const storage = opts.storage ?? new StorageState(undefined);
     return {
       db,
       pglite: undefined,
@@ -86,7 +88,7 @@ export async function createDatabase(opts: DatabaseOptions): Promise<DatabaseHan
   const startParams = [...PGlite.defaultStartParams, '-c', `shared_buffers=${opts.sharedBuffersMb ?? 16}MB`];
   let pglite: PGlite;
   let lock: DataDirLock | undefined;
-  let storage = new StorageState(undefined);
+  let storage = opts.storage ?? new StorageState(undefined);
   if (opts.databaseUrl === ':memory:') {
     pglite = await PGlite.create({ startParams, parsers: PGLITE_PARSERS });
   } else {
@@ -96,7 +98,7 @@ export async function createDatabase(opts: DatabaseOptions): Promise<DatabaseHan
     try {
       await createEmbeddedDataDir(dir, startParams);
       pglite = watchForPanic(await PGlite.create(dir, { startParams, parsers: PGLITE_PARSERS }), opts.onPanic ?? exitOnPanic);
-      storage = new StorageState(dir);
+      storage = opts.storage ?? new StorageState(dir);
     } catch (err) {
       await lock.release();
       throw err;

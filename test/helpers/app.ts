@@ -247,6 +247,21 @@ export async function waitFor<T>(check: () => Promise<T | undefined>, timeoutMs 
   }
 }
 
+/**
+ * Waits until a session on the app's database (PostgreSQL) waits for a lock (`wait_event_type =
+ * 'Lock'` in pg_stat_activity; `event`, e.g. 'advisory' or 'transactionid', narrows it): the state
+ * in which a test that claims a statement is held back by a lock can assert what it holds back.
+ */
+export async function untilWaitingForLock(app: FastifyInstance, event?: string): Promise<void> {
+  await waitFor(async () => {
+    const { rows } = await sql<{ n: number }>`
+      select count(*)::int as n from pg_stat_activity
+      where datname = current_database() and wait_event_type = 'Lock' ${event === undefined ? sql`` : sql`and wait_event = ${event}`}
+    `.execute(app.ctx.db);
+    return rows[0]!.n > 0 ? true : undefined;
+  });
+}
+
 /** Asserts the spec's error shape and returns the body. */
 export function errorBody(res: LightMyRequestResponse): { detail: string; error_code: string; errors?: unknown[] } {
   const body = res.json<{ detail: string; error_code: string; errors?: unknown[] }>();

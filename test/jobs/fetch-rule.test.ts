@@ -49,16 +49,21 @@ async function sendDuringFirst(
 ): Promise<void> {
   let release!: () => void;
   const gate = new Promise<void>((r) => (release = r));
+  const firstRunning = Promise.withResolvers<void>();
   const queue = await startedQueue(
     t,
     async (id) => {
-      if (id === 1) await gate;
+      if (id === 1) {
+        firstRunning.resolve();
+        await gate;
+      }
       ran.push(id);
     },
     opts,
   );
   await sendAll(queue, [1]);
-  await new Promise((r) => setTimeout(r, 300));
+  // job 1's batch has been fetched and runs: what is sent now arrives during it
+  await firstRunning.promise;
   await sendAll(queue, more);
   release();
 }

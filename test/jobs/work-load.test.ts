@@ -29,6 +29,7 @@ describe("a queue's lazily loaded part (`load` of JobQueue.work)", () => {
     defer(t, () => queue.stop(1000));
     await started;
     assert.deepEqual(events, ['load started', 'loaded'], 'start() returns once the load is done');
+    assert.ok(queue.boss.getWipData().some((w) => w.name === 'user-welcome-email'), "pg-boss runs the queue's worker");
     await queue.sendNow('user-welcome-email', { userId: 1 });
     await waitFor(async () => (events.includes('job ran') ? true : undefined));
     assert.deepEqual(events, ['load started', 'loaded', 'job ran']);
@@ -40,7 +41,10 @@ describe("a queue's lazily loaded part (`load` of JobQueue.work)", () => {
     await queue.start();
     defer(t, () => queue.stop(1000));
     await queue.sendNow('user-welcome-email', { userId: 1 });
-    await sleep(500);
+    // nothing is there to run it: pg-boss has no worker of the queue in this process, and the job waits
+    assert.deepEqual(queue.boss.getWipData().map((w) => w.name), []);
+    const [job] = await queue.boss.findJobs('user-welcome-email');
+    assert.equal(job?.state, 'created');
     assert.deepEqual(events, []);
   });
 });

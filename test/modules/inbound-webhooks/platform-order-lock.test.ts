@@ -1,8 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'kysely';
-import { buildTestApp, waitFor } from '../../helpers/app.ts';
+import { buildTestApp, untilWaitingForLock, waitFor } from '../../helpers/app.ts';
 import { fixturePayload, seedProduct, sendInbound, SHOPIFY_SECRET } from '../../helpers/webhooks.ts';
 
 const onServer = Boolean(process.env.TEST_DATABASE_URL);
@@ -35,7 +34,7 @@ describe("a platform order's lock (PostgreSQL)", { skip: !onServer && 'needs TES
       const webhookId = (res.json() as { webhook_id: string }).webhook_id;
       const statusOf = async () =>
         (await app.ctx.db.selectFrom('inbound_webhooks').select('status').where('webhook_id', '=', webhookId).executeTakeFirstOrThrow()).status;
-      await sleep(1000);
+      await untilWaitingForLock(app, 'advisory');
       assert.equal(await statusOf(), 'received', 'the processing waits for the lock');
       release();
       await holder;

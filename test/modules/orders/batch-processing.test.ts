@@ -6,7 +6,7 @@ import type { OrderRow } from '../../../src/db/schema.ts';
 import type { Job } from '../../../src/jobs/registry.ts';
 import { orderStatusTransitions } from '../../../src/modules/orders/orders.metrics.ts';
 import type { OrderProcessor } from '../../../src/modules/orders/order-processor.ts';
-import { buildTestApp, createUser, waitFor, type TestUser } from '../../helpers/app.ts';
+import { buildTestApp, createUser, untilWaitingForLock, waitFor, type TestUser } from '../../helpers/app.ts';
 import { eventsOf, processorFor } from '../../helpers/orders.ts';
 import { createProduct, stockOf } from '../../helpers/products.ts';
 import { startReceiver } from '../../helpers/webhooks.ts';
@@ -184,7 +184,7 @@ describe('a batch that meets a lock (PostgreSQL)', { skip: !onServer && 'needs T
     });
     await isLocked;
     const batch = processor.handleBatch(jobsOf(orders));
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await untilWaitingForLock(app);
     assert.equal(await statusOf(app, orders[1].id), 'pending', 'the batch waits for the lock');
     release();
     await holder;

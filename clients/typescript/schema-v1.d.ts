@@ -1510,7 +1510,7 @@ export interface paths {
         put?: never;
         /**
          * Confirm an e-mail address with the token mailed to it
-         * @description A change of your own e-mail (PATCH /users/{user_id}) mails a token to the new address, valid 2 days. Sending it here marks the address verified: from then on platform orders with this address are linked to the account and password recovery mails it. Errors (400): `INVALID_EMAIL_TOKEN` (not a token this service issued, or the account has another address since), `EMAIL_TOKEN_USED`, `EMAIL_TOKEN_EXPIRED`, `EMAIL_EXISTS` (another account verified the address first).
+         * @description A change of your own e-mail (PATCH /users/{user_id}) mails a token to the new address, valid 2 days. Sending it here marks the address verified: from then on platform orders with this address are linked to the account and password recovery mails it. Errors (400): `INVALID_EMAIL_TOKEN` (not a token this service issued, the account has another address since, or its change was undone), `EMAIL_TOKEN_USED`, `EMAIL_TOKEN_EXPIRED`, `EMAIL_EXISTS` (another account verified the address first).
          */
         post: {
             parameters: {
@@ -1662,7 +1662,7 @@ export interface paths {
         put?: never;
         /**
          * Undo an e-mail change with the token mailed to the previous address
-         * @description Every change of an account's e-mail mails the previous address a token, valid 7 days. Sending it here restores that address, marks it verified and ends every session of the account (refresh tokens revoked, access tokens issued until now refused, password reset tokens void); then choose a new password through `POST /auth/password-recovery`. Errors (400): `INVALID_EMAIL_TOKEN`, `EMAIL_TOKEN_USED`, `EMAIL_TOKEN_EXPIRED`, `EMAIL_EXISTS` (another account verified the address meanwhile).
+         * @description Every change of an account's e-mail mails the previous address a token, valid 7 days. Sending it here restores the address that change replaced, verified, and undoes that change and every later one: their revert and confirmation tokens are void, those of earlier changes are not, so the oldest link (the owner's) always wins. Nothing else voids a revert token before it expires (a password reset or change, another e-mail change, a verification). Every session of the account ends (refresh, reset and device tokens revoked, access tokens issued until now refused) and so does its password: the restored address is mailed a reset token, the replaced one a notice. Errors (400): `INVALID_EMAIL_TOKEN` (unknown, or its change was undone by the revert of an earlier one), `EMAIL_TOKEN_USED`, `EMAIL_TOKEN_EXPIRED`, `EMAIL_EXISTS` (another account verified the address meanwhile).
          */
         post: {
             parameters: {

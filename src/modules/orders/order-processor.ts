@@ -105,9 +105,9 @@ export class OrderProcessor {
 
   private async processOrders(items: readonly { orderId: number; attempt: number }[]): Promise<void> {
     const ids = [...new Set(items.map((i) => i.orderId))].sort((a, b) => a - b);
-    // pending → processing, the orders locked in id order first; one processing already (an earlier attempt moved it) stays as it is
+    // pending → processing, two or more orders locked in id order first; one processing already (an earlier attempt moved it) stays as it is
     await this.db.transaction().execute(async (trx) => {
-      await lockOrders(trx, ids);
+      if (ids.length > 1) await lockOrders(trx, ids);
       await changeOrders(
         trx,
         this.queue,

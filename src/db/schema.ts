@@ -142,6 +142,8 @@ export interface OrderEventsTable {
   /** what the failure concerned (for a stock failure, the short lines); else null */
   details: ColumnType<unknown, string | null | undefined, string | null>;
   created_at: CreatedAt;
+  /** handed to the order-event listeners (the outbox's mark, decision 017): false until the publishing job has */
+  published: Generated<boolean>;
 }
 
 export interface IdempotencyKeysTable {
@@ -164,8 +166,6 @@ export interface ItemsTable {
   created_at: CreatedAt;
   updated_at: NullableTimestamp;
   deleted_at: NullableTimestamp;
-  /** handed to the order-event listeners (the outbox's mark, decision 017): false until the publishing job has */
-  published: Generated<boolean>;
 }
 
 export type InboundWebhookStatus = 'received' | 'processed' | 'failed';

@@ -23,11 +23,7 @@ export interface AppContext {
   readonly readiness: ReadinessCheck[];
 }
 
-/**
- * A module of the domain, as its factory (`create…Module` in `<name>.module.ts`) returns it. The
- * factory builds the module's services and registers its queues and workers on `ctx.queue`
- * (everything is registered before the queue starts); the app then registers its routes.
- */
+/** A module as its factory (`create…Module`) returns it, its queues and workers registered on `ctx.queue`. */
 export interface AppModule {
   /** its routes, registered once per API version under that version's prefix (`api.apiVersion` names it) */
   routes?(api: FastifyInstance): void | Promise<void>;

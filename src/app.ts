@@ -92,10 +92,8 @@ export async function buildApp(config: Config, opts: BuildOptions = {}): Promise
     operations,
   ];
 
-  // The request pipeline. Response headers and CORS first: their onRequest hooks then run before
-  // rate limiting and authentication, so a 401 or 429 carries them too (a browser app can read it),
-  // and CORS preflights are answered before anything asks for a token. The preflight route of
-  // @fastify/cors is registered before the auth check exists; it only ever answers 204 or 404.
+  // The request pipeline. Response headers and CORS come before rate limiting and authentication,
+  // so a 401 or 429 carries them too and preflights are answered before anything asks for a token.
   registerValidation(app);
   registerErrorHandling(app, { storage: database.storage, databaseOutage: ctx.queue.databaseOutage });
   // first of the onRequest hooks: a request rejected by a later one still has its route on its span
@@ -124,8 +122,7 @@ export async function buildApp(config: Config, opts: BuildOptions = {}): Promise
   const metrics = registerObservability(app, ctx.readiness, { metricsToken: config.metricsToken });
   operations.registerMetrics(metrics);
   for (const module of modules) module.rootRoutes?.(app);
-  // Every version serves every module's routes, from the same handlers: a route reads the version
-  // of its scope to pick that version's schemas and mappers.
+  // Every version serves every module's routes; a route reads its scope's version for schemas and mappers.
   for (const version of API_VERSIONS) {
     await app.register(
       async (api) => {

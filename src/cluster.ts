@@ -2,17 +2,10 @@ import cluster, { type Worker } from 'node:cluster';
 import type { Config } from './config.ts';
 
 /**
- * WEB_CONCURRENCY=N (N > 1): this process becomes a small supervisor (node:cluster primary) that
- * serves nothing itself. It forks N API processes (ROLE=api) that share the listening port, and —
- * when the configured role is `all` — one job worker process (ROLE=worker), so background jobs run
- * in exactly one place instead of competing with the request paths on every core. With ROLE=api the
- * supervisor forks API processes only: workers are then started separately (ROLE=worker).
- *
- * Each forked process runs the ordinary server (src/server.ts with its own config, pools and
- * graceful shutdown). The first API process is started alone and the others only once it listens:
- * migrations and the administrator bootstrap then never race. A process that dies unexpectedly is
- * forked again (at most once a second). SIGTERM is passed on to every process; the supervisor exits
- * once all of them have finished their graceful shutdown.
+ * WEB_CONCURRENCY=N (N > 1): this process only supervises N forked API processes sharing the port
+ * and, with ROLE=all, one job worker, so jobs run in one place. The first API process starts alone,
+ * so migrations and the administrator bootstrap never race; a dead process is forked again; SIGTERM
+ * is passed on, and the supervisor exits once every process has shut down.
  */
 export function shouldRunCluster(config: Config): boolean {
   return cluster.isPrimary && config.webConcurrency > 1 && config.role !== 'worker';
@@ -29,7 +22,6 @@ export function runClusterPrimary(config: Config): Promise<never> {
   let exitCode = 0;
 
   const fork = (role: ChildRole): Worker => {
-    // the children must not fork again: they are not cluster primaries, and WEB_CONCURRENCY=1 says so
     const worker = cluster.fork({ ROLE: role, WEB_CONCURRENCY: '1' });
     roles.set(worker, role);
     return worker;
@@ -61,9 +53,7 @@ export function runClusterPrimary(config: Config): Promise<never> {
     if (roles.size === 0) process.exit(exitCode);
     if (forward) for (const worker of roles.keys()) worker.process.kill('SIGTERM');
   };
-  // SIGTERM (orchestrators, `kill`) reaches this process only: pass it on. Ctrl-C sends SIGINT to the
-  // whole foreground process group, so every child already has it; a second signal would make their
-  // graceful shutdown give up, so SIGINT is not passed on.
+  // SIGINT (Ctrl-C) reaches the whole process group already; a second one would cut shutdown short
   process.on('SIGTERM', () => stop(true));
   process.on('SIGINT', () => stop(false));
 
@@ -78,6 +68,5 @@ export function runClusterPrimary(config: Config): Promise<never> {
         (config.role === 'all' ? ' and 1 job worker process' : ''),
     );
   });
-  // the process ends through process.exit in the exit handler above
   return new Promise<never>(() => {});
 }

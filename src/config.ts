@@ -13,9 +13,8 @@ export interface Config {
   readonly databaseUrl: string | undefined;
   /** send data statements as named prepared statements (off behind a transaction-pooling proxy) */
   readonly databasePreparedStatements: boolean;
-  /** the most PostgreSQL connections the service's own pool opens per process (pg-boss's pool apart) */
+  /** per process; pg-boss has its own pool (jobQueuePoolSize) */
   readonly databasePoolSize: number;
-  /** the most connections pg-boss's own pool opens per process (its fetches, completions, supervision) */
   readonly jobQueuePoolSize: number;
   /** the embedded database's shared buffer pool in MiB (PostgreSQL's shared_buffers) */
   readonly embeddedSharedBuffersMb: number;
@@ -32,7 +31,6 @@ export interface Config {
   readonly accessTokenTtlSeconds: number;
   readonly refreshTokenTtlSeconds: number;
   readonly bcryptRounds: number;
-  /** how long a password reset token stays usable */
   readonly passwordResetTtlSeconds: number;
   /** link template of the reset e-mail, with `{token}` where the token goes; unset: the e-mail gives the token and the API call */
   readonly passwordResetUrl: string | undefined;
@@ -47,11 +45,7 @@ export interface Config {
   readonly rateLimitWindowSeconds: number;
   /** prefix of the rate-limit keys in Redis (one per deployment sharing a Redis) */
   readonly rateLimitKeyPrefix: string;
-  /**
-   * false: X-Forwarded-For is ignored. true: only the immediate peer (the load balancer) is trusted,
-   * so the client IP is the right-most X-Forwarded-For entry, the one the balancer added. A string:
-   * the addresses or CIDRs of trusted proxies (proxy-addr syntax, e.g. `10.0.0.0/8,loopback`).
-   */
+  /** false: X-Forwarded-For ignored; true: only the immediate peer is trusted; a string: trusted proxies (proxy-addr syntax) */
   readonly trustProxy: boolean | string;
   readonly corsOrigins: readonly string[];
   readonly shopifyWebhookSecret: string | undefined;
@@ -84,13 +78,8 @@ export interface Config {
   readonly jobRetentionDays: number;
   /** how long /metrics reuses the figures it read from the database */
   readonly metricsCacheSeconds: number;
-  /**
-   * OpenTelemetry traces go to this OTLP endpoint (OTEL_EXPORTER_OTLP_ENDPOINT, or the traces-only
-   * OTEL_EXPORTER_OTLP_TRACES_ENDPOINT); unset: no tracing, and the SDK is not even loaded. The SDK
-   * reads the other standard OTEL_* variables (protocol, headers, sampler, batch delay) itself.
-   */
+  /** the OTLP traces endpoint; unset: no tracing, the SDK not loaded (it reads the other OTEL_* itself) */
   readonly otelEndpoint: string | undefined;
-  /** the traces' `service.name` (OTEL_SERVICE_NAME) */
   readonly otelServiceName: string;
   /** when set, /metrics answers only requests with `Authorization: Bearer <token>` */
   readonly metricsToken: string | undefined;
@@ -205,9 +194,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     inboundReplayWindowSeconds: int(env, 'INBOUND_REPLAY_WINDOW_SECONDS', 86400, 0, 30 * 86400),
     ...overrides,
   };
-  // PGlite lives inside one process: splitting roles or running several API processes needs a server.
-  // An in-memory database named in the environment is private to each process too. (Tests pass
-  // ':memory:' as an override, and build API-only apps on it on purpose.)
+  // PGlite, or ':memory:' from the environment, lives in one process (tests override ':memory:' on purpose)
   const oneProcessOnly = config.databaseUrl === undefined || (databaseUrl === ':memory:' && config.databaseUrl === ':memory:');
   if (oneProcessOnly && config.role !== 'all') {
     throw new ConfigError(`ROLE=${config.role} needs DATABASE_URL (the embedded database serves one process)`);

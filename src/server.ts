@@ -22,8 +22,7 @@ function portIsFree(port: number, host: string): Promise<boolean> {
 
 const config = loadConfigOrExit();
 
-// A busy port, and an embedded database's directory held by another process, are told in one line
-// before anything is opened or written. (Forked API processes share the port their supervisor checked.)
+// A busy port is told in one line before anything is opened (forked API processes share the supervisor's)
 if (config.role !== 'worker' && !cluster.isWorker && !(await portIsFree(config.port, config.host))) {
   exitWith(`port ${config.port} is already in use (on ${config.host}): stop what listens there, or set PORT`);
 }
@@ -31,8 +30,7 @@ if (config.role !== 'worker' && !cluster.isWorker && !(await portIsFree(config.p
 // WEB_CONCURRENCY > 1: this process only supervises the forked API (and worker) processes; it never returns
 if (shouldRunCluster(config)) await runClusterPrimary(config);
 
-// Tracing starts before the app is loaded (its instrumentations patch the database and HTTP
-// libraries as they load), and only when asked for: unset, the SDK is never imported.
+// tracing starts before the app loads: its instrumentations patch libraries as they load
 const telemetry = config.otelEndpoint ? (await import('./telemetry.ts')).startTelemetry(config) : undefined;
 const { buildApp } = await import('./app.ts');
 const { bootstrapAdmin } = await import('./modules/users/admin-bootstrap.ts');
@@ -50,8 +48,6 @@ const tracing = tracingStatus(config);
 app.log.info({ tracing }, tracingStatusLine(tracing));
 telemetry?.reportTo(app.log);
 
-// SIGTERM/SIGINT: answer with `Connection: close` for a second, stop accepting, let in-flight
-// requests finish, close idle connections, let running jobs finish, close pools (gracefulClose).
 const close = gracefulClose(app);
 closeWithGrace({ delay: 30000 }, async ({ signal, err }) => {
   if (err) app.log.error({ err }, 'shutting down after an error');

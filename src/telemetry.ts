@@ -1,19 +1,7 @@
 /**
- * OpenTelemetry tracing with the official Node.js SDK, exported over OTLP. server.ts imports this
- * module only when OTEL_EXPORTER_OTLP_ENDPOINT is set, and before the app (the instrumentations
- * patch `pg`, `ioredis` and `node:http` as they are loaded, so the SDK must start first); when it
- * is unset, neither the SDK nor any instrumentation is loaded.
- *
- * The SDK reads the standard variables itself: OTEL_EXPORTER_OTLP_PROTOCOL (http/protobuf by
- * default, http/json, grpc), OTEL_EXPORTER_OTLP_HEADERS, OTEL_TRACES_SAMPLER, OTEL_BSP_SCHEDULE_DELAY,
- * OTEL_RESOURCE_ATTRIBUTES, … Only traces are exported: metrics stay on /metrics, logs on stdout.
- *
- * Spans: each HTTP request (server span; its route and status are set by src/http/tracing.ts), each
- * PostgreSQL statement and Redis command made within a request or job (not the job queue's own
- * polling, which has no parent), each job run (src/jobs/queue.ts), and each outgoing HTTP call
- * (webhook deliveries, platform reports) through undici, which also sends the `traceparent` header.
- * PGlite (the embedded database) has no instrumentation: its statements make no spans.
- * docs/tracing.md lists them with their names and attributes.
+ * OpenTelemetry tracing (traces only) over OTLP. server.ts imports this only when an endpoint is set,
+ * before the app, as the instrumentations patch `pg`, `ioredis` and `node:http` as they load. The
+ * SDK reads the standard OTEL_* variables itself. docs/tracing.md lists the spans.
  */
 import { setGlobalErrorHandler } from '@opentelemetry/core';
 import { HttpInstrumentation } from '@opentelemetry/instrumentation-http';
@@ -25,10 +13,8 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from './config.ts';
 import { tracingStatus } from './telemetry-status.ts';
 
-/** Probes and scrapes: frequent, and of no interest in a trace. */
 const UNTRACED_PATHS = new Set(['/health', '/ready', '/metrics']);
 
-/** At most one line per this many ms about failed exports, saying how many failed meanwhile. */
 const EXPORT_FAILURE_LOG_INTERVAL_MS = 60_000;
 
 export interface Telemetry {
@@ -38,12 +24,7 @@ export interface Telemetry {
   shutdown(): Promise<void>;
 }
 
-/**
- * Counts the SDK's export failures (the batch span processor hands each to OpenTelemetry's global
- * error handler, which is otherwise silent without a diagnostic logger) and logs the first at once,
- * then at most one line a minute with the count since the last line, so a collector that is down
- * says so without a line per batch.
- */
+/** Logs the first span export failure at once, then at most a line a minute with the count since. */
 class ExportFailureLog {
   private log: FastifyBaseLogger | undefined;
   private failures = 0;
@@ -94,7 +75,6 @@ export function startTelemetry(config: Config): Telemetry {
   setGlobalErrorHandler((err) => failures.failed(err));
   const sdk = new NodeSDK({
     serviceName: config.otelServiceName,
-    // traces only
     metricReaders: [],
     logRecordProcessors: [],
     instrumentations: [
@@ -104,10 +84,7 @@ export function startTelemetry(config: Config): Telemetry {
       new UndiciInstrumentation(),
       new PgInstrumentation({
         requireParentSpan: true,
-        // The instrumentation names a statement `pg.query:<name or operation> <database>`. A
-        // prepared statement's name is an id each process assigns (`oas_3`, db/named-statements.ts),
-        // so its span gets the name an unprepared one gets: the statement's first word, as the
-        // instrumentation's `db.operation.name` (`pg.query:SELECT oas`); `db.query.text` has the rest.
+        // a prepared statement's name is a per-process id (`oas_3`): its span is named as an unprepared one's
         requestHook: (span, { query, connection }) => {
           if (query.name === undefined) return;
           const operation = query.text.trimStart().split(/\s/, 1)[0].toUpperCase();

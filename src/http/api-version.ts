@@ -1,11 +1,6 @@
-/**
- * The versions of the API. Each is served under its own path prefix by the same routes and
- * handlers; a version differs only in the schemas its routes declare and in how its mappers render
- * the domain (v1 keeps the specification's contract exactly).
- */
+/** The API versions: the same routes and handlers under each prefix, with each version's schemas and mappers. */
 export type ApiVersion = 'v1' | 'v2';
 export const API_VERSIONS: readonly ApiVersion[] = ['v1', 'v2'];
-export const LATEST_API_VERSION: ApiVersion = 'v2';
 
 export function apiPrefix(version: ApiVersion): string {
   return `/api/${version}`;

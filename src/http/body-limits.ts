@@ -5,19 +5,11 @@ export const MIN_BODY_LIMIT = 1024;
 
 /** Bytes of the longest JSON number text (`-1.2345678901234567e-308`). */
 const NUMBER_BYTES = 24;
-/**
- * Bytes one character of a string may take as a client sends it. A schema's maxLength counts code
- * points, and an astral one escaped as a surrogate pair (`\uD83D\uDE00`, what Python's and PHP's
- * JSON encoders write by default) takes 12; so does a four-byte UTF-8 character percent-encoded in
- * a form body (`%F0%9F%98%80`). Raw UTF-8 (4) and an escaped BMP character (6) take less.
- */
+/** Bytes of a code point as sent: an astral one escaped as a surrogate pair (`\uD83D\uDE00`) takes 12. */
 const BYTES_PER_CHAR = 12;
 /** Bytes of a property name's character escaped (`\u0069`): names are ASCII. */
 const BYTES_PER_NAME_CHAR = 6;
-/**
- * Whitespace a pretty-printer puts before each member or element and before a closing bracket: a
- * line break and the indentation of its level, at up to four spaces a level (Python's `indent=4`).
- */
+/** A pretty-printer's line break and indentation, up to four spaces a level (Python's `indent=4`). */
 const INDENT_BYTES = 4;
 const breakBytes = (depth: number) => 1 + INDENT_BYTES * depth;
 
@@ -35,10 +27,8 @@ interface Schema {
 }
 
 /**
- * The size in bytes of the largest JSON text of a value `schema` accepts, in any encoding a JSON
- * serialiser writes (every character escaped, pretty-printed), or Infinity when the schema sets no
- * bound (a string without maxLength, an array without maxItems, an open object). `depth` is the
- * value's nesting level, which its members' indentation depends on.
+ * The bytes of the largest JSON text (escaped, pretty-printed) of a value `schema` accepts at nesting
+ * level `depth`, or Infinity when the schema sets no bound.
  */
 export function largestJsonBytes(schema: Schema, depth = 0): number {
   if (schema.const !== undefined) return JSON.stringify(schema.const).length * BYTES_PER_CHAR;
@@ -82,10 +72,8 @@ function largestOfType(schema: Schema, type: string | undefined, depth: number):
 }
 
 /**
- * Per-route body limits: each route reads at most its largest valid body, rounded up to whole KiB
- * (so the sign-in routes take a few KiB, not the service-wide limit). A route may set its own
- * `bodyLimit` (the platform webhook, whose body is the platform's); a schema without a bound gets
- * the service-wide `maxBytes`; a route without a body schema gets MIN_BODY_LIMIT.
+ * Each route reads at most its largest valid body, in whole KiB, unless it sets its own `bodyLimit`;
+ * an unbounded schema gets `maxBytes`, a route without a body schema MIN_BODY_LIMIT.
  */
 export function registerBodyLimits(app: FastifyInstance, opts: { maxBytes: number }): void {
   app.addHook('onRoute', (route) => {

@@ -6,13 +6,9 @@ import { FAVICON } from './docs-page.ts';
 import { AppError } from './errors.ts';
 
 /** Where `npm ci` (scripts/build-console.ts) writes the console. */
-export const CONSOLE_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'build', 'console');
+const CONSOLE_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'build', 'console');
 
-/**
- * The console's Content-Security-Policy: its own script and stylesheet, requests to this origin,
- * nothing inline, no eval, no frames, and DOM sinks that take HTML only from a Trusted Types policy
- * (it has none, so none at all).
- */
+/** The console's own files and this origin only, nothing inline, and no HTML DOM sinks (Trusted Types, no policy). */
 export const CONSOLE_CSP = [
   "default-src 'none'",
   "script-src 'self'",
@@ -85,9 +81,8 @@ const NOT_BUILT =
   '(esbuild and Preact), or by <code>npm run build:console</code>. The API works without it.</p></main></body></html>';
 
 /**
- * The console at /console: one page for every /console address (the page routes in the browser),
- * its hashed assets under /console/assets/, sent precompressed when the browser accepts it. Public
- * and not rate-limited like /docs: the page holds no data; the API it calls checks every request.
+ * The console: one page for every /console address, its hashed assets precompressed. Public and not
+ * rate-limited: the page holds no data; the API it calls checks every request.
  */
 export function registerConsole(app: FastifyInstance, opts: { dir?: string } = {}): void {
   const dir = opts.dir ?? CONSOLE_DIR;

@@ -1,15 +1,10 @@
 import type { FastifySwaggerUiOptions } from '@fastify/swagger-ui';
 import type { ApiVersion } from './api-version.ts';
 
-/**
- * The Swagger UI page of each API version (`/docs` for v1, `/docs/v2` for v2): its options for
- * @fastify/swagger-ui, and the Swagger UI plugins and style sheet the page loads. The plugins'
- * source is sent to the browser and runs there, so each is self-contained (no closure, no import).
- */
+// The Swagger UI page of each API version. The plugins' source runs in the browser: each is self-contained.
 
 export const DOCS_TITLE = 'Order and Account Service';
 
-/** Where each version's page is. */
 export const DOCS_PAGES: Record<ApiVersion, string> = { v1: '/docs', v2: '/docs/v2' };
 
 /** The icon of the docs pages and the console: a plain monogram, no third-party mark. */
@@ -17,11 +12,7 @@ export const FAVICON =
   '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"><rect width="32" height="32" rx="6" fill="#1f3a5f"/>' +
   '<text x="16" y="22" font-family="sans-serif" font-size="16" font-weight="bold" fill="#fff" text-anchor="middle">OA</text></svg>';
 
-/**
- * Loads, and shows as its source, the version's own document — `/openapi.json` (v1, the address
- * docs/api.md gives integrators) or `/openapi-v2.json` — instead of the `json` copy next to the page
- * that @fastify/swagger-ui points Swagger UI at.
- */
+/** Loads and shows the version's own document (`/openapi.json`, `/openapi-v2.json`), not the copy next to the page. */
 function ownDocument() {
   const own = (url: unknown) => {
     if (typeof url !== 'string') return url;
@@ -66,12 +57,7 @@ function versionSwitch(system: SwaggerSystem) {
   };
 }
 
-/**
- * The version switch's look, and an Authorize dialog with only what the password flow needs: the
- * service signs a user in with an e-mail and a password alone, so the client id, secret and
- * credentials location fields and the scopes text are hidden (Swagger UI sends no client
- * credentials when they are empty).
- */
+/** The version switch's look, and an Authorize dialog with only the e-mail and password the service needs. */
 const STYLE = `
 .version-switch { display: flex; gap: 8px; margin: 20px 0 0; font-family: sans-serif; font-size: 14px; }
 .version-switch a, .version-switch strong { padding: 6px 12px; border: 1px solid #1f3a5f; border-radius: 4px; color: #1f3a5f; text-decoration: none; }
@@ -83,10 +69,7 @@ const STYLE = `
 .auth-container .wrapper:has(> section > #client_secret_password) { display: none; }
 `;
 
-/**
- * @fastify/swagger-ui's options for a version's page. `document` builds the version's OpenAPI
- * document; the v2 page's `json` route serves it (v1's serves @fastify/swagger's default, v1).
- */
+/** @fastify/swagger-ui's options for a version's page; v2's `json` route serves `document()`. */
 export function docsPageOptions(version: ApiVersion, document: () => Record<string, unknown>): FastifySwaggerUiOptions {
   return {
     routePrefix: DOCS_PAGES[version],
@@ -99,16 +82,14 @@ export function docsPageOptions(version: ApiVersion, document: () => Record<stri
       css: [{ filename: 'docs.css', content: STYLE }],
     },
     uiConfig: {
-      // BaseLayout: the operations without the standalone top bar (its logo and the "Explore" box
-      // with a document address of its own); the version switch takes its place
+      // without the standalone top bar (its "Explore" box): the version switch takes its place
       layout: 'BaseLayout',
       plugins: [ownDocument, versionSwitch],
       persistAuthorization: true,
       docExpansion: 'list',
       deepLinking: true,
     },
-    // @fastify/swagger-ui's own policy (staticCSP: true), except that style-src allows inline styles:
-    // Swagger UI sets some element styles at run time, which that policy blocks. Scripts stay 'self' only.
+    // the plugin's own policy, but style-src allows the inline styles Swagger UI sets at run time
     staticCSP: {
       'default-src': ["'self'"],
       'base-uri': ["'self'"],

@@ -7,8 +7,6 @@ import { DOCS_PAGES, DOCS_TITLE, docsPageOptions } from './docs-page.ts';
 import { ERROR_STATUS } from './errors.ts';
 import { refineDocument, type OpenApiDocument } from './openapi-document.ts';
 
-export const API_PREFIX = '/api/v1';
-
 /** The OpenAPI document of each version, and the decorator that builds it. */
 const DOCUMENTS: Record<ApiVersion, { path: string; decorator: string }> = {
   v1: { path: '/openapi.json', decorator: 'swagger' },
@@ -51,11 +49,7 @@ function belongsTo(url: string, version: ApiVersion): boolean {
   return versioned === undefined || versioned === version;
 }
 
-/**
- * OpenAPI 3.1 generated from the route schemas, one document per API version (/openapi.json is v1,
- * /openapi-v2.json is v2; the operational routes appear in both), and a Swagger UI page for each
- * (/docs and /docs/v2; /docs?version=v2, the address of earlier releases, redirects to /docs/v2).
- */
+/** An OpenAPI 3.1 document and a Swagger UI page per API version, from the route schemas. */
 export async function registerDocs(app: FastifyInstance): Promise<void> {
   for (const version of API_VERSIONS) {
     await app.register(swagger, {
@@ -100,10 +94,9 @@ export async function registerDocs(app: FastifyInstance): Promise<void> {
   app.get('/', { config: { auth: 'public', rateLimitBucket: 'none' }, schema: { hide: true } }, async (_req, reply) => reply.redirect(DOCS_PAGES.v1, 302));
 }
 
-/** `/docs?version=v2` (the v2 page's address before it had its own path) leads to /docs/v2. */
+/** `/docs?version=v2`, the v2 page's earlier address, leads to /docs/v2. */
 function redirectVersionQuery(request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void {
   const path = request.url.split('?')[0].replace(/\/$/, '');
-  // a hook that answers does not call done (Fastify's "respond to a request from a hook")
   if (path === DOCS_PAGES.v1 && (request.query as Record<string, unknown> | undefined)?.version === 'v2') void reply.redirect(DOCS_PAGES.v2, 302);
   else done();
 }

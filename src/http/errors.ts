@@ -5,9 +5,7 @@ import { Type, type Static } from 'typebox';
 import { isDatabasePanic, isStorageFull } from '../db/errors.ts';
 import type { StorageState } from '../db/storage.ts';
 
-// Imported as ESM, node:http reads every one of its exports, whose lazy getters (WebSocket and the
-// like) load Node's bundled fetch client, TLS, HTTP/2 and zlib: 75 modules an API process never
-// runs. require() reads only what is used.
+// An ESM import of node:http reads every export, whose lazy getters load fetch, TLS, HTTP/2 and zlib.
 const { STATUS_CODES } = createRequire(import.meta.url)('node:http') as { STATUS_CODES: Record<number, string | undefined> };
 
 /** The one error vocabulary: every code maps to exactly one HTTP status, here and nowhere else. */
@@ -139,10 +137,7 @@ function describe(issues: ValidationIssue[]): string {
   return `Validation failed: ${where}: ${first.msg}${more}`;
 }
 
-/**
- * For the one route whose contract answers body-validation failures with 400 rather than 422
- * (PATCH /items): the same issues, the business-rule status. Non-body errors pass through.
- */
+/** PATCH /items answers body-validation failures with 400, not 422; non-body errors pass through. */
 export function bodyValidationAsBadRequest(err: FastifyError): Error {
   if (!err.validation || err.validationContext !== 'body') return err;
   const issues = validationIssues(err);
@@ -190,20 +185,14 @@ export function isDatabaseUnavailable(err: unknown): boolean {
   if (!e) return false;
   const code = e.code ?? '';
   return (
-    // 53300 too many connections; 08001/08004 the server refused the connection
     ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', '57P01', '57P02', '57P03', '53300', '08000', '08001', '08003', '08004', '08006'].includes(code) ||
-    // "not currently accepting connections": a database closed to connections (ALLOW_CONNECTIONS false), code 55000
     /Connection terminated|is not queryable|timeout exceeded when trying to connect|Query read timeout|connect ECONNREFUSED|PGlite is closed|driver has already been destroyed|not currently accepting connections|Cannot use a pool after calling end/i.test(
       e.message ?? '',
     )
   );
 }
 
-/**
- * Errors Fastify raises before routing, outside the error handler (a malformed percent-encoding in
- * the URL, a path parameter over the router's length limit): answered in the same error shape.
- * Pass as the `frameworkErrors` server option.
- */
+/** The `frameworkErrors` server option: errors Fastify raises before routing, in the same error shape. */
 export function frameworkErrors(err: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
   let error: AppError;
   if (err.code === 'FST_ERR_BAD_URL') {
@@ -234,10 +223,9 @@ function fromClientError(err: NodeJS.ErrnoException): AppError {
 }
 
 /**
- * Answers what Node's HTTP server refuses before Fastify sees a request (a malformed request line
- * or header, headers over the size limit, a request that did not arrive in time) in the same error
- * shape as everything else, then closes the connection, as Node itself does: after a parse error
- * the rest of the stream cannot be trusted. Pass as the `clientErrorHandler` server option.
+ * The `clientErrorHandler` server option: what Node's HTTP server refuses before Fastify sees a
+ * request, in the same error shape; then the connection closes, as after a parse error the rest of
+ * the stream cannot be trusted.
  */
 export function clientErrorHandler(err: NodeJS.ErrnoException, socket: Socket): void {
   // a reset connection has no one left to answer
@@ -254,34 +242,26 @@ export function clientErrorHandler(err: NodeJS.ErrnoException, socket: Socket): 
   socket.destroy(err);
 }
 
-/** The methods a request may use; a path none of whose routes take the request's method is a 405. */
 const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
 
-/**
- * The methods the routes at `path` answer, or an empty list when no route has that path. OPTIONS
- * alone does not make a path known: the CORS preflight route answers it for every path.
- */
+/** The methods the routes at `path` answer; OPTIONS alone (the CORS preflight, on every path) does not count. */
 function allowedMethods(app: FastifyInstance, path: string): string[] {
   const allowed = METHODS.filter((method) => app.findRoute({ method, url: path }) !== null);
   return allowed.some((m) => m !== 'OPTIONS') ? allowed : [];
 }
 
-/** Seconds a client waits before it writes again on a full disk: an operator has to free space first. */
-const STORAGE_FULL_RETRY_AFTER = '30';
-
+// 30 s: an operator has to free space first
 const storageFull = () =>
   new AppError('STORAGE_FULL', 'The service cannot store anything right now: its disk is full. Reads still work; retry later', {
-    headers: { 'retry-after': STORAGE_FULL_RETRY_AFTER },
+    headers: { 'retry-after': '30' },
   });
 
-/** The methods that only read: everything else may write, and is refused while the disk is full. */
 const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 /**
- * `storage`: the database's room to write. A request that may write is refused (503
- * `STORAGE_FULL`) before its handler runs while the embedded database's disk is below its reserve
- * (src/db/storage.ts), after authentication and validation have had their say; a disk-full error
- * from the database (either kind) is answered the same way, and noted for /ready.
+ * With `storage`, a request that may write is refused (503 `STORAGE_FULL`) after authentication and
+ * validation while the embedded database's disk is below its reserve; a disk-full error from either
+ * database is answered the same way, and noted for /ready.
  */
 export function registerErrorHandling(
   app: FastifyInstance,
@@ -311,7 +291,7 @@ export function registerErrorHandling(
       return sendError(reply, storageFull());
     }
     if (isDatabaseUnavailable(err) || isDatabasePanic(err)) {
-      // `databaseOutage` (src/db/outage-log.ts): one line per outage for the process, not one per request
+      // one line per outage, not per request
       if (opts.databaseOutage) opts.databaseOutage.failed(err, 'request');
       else request.log.error({ err }, 'database unavailable');
       return sendError(reply, new AppError('SERVICE_UNAVAILABLE', 'Service temporarily unavailable', { headers: { 'retry-after': '5' } }));
@@ -329,10 +309,8 @@ export function registerErrorHandling(
     }
     return new AppError('NOT_FOUND', `Route ${request.method} ${path} not found`);
   };
-  // A path or method no route takes is answered before any body is read (after the onRequest hooks:
-  // rate limits still count it). Otherwise Fastify would parse the body first and answer its faults
-  // instead (413, 415, 422, the nesting guard's 400, 400 for a QUERY without Content-Type).
-  // (a hook that answers does not call done: Fastify's "respond to a request from a hook")
+  // An unknown path or method is answered before the body is parsed (whose faults would answer
+  // instead), after the onRequest hooks, so rate limits still count it.
   app.addHook('preParsing', (request, reply, payload, done) => {
     if (request.is404) void sendError(reply, notFound(request));
     else done(null, payload);

@@ -3,11 +3,7 @@ import pino from 'pino';
 import type { Config } from '../config.ts';
 import { AccessLogController } from './access-log.ts';
 
-/**
- * stdout when it is not a terminal: pino's own destination, writing each line synchronously as it
- * is logged (pino's default). No line waits in a buffer, so a crash or a kill loses none, and no
- * thread-pool hand-off is paid per line. One per process: every app built in it shares it.
- */
+/** stdout, each line written synchronously so a crash loses none; one per process. */
 let stdoutDestination: pino.DestinationStream | undefined;
 function stdoutLog(): pino.DestinationStream {
   stdoutDestination ??= pino.destination({ dest: 1, sync: true });
@@ -15,10 +11,8 @@ function stdoutLog(): pino.DestinationStream {
 }
 
 /**
- * stdout for the access lines, one per request: pino's own destination gathering them until about
- * 3 KiB wait, then one write of at most 4 KiB (a pipe takes it whole, so it never splits a line of
- * the other destination), within 100 ms when the process is quiet, and at exit. A busy process
- * pays one write for a dozen requests rather than one each; only a kill (SIGKILL) loses what waits.
+ * stdout for the access lines, gathered into writes of at most 4 KiB (a pipe takes that whole, so no
+ * other line is split), flushed within 100 ms and at exit; only SIGKILL loses what waits.
  */
 let accessDestination: pino.DestinationStream | undefined;
 function accessLog(): pino.DestinationStream {
@@ -30,17 +24,13 @@ function accessLog(): pino.DestinationStream {
   return accessDestination;
 }
 
-/**
- * The service logger's options, and the controller that writes its per-request lines.
- * @param stream where the JSON lines go instead of stdout (tests that read the log)
- */
+/** The service logger's options and its access-line controller; `stream` replaces stdout (tests). */
 export function loggerOptions(
   config: Config,
   stream: { write(msg: string): void } | undefined,
 ): Pick<FastifyServerOptions, 'logger' | 'logController'> {
   const logger = {
     level: config.logLevel,
-    // secrets never reach the logs, whatever a serializer or a handler decides to log
     redact: {
       paths: [
         'req.headers.authorization',

@@ -19,10 +19,7 @@ const ReadyBody = Type.Object({
 
 const digest = (text: string) => crypto.createHash('sha256').update(text).digest();
 
-/**
- * A check that the request carries `Authorization: Bearer <token>`. Both sides are hashed first, so
- * the comparison takes the same time whatever the length or content of what was sent.
- */
+/** Requires `Authorization: Bearer <token>`, both sides hashed so the comparison takes constant time. */
 function bearerCheck(token: string): (request: FastifyRequest) => void {
   const expected = digest(token);
   return (request) => {
@@ -33,16 +30,10 @@ function bearerCheck(token: string): (request: FastifyRequest) => void {
   };
 }
 
-/**
- * /health, /ready and /metrics (Prometheus), outside the versioned API and never rate-limited.
- * With `metricsToken`, /metrics (per-route counts and latencies, versions, memory) answers only a
- * scraper that presents it.
- */
+/** /health, /ready and /metrics, outside the versioned API and never rate-limited. */
 export function registerObservability(app: FastifyInstance, checks: ReadinessCheck[], opts: { metricsToken?: string } = {}): client.Registry {
   const registry = new client.Registry();
-  // The event-loop delay histogram samples on a timer: prom-client's default of every 10 ms wakes an
-  // idle process 100 times a second. Every 100 ms, a stall of 100 ms or more always delays a sample,
-  // a shorter one in proportion.
+  // prom-client's 10 ms event-loop sampling would wake an idle process 100 times a second
   client.collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 100 });
   const duration = new client.Histogram({
     name: 'http_request_duration_seconds',

@@ -33,7 +33,6 @@ export const TAGS: Readonly<Record<string, { name: string; description: string }
   operations: { name: 'Operations', description: 'Liveness, readiness and metrics of the running service' },
 };
 
-
 const SUCCESS_TEXT: Record<string, string> = { 200: 'OK', 201: 'Created', 202: 'Accepted', 204: 'No Content' };
 const ERROR_BODY = '#/components/schemas/ErrorBody';
 /** What a path's ids name, for the 404 example (the admin inbound-webhook routes call theirs `id`). */
@@ -50,16 +49,9 @@ const RATE_LIMIT_HEADERS = {
 const RETRY_AFTER = { 'Retry-After': integerHeader('seconds to wait before trying again') };
 
 /**
- * What the route schemas cannot say by themselves, written into a version's document:
- * - a query parameter with a default is optional (the validator fills the default in; the schema
- *   lists it as required only so the handler's type has it);
- * - a body whose schema admits `null` is optional (@fastify/swagger marks every body required, but
- *   the JSON parser reads an empty body as none);
- * - every error status an operation can answer, from what kind of operation it is (secured, an
- *   administrator's, reading a JSON body, rate-limited, naming a row, using the database) and the
- *   codes its route answers (openapi-errors.ts), each described with its codes and an example of each;
- * - success statuses described by their name, tags by TAGS, rule bounds as `minimum`/`maximum`;
- * - every response of a rate-limited route carries the X-RateLimit-* headers, and its 429 Retry-After.
+ * What the route schemas cannot say by themselves: a query parameter with a default and a body that
+ * admits `null` are optional; every error status the operation can answer, with its codes and
+ * examples (openapi-errors.ts); status and tag names; rule bounds; the rate-limit headers.
  */
 export function refineDocument(doc: OpenApiDocument, routes: readonly RouteInfo[], prefix: string): void {
   const routeOf = new Map(routes.map((r) => [`${r.method.toLowerCase()} ${r.url.replace(/:(\w+)/g, '{$1}')}`, r]));

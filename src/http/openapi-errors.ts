@@ -1,11 +1,7 @@
 import { ERROR_STATUS, type ErrorCode, type ValidationIssue } from './errors.ts';
 import { MAX_JSON_DEPTH } from './validation.ts';
 
-/**
- * The error answers of the OpenAPI documents: for each operation and error status, a description
- * naming the codes it can carry and one example body per code, in the service's own words (the
- * documents' examples are what Swagger UI shows under each status).
- */
+// The OpenAPI documents' error answers: per operation and status, its codes and an example body of each.
 
 interface ErrorExample {
   /** what the code means here, in a few words (the example's name in Swagger UI's list) */
@@ -93,10 +89,7 @@ const forbidden = (resource: string): RouteCode => ({ code: 'FORBIDDEN', detail:
 const disabled = (action: string): RouteCode => ({ code: 'INVALID_STATE', detail: `Subscription is disabled; enable it before ${action}` });
 const subscription = forbidden('subscription');
 
-/**
- * The codes each operation answers beyond those every operation of its kind does (see
- * errorCodesOf), by method and path without the version prefix. Statuses follow from the codes.
- */
+/** The codes each operation answers beyond those of its kind (errorCodesOf), by method and unprefixed path. */
 export const ROUTE_CODES: Readonly<Record<string, readonly RouteCode[]>> = {
   'POST /auth/login': ['INVALID_CREDENTIALS', 'INACTIVE_USER', 'LOGIN_THROTTLED'],
   'POST /auth/refresh': ['INVALID_TOKEN'],

@@ -9,30 +9,12 @@ import { AppError } from './errors.ts';
 import type { ReadinessCheck } from './observability.ts';
 
 /**
- * Rate limiting with @fastify/rate-limit: one counter per caller and window, shared by every API
- * process through Redis when REDIS_URL is set, in process memory otherwise.
- *
- * Buckets (the key's first part):
- * - user: a request carrying a valid access token, keyed by its subject (the user id)
- * - ip: every other request (no token, or a token that does not verify), keyed by client IP; and
- *   always the routes with `config.rateLimitBucket: 'ip'`, whatever `Authorization` header they
- *   carry: the routes that take a credential in their body (login, refresh, logout, password
- *   recovery and reset), so that holding some account's token buys no extra guesses at another's
- * - webhook: routes with `config.rateLimitBucket: 'webhook'`, keyed by IP, with its own higher limit
- * Routes with `config.rateLimitBucket: 'none'` (health, ready, metrics, docs, JWKS) are not counted.
- *
- * The plugin's handler is an application-wide onRequest hook (`app.rateLimit()`), added before the
- * authentication hook, so a request that authentication is about to reject (no token on a
- * protected route, a forged or expired token) and a 404 are counted too — against the IP bucket.
- * The plugin's per-route hooks would run after authentication. To choose the bucket the key
- * generator verifies the bearer token (signature and claims only, no database); authentication
- * reuses the result.
- *
- * With Redis, every request is counted in Redis (INCR with a window's expiry). The plugin's own
- * Redis store has no fallback (`skipOnError` would drop the limits while Redis is down), so a
- * custom store (the plugin's `store` option) counts in Redis while it is connected and in this
- * process's memory while it is not (so N processes allow up to N times the limit until Redis is
- * back); the switch is logged once each way and /ready reports `redis: degraded`.
+ * @fastify/rate-limit, counted in Redis when REDIS_URL is set, in process memory otherwise. Buckets:
+ * `user` (a valid access token's subject), `ip` (everything else, and always the routes that take a
+ * credential in their body, so one account's token buys no guesses at another's), `webhook` (by IP,
+ * its own limit); `none` is not counted. The hook is application-wide and runs before authentication,
+ * so rejected requests and 404s count too. The plugin's Redis store has no fallback, so a custom
+ * store counts in memory while Redis is down (logged once each way; /ready says `redis: degraded`).
  */
 
 export type RateLimitBucket = 'ip' | 'webhook' | 'none';
@@ -74,14 +56,12 @@ export class FallbackState {
 /** A Redis client for shared counters: never queues a command while disconnected, reconnects in the background. */
 export function createRedis(url: string, log: FastifyBaseLogger, label = 'rate limiting'): Redis {
   const client = new Redis(url, {
-    // fail fast instead of queueing: a request never waits for Redis to come back
+    // a request never waits for Redis to come back
     enableOfflineQueue: false,
-    // the counts of many keys sent in the same tick go out in one write
     enableAutoPipelining: true,
     maxRetriesPerRequest: 1,
     connectTimeout: 1000,
     commandTimeout: 500,
-    // keep reconnecting in the background, at most every 2 s, so counters return to Redis
     retryStrategy: (times) => Math.min(100 * times, 2000),
   });
   // without a listener ioredis prints every failed reconnect; the fallback is logged once instead
@@ -89,11 +69,7 @@ export function createRedis(url: string, log: FastifyBaseLogger, label = 'rate l
   return client;
 }
 
-/**
- * A fixed-window counter (rate-limiter-flexible) in Redis while Redis is connected and answers, in
- * this process's memory otherwise. `use` runs one operation on whichever applies; a rejection
- * that is a limiter's verdict (a RateLimiterRes) is passed on, any other error moves to memory.
- */
+/** A fixed-window counter in Redis while it answers, in memory otherwise; a limiter's verdict (RateLimiterRes) passes on. */
 export interface RedisOrMemory {
   use<T>(op: (limiter: RateLimiterRedis | RateLimiterMemory) => Promise<T>): Promise<T>;
   readonly redis: Redis;
@@ -185,11 +161,7 @@ export async function registerRateLimit(app: FastifyInstance, deps: RateLimitDep
   });
 }
 
-/**
- * The plugin's custom store (its documented `store` option): each request adds one to its key's
- * window (`penalty` counts without a verdict; the plugin compares with the limit). Every route
- * shares the store, so a bucket is one count whichever route a request takes.
- */
+/** The plugin's `store` option: `penalty` counts without a verdict (the plugin compares); one store for every route. */
 function sharedStore(counter: RedisOrMemory) {
   return class SharedStore implements FastifyRateLimitStore {
     incr(key: string, callback: (error: Error | null, result?: { current: number; ttl: number }) => void): void {

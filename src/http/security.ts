@@ -24,16 +24,11 @@ declare module 'fastify' {
   }
 }
 
-/**
- * Server-level resource limits. The whole request must arrive within `requestTimeoutMs` (a
- * slow-drip body is cut off); Node checks that deadline only every `connectionsCheckingInterval`
- * (30 s by default), so the interval is tightened to keep the cut-off close to the limit.
- */
+/** Server-level limits; Node checks `requestTimeout` every `connectionsCheckingInterval` (30 s by default), so it is tightened. */
 export function serverLimits(config: Config) {
   const http: ServerOptions = {
     maxHeaderSize: 16 * 1024,
-    // Node answers an HTTP/1.1 request without Host with a bare 400 of its own; the service refuses
-    // it itself, in the error shape (registerHostRequirement below)
+    // refused in the error shape instead (registerHostRequirement)
     requireHostHeader: false,
     headersTimeout: Math.min(config.requestTimeoutMs, 10000),
     connectionsCheckingInterval: Math.max(100, Math.min(1000, Math.floor(config.requestTimeoutMs / 4))),
@@ -43,18 +38,13 @@ export function serverLimits(config: Config) {
     requestTimeout: config.requestTimeoutMs,
     connectionTimeout: 60000,
     keepAliveTimeout: 72000,
-    // During a graceful shutdown, a request that arrives on an open keep-alive connection is served
-    // (with `Connection: close`) instead of Fastify's own 503, whose body is not our error shape.
+    // during a graceful shutdown a request is served (with `Connection: close`), not Fastify's 503
     return503OnClosing: false,
     http,
   };
 }
 
-/**
- * HTTP/1.1 requires Host (RFC 9112 §3.2). Node's own refusal of a request without it is a bare 400
- * (turned off in serverLimits); this one is in the error shape, with the security headers, whose
- * hooks must come first.
- */
+/** HTTP/1.1 requires Host: refused in the error shape, after the security headers' hooks. */
 export function registerHostRequirement(app: FastifyInstance): void {
   app.addHook('onRequest', async (request) => {
     if (request.raw.httpVersionMajor === 1 && request.raw.httpVersionMinor >= 1 && request.headers.host === undefined) {
@@ -80,10 +70,7 @@ function pathOf(visit: Visit): Path {
   return path;
 }
 
-/**
- * Finds a string PostgreSQL cannot store verbatim anywhere in a parsed value. Iterative, and the
- * path is built only for the finding, so a deeply nested body costs linear time and no stack.
- */
+/** Finds a string PostgreSQL cannot store verbatim in a parsed value, iteratively (a deep body costs no stack). */
 function findUnstorable(root: unknown, part: string): Path | undefined {
   const stack: Visit[] = [{ value: root, key: part, parent: undefined }];
   while (stack.length > 0) {
@@ -123,16 +110,13 @@ export function registerSecurity(app: FastifyInstance): void {
     }
   });
 
-  // PostgreSQL rejects U+0000 in text (an error, so a 500) and replaces a lone surrogate (so not the
-  // value sent): refuse both as input with 422. A signature-verified body is left to its handler,
-  // which checks the signature before anything else.
+  // PostgreSQL rejects U+0000 and replaces a lone surrogate: 422. A signed body is left to its handler.
   app.addHook('preValidation', async (request) => {
     const body = request.routeOptions.config.auth === 'signature' ? undefined : request.body;
     const path = findUnstorable(body, 'body') ?? findUnstorable(request.query, 'query') ?? findUnstorable(request.params, 'path');
     if (!path) return;
     const msg = 'NUL characters and unpaired surrogates are not allowed';
-    // a route that answers its body's validation errors with 400 (attachValidation, the specification's
-    // PATCH /items) answers this one with 400 too
+    // PATCH /items answers its body's validation errors with 400
     const code = path[0] === 'body' && request.routeOptions.attachValidation ? 'INVALID_INPUT' : 'VALIDATION_ERROR';
     throw new AppError(code, `Validation failed: ${path.join('.')}: ${msg}`, {
       errors: [{ loc: path, msg, type: 'string_nul' }],

@@ -13,9 +13,8 @@ export function serverOptions(config: Config, logStream: { write(msg: string): v
   return {
     ...loggerOptions(config, logStream),
     ...serverLimits(config),
-    // TRUST_PROXY=true trusts the immediate peer only: the client IP is the X-Forwarded-For entry
-    // the balancer appended, never one a client wrote into the header itself (Fastify's own `true`
-    // trusts every hop, so the left-most entry, which the client controls, would be the key)
+    // TRUST_PROXY=true trusts the immediate peer only (Fastify's `true` trusts every hop, so the
+    // left-most X-Forwarded-For entry, which the client controls, would be the IP)
     trustProxy: config.trustProxy === true ? (_address: string, hop: number) => hop === 0 : config.trustProxy,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
     frameworkErrors,
@@ -29,10 +28,8 @@ export function serverOptions(config: Config, logStream: { write(msg: string): v
 }
 
 /**
- * Shutting down, server.close() waits for every connection to end, but closes only the ones idle at
- * that moment. A connection still serving a request then stays open as an idle keep-alive socket
- * for as long as the client likes (undici honours our 72 s keep-alive hint), past the grace period.
- * So until the server has closed, connections are closed as soon as they fall idle.
+ * server.close() closes only the connections idle at that moment; one serving a request would then
+ * stay open as an idle keep-alive socket. So until the server has closed, idle ones are closed.
  */
 export function closeIdleConnectionsOnShutdown(app: FastifyInstance): void {
   let idleSweep: NodeJS.Timeout | undefined;
@@ -45,17 +42,12 @@ export function closeIdleConnectionsOnShutdown(app: FastifyInstance): void {
   });
 }
 
-/** How long a process asked to stop keeps serving, every answer with `Connection: close`, before it stops accepting. */
-export const SHUTDOWN_DRAIN_MS = 1000;
+const SHUTDOWN_DRAIN_MS = 1000;
 
 /**
- * The close a stop signal asks for, kind to keep-alive clients. Closing a connection the moment it
- * is idle races with a client that is writing its next request on it: the request is dropped
- * (ECONNRESET). So first, for SHUTDOWN_DRAIN_MS, every answer — those of requests in flight and of
- * requests arriving, on open or new connections — carries `Connection: close`, and a client that
- * is using its connection learns that it ends instead of finding it gone. Then app.close(): no new
- * connections, in-flight requests finish, the connections still idle are closed (the sweep above).
- * Returns that close; call it once.
+ * The close a stop signal asks for, kind to keep-alive clients: closing an idle connection races with
+ * a client writing its next request on it. So for SHUTDOWN_DRAIN_MS every answer carries
+ * `Connection: close`, then app.close(). Returns that close; call it once.
  */
 export function gracefulClose(app: FastifyInstance): () => Promise<void> {
   const inFlight = new Set<ServerResponse>();
@@ -75,8 +67,7 @@ export function gracefulClose(app: FastifyInstance): () => Promise<void> {
       for (const res of inFlight) if (!res.headersSent) res.setHeader('connection', 'close');
       inFlight.clear();
       await sleep(SHUTDOWN_DRAIN_MS);
-      // timers run before the poll phase: after a stalled loop, the requests that arrived meanwhile
-      // are read (and their connections busy) before the idle ones are closed
+      // after a stalled loop, the requests that arrived meanwhile are read before idle connections close
       await nextCheckPhase();
     }
     await app.close();

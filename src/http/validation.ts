@@ -10,10 +10,7 @@ interface Validator {
   errors?: ValidateFunction['errors'];
 }
 
-/**
- * Compiles on the first call: Ajv's and fast-json-stringify's generated code for every route's
- * schemas held about 9 MB at start-up, most of it for routes a given process rarely or never serves.
- */
+/** Compiles on the first call: compiling every route's schemas at start-up holds memory for routes rarely served. */
 function compiledOnFirstUse(compile: () => Validator): Validator {
   let validate: Validator | undefined;
   const lazy: Validator = (data) => {
@@ -44,11 +41,7 @@ export const lazySchemaController: FastifyServerOptions['schemaController'] = {
   },
 };
 
-/**
- * `strict: false` lets schemas carry OpenAPI-only keywords (`example`, `deprecated`), but it also
- * turns off `strictNumbers`, which is what refuses NaN and ±Infinity: `1e309` in a JSON body parses
- * to Infinity and would otherwise pass a `type: number` check (and be stored or answered as null).
- */
+/** `strict: false` allows OpenAPI-only keywords but turns off `strictNumbers`, which refuses `1e309` (Infinity). */
 function makeAjv(opts: Options): Ajv {
   const ajv = new Ajv({ allErrors: false, removeAdditional: false, useDefaults: true, strict: false, strictNumbers: true, ...opts });
   addFormats.default(ajv);
@@ -58,15 +51,10 @@ function makeAjv(opts: Options): Ajv {
   return ajv;
 }
 
-/** 0001-01-01T00:00:00Z and 10000-01-01T00:00:00Z: the instants a four-digit UTC year can name. */
 const EARLIEST = Date.parse('0001-01-01T00:00:00Z');
 const AFTER_LATEST = Date.parse('+010000-01-01T00:00:00Z');
 
-/**
- * A date or date-time must also name an instant from year 1 to 9999 (UTC). `0000-01-01` is a valid
- * RFC 3339 date, but JavaScript writes such an instant as year 0 or a six-digit year, which
- * PostgreSQL refuses (on the embedded database it was a 500): it is a 422 here, on both databases.
- */
+/** A date or date-time must name a year from 1 to 9999 (UTC), which PostgreSQL accepts: otherwise 422. */
 function withinDatabaseRange(ajv: Ajv, name: 'date' | 'date-time'): void {
   const format = ajv.formats[name];
   if (typeof format !== 'object' || format instanceof RegExp || typeof format.validate !== 'function') throw new Error(`ajv-formats has no ${name} check`);
@@ -83,10 +71,8 @@ function withinDatabaseRange(ajv: Ajv, name: 'date' | 'date-time'): void {
 }
 
 /**
- * `multipleOf` as a JSON document means it: a decimal step such as 0.01 holds for the number as
- * written (19.99 is a multiple of 0.01). Ajv divides binary doubles, which refuses 19.99 (19.99 / 0.01
- * is 1998.9999999999998). For a power-of-ten step the value is a multiple when rounding it to that
- * many decimals gives back the same double, i.e. it is the nearest double to such a decimal.
+ * `multipleOf` of a decimal step holds for the number as written: Ajv divides doubles and refuses
+ * 19.99 for 0.01. A power-of-ten step is met when rounding to that many decimals gives the same double.
  */
 function replaceMultipleOf(ajv: Ajv): void {
   ajv.removeKeyword('multipleOf');
@@ -106,10 +92,8 @@ function replaceMultipleOf(ajv: Ajv): void {
 }
 
 /**
- * Two validators: bodies are checked strictly (no type coercion, unknown properties rejected rather
- * than silently dropped — Fastify's default strips them), while query strings, path parameters and
- * headers, which are always text on the wire, are coerced to their declared types. Request schemas
- * are self-contained (no $ref), so neither instance needs the shared schemas.
+ * Bodies are checked strictly (no coercion, unknown properties rejected, not stripped); query, path
+ * and headers, text on the wire, are coerced. Request schemas have no $ref, so no shared schemas.
  */
 export function registerValidation(app: FastifyInstance): void {
   const bodyAjv = makeAjv({ coerceTypes: false });
@@ -121,10 +105,7 @@ export function registerValidation(app: FastifyInstance): void {
   registerJsonParser(app);
 }
 
-/**
- * The words a boolean query parameter may be written as, in any case: ajv alone coerces only
- * `true` and `false`, while clients send `True` (Python's requests), `1`, `yes` or `on`.
- */
+/** Boolean words in any case: ajv coerces only `true` and `false`, clients send `True`, `1`, `yes`. */
 const BOOLEAN_WORDS = new Map<string, boolean>([
   ...['true', 't', 'yes', 'y', 'on', '1'].map((w) => [w, true] as const),
   ...['false', 'f', 'no', 'n', 'off', '0'].map((w) => [w, false] as const),
@@ -135,11 +116,7 @@ function booleanProperties(schema: unknown): string[] {
   return Object.keys(props).filter((k) => props[k].type === 'boolean');
 }
 
-/**
- * A query, path or header validator: boolean words in any case, and every number finite. Ajv
- * coerces `1e309` or `Infinity` to Infinity and then checks only the type it coerced to, even with
- * strictNumbers, so a coerced value is checked here once more.
- */
+/** A query, path or header validator: boolean words, and every number finite (ajv coerces `1e309` to Infinity). */
 function textValidator(validate: Validator, booleanKeys: string[]): Validator {
   const wrapped = (data: unknown): boolean => {
     const record = data !== null && typeof data === 'object' ? (data as Record<string, unknown>) : undefined;
@@ -166,12 +143,7 @@ function textValidator(validate: Validator, booleanKeys: string[]): Validator {
 /** Deeper than any valid body of the API (an order is three levels: body, lines, line). */
 export const MAX_JSON_DEPTH = 32;
 
-/**
- * True when JSON text nests objects and arrays more than `max` levels deep. One pass over the
- * characters, strings skipped, nothing allocated: a body nested hundreds of thousands of levels
- * deep costs what reading it costs, where parsing it (and walking the result) held the event loop
- * for a large fraction of a second.
- */
+/** True when JSON text nests more than `max` levels: one pass, nothing allocated, unlike parsing a deep body. */
 export function nestedDeeperThan(text: string, max: number): boolean {
   let depth = 0;
   let inString = false;
@@ -189,11 +161,8 @@ export function nestedDeeperThan(text: string, max: number): boolean {
 }
 
 /**
- * JSON bodies with Fastify's own parser (prototype-poisoning checks included), except that an
- * empty body is no body: a client that sends `Content-Type: application/json` on every request
- * must be able to DELETE, or call an action that takes no body. A route that needs a body still
- * answers 422, from its schema. A body nested deeper than MAX_JSON_DEPTH is refused before it is
- * parsed.
+ * Fastify's own JSON parser, except that an empty body is no body (a client sending the JSON
+ * content type on every request can still DELETE) and a body nested too deep is refused unparsed.
  */
 function registerJsonParser(app: FastifyInstance): void {
   const parse = app.getDefaultJsonParser('error', 'error');

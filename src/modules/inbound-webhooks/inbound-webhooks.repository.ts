@@ -4,13 +4,9 @@ import { countCapped, type CappedCount } from '../../db/capped-count.ts';
 import type { Db } from '../../db/database.ts';
 
 /**
- * Stores a received payload once per delivery; returns its id, or undefined when the payload was
- * already stored: the same webhook id or event id (unique indexes), or, with `checkDigest`, the same
- * body digest stored at any time the row is kept (a captured signed body resent later, under new ids
- * or to the other topic's route, is a replay; the platform never sends one body twice). The digest lookup and the insert run
- * under a transaction-scoped advisory lock on the digest, taken by a statement of its own before
- * them (the insert's snapshot then holds every copy stored before the lock was granted), so two
- * copies of one body arriving together cannot both miss each other.
+ * Stores a payload once per delivery; returns its id, or undefined when already stored (same webhook
+ * or event id, or with `checkDigest` the same body: a replay). The digest check runs under an
+ * advisory lock taken by a statement of its own, so the insert's snapshot sees every earlier copy.
  */
 export async function insertInboundWebhook(
   trx: Transaction<Database>,
@@ -46,13 +42,9 @@ export async function findInboundWebhook(db: Db, id: number): Promise<InboundWeb
 }
 
 /**
- * Locks the stored event for its processing transaction and returns its current status, or
- * undefined when there is no such event. With it, in the same statement, the lock that serialises
- * the processing of platform order `externalId`'s webhooks (its creation, its cancellation) until
- * `trx` ends: a cancellation processed while its order is being created either finds the order or
- * leaves its record for the creation to find, never neither. The event's row is locked first (the
- * CTE is read before the outer query's target list runs), then the order's; the statements after
- * this one see what the transactions that held either lock committed.
+ * Locks the stored event and returns its status, then the lock that serialises platform order
+ * `externalId`'s creation and cancellation until `trx` ends, so a cancellation either finds the
+ * order or leaves its record for the creation to find.
  */
 export async function lockForPlatformOrder(
   trx: Transaction<Database>,
@@ -68,7 +60,7 @@ export async function lockForPlatformOrder(
 
 type Outcome = { status: 'processed' | 'failed'; orderId: number | null; error: string | null };
 
-/** The update that records the outcome once, at `at`: a stored event already processed or failed is left as it is. */
+/** Records the outcome once: a stored event already processed or failed stays as it is. */
 function settleStatement(db: QueryCreator<Database>, id: number, outcome: Outcome, at: Date) {
   return db
     .updateTable('inbound_webhooks')
@@ -77,7 +69,6 @@ function settleStatement(db: QueryCreator<Database>, id: number, outcome: Outcom
     .where('status', '=', 'received');
 }
 
-/** Records the outcome once: a stored event that is already processed or failed stays as it is. */
 export async function settleInboundWebhook(db: Db, id: number, outcome: Outcome): Promise<boolean> {
   const res = await settleStatement(db, id, outcome, new Date()).executeTakeFirst();
   return Number(res.numUpdatedRows) > 0;
@@ -98,7 +89,6 @@ export interface InboundFilter {
   topic?: string;
 }
 
-/** The columns of a list entry (everything but the payload). */
 const summaryColumns = ['id', 'webhook_id', 'topic', 'shop_domain', 'status', 'error', 'order_id', 'received_at', 'processed_at'] as const;
 export type InboundWebhookSummaryRow = Pick<InboundWebhookRow, (typeof summaryColumns)[number]>;
 
@@ -123,10 +113,7 @@ export async function findInboundWebhooksForOrder(db: Db, orderId: number): Prom
   return db.selectFrom('inbound_webhooks').select(summaryColumns).where('order_id', '=', orderId).orderBy('id', 'asc').execute();
 }
 
-/**
- * Stored events waiting for their processing (`received`) or failed, by status: a count the status
- * index serves. Processed events are every other one, kept forever, and not counted.
- */
+/** Stored events `received` or `failed`, counted by the status index. */
 export async function countUnprocessedInboundWebhooks(db: Db): Promise<Record<'received' | 'failed', number>> {
   const rows = await db
     .selectFrom('inbound_webhooks')
@@ -139,11 +126,7 @@ export async function countUnprocessedInboundWebhooks(db: Db): Promise<Record<'r
   return counts;
 }
 
-/**
- * Removes the body and headers of up to `limit` events processed before `before`, in one short
- * statement; the row (its outcome, its order link, its webhook id that keeps a repeat from being
- * processed again) stays. Returns how many it purged.
- */
+/** Removes the body and headers of up to `limit` events processed before `before`; the row stays. */
 export async function purgeProcessedPayloads(db: Db, before: Date, limit: number): Promise<number> {
   const res = await db
     .updateTable('inbound_webhooks')
@@ -177,11 +160,7 @@ export async function recordPlatformCancellation(
     .execute();
 }
 
-/**
- * Records the stored event `id` processed into order `orderId` (`settleStatement`), and in
- * the same statement takes the cancellation of platform order `externalId` that arrived before the
- * order did, if one waits: returns it, marked applied, for the caller to apply in `trx`.
- */
+/** Settles event `id` as processed into `orderId`, and takes (marks applied) a cancellation that arrived first. */
 export async function settleTakingWaitingCancellation(
   trx: Transaction<Database>,
   id: number,

@@ -35,7 +35,7 @@ import {
 export const ORDERS_CREATE_TOPIC = 'orders/create';
 export const ORDERS_CANCELLED_TOPIC = 'orders/cancelled';
 
-/** Seams for tests (buildApp's `hooks.inboundProcessing`): fault injection without touching the database. */
+/** Fault injection for tests (buildApp's `hooks.inboundProcessing`). */
 export interface InboundProcessHooks {
   /** runs in every attempt before the stored payload is read; a throw is a transient failure */
   beforeProcess?: (inboundWebhookId: number, lastAttempt: boolean) => void | Promise<void>;
@@ -79,11 +79,7 @@ function platformHeaders(headers: IncomingHttpHeaders): Record<string, string> {
   return kept;
 }
 
-/**
- * The stored payload as the JSON object processing needs. Whatever else a correctly signed body is
- * (not UTF-8 text, not JSON, not an object) was stored and acknowledged all the same, and is recorded
- * as failed with the reason here, never retried.
- */
+/** The stored payload as a JSON object; any other signed body fails here with the reason, never retried. */
 function storedPayload(row: InboundWebhookRow): object {
   if (row.raw_body === null) throw new InboundRejection('payload was removed by the retention purge');
   if (row.raw_body_encoding !== 'utf8') throw new InboundRejection('payload is not UTF-8 text');
@@ -127,15 +123,10 @@ export class InboundWebhookService {
   }
 
   /**
-   * The acknowledgement path, kept to one transaction: verify the HMAC over the raw bytes (before
-   * anything is parsed), store the body once per delivery, whatever it contains, and enqueue its
-   * processing in the same transaction. A delivery seen before is
-   * acknowledged and not processed again: the same
-   * webhook id, the same event id, or (the webhook id is not covered by the HMAC, so a captured
-   * body could be replayed under new ids) the same body within the replay window. Whether the
-   * body is a usable order is for processing to decide and record (`failed`, with the reason).
-   * The topic is the route's: the HMAC does not cover `X-Shopify-Topic`, so a header naming another
-   * topic is refused (401) before anything is stored, and a missing one takes the route's.
+   * The acknowledgement path: verify the HMAC over the raw bytes, store the body once per delivery and
+   * enqueue its processing, in one transaction. A delivery seen before (same webhook id, event id, or
+   * body within the replay window, as the HMAC covers no id) is acknowledged, not processed again.
+   * The HMAC does not cover `X-Shopify-Topic` either: a header naming another topic is refused.
    */
   async receive(rawBody: Buffer, headers: IncomingHttpHeaders, topic: string): Promise<Receipt> {
     const secret = this.config.shopifyWebhookSecret;
@@ -149,8 +140,7 @@ export class InboundWebhookService {
     }
     // byte for byte: as text when PostgreSQL can hold it as text, else in base64
     const asText = isUtf8(rawBody) && !rawBody.includes(0);
-    // Without the platform's id, the body's digest identifies the delivery: an identical signed body
-    // sent again is the same webhook, and a signed payload is never refused for a missing header.
+    // without the platform's id, the body's digest identifies the delivery
     const givenId = platformId(headers, 'x-shopify-webhook-id');
     const eventId = platformId(headers, 'x-shopify-event-id') ?? null;
     const bodySha256 = crypto.createHash('sha256').update(rawBody).digest('hex');
@@ -178,10 +168,8 @@ export class InboundWebhookService {
   }
 
   /**
-   * The background half: turn the stored payload into an order (or link the order that already
-   * exists for its platform id) and record `processed` or `failed` on the stored event. A payload
-   * that cannot become an order is recorded as failed at once; anything else is retried by the queue
-   * and recorded as failed after the last attempt.
+   * The background half: create or link the order and record `processed` or `failed`. A payload that
+   * cannot become an order fails at once; other errors are retried, and fail after the last attempt.
    */
   async process(inboundWebhookId: number, lastAttempt: boolean): Promise<void> {
     const row = await findInboundWebhook(this.db, inboundWebhookId);
@@ -216,17 +204,14 @@ export class InboundWebhookService {
   }
 
   /**
-   * The dead-letter handler: pg-boss gave up on the event's processing job without the handler
-   * recording it (the last attempt expired or lost its worker, or the recording itself failed).
-   * Records the event `failed` with the job's last error; an event already settled is left as it is,
-   * so running this again, or after a late success, changes nothing. Returns whether it recorded.
+   * The dead-letter handler: records an event whose job pg-boss gave up on as `failed` with the job's
+   * last error; a settled event stays as it is. Returns whether it recorded.
    */
   async abandon(job: Job<'webhook-inbound-process-dead-letter'>): Promise<boolean> {
     const given = givenUpJob(job);
     const cause = given.cause ?? 'the job queue gave up on it';
     const id = job.data.inboundWebhookId;
-    // reprocessed since the given-up job was sent: the newer job owns the outcome (1 ms: the job's
-    // creation time reaches JavaScript cut to milliseconds, the link's keeps microseconds)
+    // reprocessed since: the newer job owns the outcome (+1 ms: the job's time is cut to milliseconds)
     if (job.sourceCreatedOn !== null) {
       const after = new Date(new Date(job.sourceCreatedOn).getTime() + 1);
       if (await inboundJobSentSince(this.db, 'webhook-inbound-process', id, after)) return false;
@@ -263,8 +248,7 @@ export class InboundWebhookService {
       });
       // a product deactivated since it was read above: the next attempt says which
       if (!order) throw new Error('a product of the order was deactivated while it was being placed');
-      // the event is settled, and, when the platform cancelled the order before its creation
-      // arrived, the order is cancelled before any processing: all in this transaction
+      // a cancellation that arrived before the creation cancels the order now
       const waiting = await settleTakingWaitingCancellation(trx, inboundId, order.id, SHOPIFY_SOURCE, mapped.externalId);
       if (waiting) {
         await this.orders.cancelByExternalId(trx, SHOPIFY_SOURCE, mapped.externalId, waiting.reason);
@@ -273,12 +257,7 @@ export class InboundWebhookService {
     });
   }
 
-  /**
-   * A platform cancellation: cancels the linked order with the same effects as the API's cancel (a
-   * completed order's stock goes back), or, when its order has not arrived yet, records it for the
-   * creation to apply. An order that failed or was cancelled already stays as it is. Either way the
-   * stored webhook is processed, linked to the order when there is one.
-   */
+  /** A platform cancellation: cancels the linked order as the API does, or records it for the creation to apply. */
   private async applyCancellation(inboundId: number, mapped: MappedShopifyCancellation): Promise<void> {
     await this.db.transaction().execute(async (trx) => {
       const status = await lockForPlatformOrder(trx, inboundId, SHOPIFY_SOURCE, mapped.externalId);

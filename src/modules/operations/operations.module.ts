@@ -5,7 +5,7 @@ import type { OrdersModule } from '../orders/orders.module.ts';
 import { registerJobRetentionJob } from './operations.jobs.ts';
 import { registerOperationsMetrics } from './operations.metrics.ts';
 import { registerOperationsRoutes } from './operations.routes.ts';
-import { OrderTraceService } from './trace.service.ts';
+import { traceOrder } from './trace.service.ts';
 
 export interface OperationsModule extends AppModule {
   /** adds the jobs, orders and webhooks metrics to the /metrics registry */
@@ -13,17 +13,15 @@ export interface OperationsModule extends AppModule {
 }
 
 /**
- * What operating the service needs across modules: the trace of one order (platform webhooks, order,
- * jobs, outgoing deliveries), the jobs, orders and webhooks metrics, and the purge of the links of deleted jobs.
- * It reads every other module's records through that module's service or repository, so it depends
- * on them and none of them on it.
+ * What operating the service needs across modules: an order's trace, the metrics, the purge of the
+ * links of deleted jobs. It depends on the other modules, none of them on it.
  */
 export function createOperationsModule(ctx: AppContext, deps: { orders: OrdersModule; inbound: InboundWebhooksModule }): OperationsModule {
   const { db, config, log, queue } = ctx;
-  const traces = new OrderTraceService({ db, queue, orders: deps.orders.admin, inbound: deps.inbound.admin });
+  const traceDeps = { db, queue, orders: deps.orders.admin, inbound: deps.inbound.admin };
   registerJobRetentionJob(queue, { db, config, log });
   return {
-    routes: (api) => registerOperationsRoutes(api, traces),
+    routes: (api) => registerOperationsRoutes(api, (orderId) => traceOrder(traceDeps, orderId)),
     registerMetrics: (registry) => registerOperationsMetrics(registry, { db, queue, cacheSeconds: config.metricsCacheSeconds, log }),
   };
 }

@@ -5,9 +5,9 @@ import { errorResponses } from '../../http/errors.ts';
 import { OrderIdParams } from '../orders/orders.schemas.ts';
 import { toOrderTrace } from './operations.mapper.ts';
 import { OrderTraceBody } from './operations.schemas.ts';
-import type { OrderTraceService } from './trace.service.ts';
+import type { OrderTrace } from './trace.service.ts';
 
-export function registerOperationsRoutes(root: FastifyInstance, traces: OrderTraceService): void {
+export function registerOperationsRoutes(root: FastifyInstance, traceOrder: (orderId: number) => Promise<OrderTrace>): void {
   const app = root.withTypeProvider<TypeBoxTypeProvider>();
   const version = apiVersionOf(root);
 
@@ -24,6 +24,6 @@ export function registerOperationsRoutes(root: FastifyInstance, traces: OrderTra
       params: OrderIdParams,
       response: { 200: OrderTraceBody(version), ...errorResponses(401, 403, 404, 422, 429) },
     },
-    handler: async (request) => toOrderTrace(version, await traces.trace(request.params.order_id)),
+    handler: async (request) => toOrderTrace(version, await traceOrder(request.params.order_id)),
   });
 }

@@ -21,29 +21,18 @@ export interface OrderTrace {
  * message with its attempts. Each part comes from the module that owns it; this module depends on
  * all of them and none of them on it.
  */
-export class OrderTraceService {
-  private readonly db: Db;
-  private readonly queue: JobQueue;
-  private readonly orders: OrdersAdminService;
-  private readonly inbound: InboundWebhooksAdminService;
-
-  constructor(deps: { db: Db; queue: JobQueue; orders: OrdersAdminService; inbound: InboundWebhooksAdminService }) {
-    this.db = deps.db;
-    this.queue = deps.queue;
-    this.orders = deps.orders;
-    this.inbound = deps.inbound;
-  }
-
-  async trace(orderId: number): Promise<OrderTrace> {
-    const record = await this.orders.get(orderId);
-    const [inbound, messages] = await Promise.all([this.inbound.forOrder(orderId), findOrderMessages(this.db, orderId)]);
-    const [attempts, jobs] = await Promise.all([
-      findMessageAttempts(
-        this.db,
-        messages.map((m) => m.message_id),
-      ),
-      this.queue.jobsAbout({ orderId, inboundWebhookIds: inbound.map((i) => i.id), messageRowIds: messages.map((m) => m.id) }),
-    ]);
-    return { record, inbound, jobs, messages, attempts };
-  }
+export async function traceOrder(
+  deps: { db: Db; queue: JobQueue; orders: OrdersAdminService; inbound: InboundWebhooksAdminService },
+  orderId: number,
+): Promise<OrderTrace> {
+  const record = await deps.orders.get(orderId);
+  const [inbound, messages] = await Promise.all([deps.inbound.forOrder(orderId), findOrderMessages(deps.db, orderId)]);
+  const [attempts, jobs] = await Promise.all([
+    findMessageAttempts(
+      deps.db,
+      messages.map((m) => m.message_id),
+    ),
+    deps.queue.jobsAbout({ orderId, inboundWebhookIds: inbound.map((i) => i.id), messageRowIds: messages.map((m) => m.id) }),
+  ]);
+  return { record, inbound, jobs, messages, attempts };
 }

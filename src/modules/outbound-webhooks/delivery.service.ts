@@ -36,10 +36,7 @@ export const DISABLE_AFTER_FAILED_MESSAGES = 20;
 export const SUBSCRIPTION_GONE_ERROR = 'subscription is disabled or deleted';
 const DELIVERY_JITTER = 0.2;
 
-/** One attempt of one message: `messageRowId` is webhook_messages.id. */
-type DeliverJob = JobPayloads['webhook-deliver'];
-
-/** The delay before retry number `retry` (1 = the first retry), from the configured schedule, with ±10 % jitter. */
+/** The delay before retry number `retry` (1 = the first), with ±10 % jitter. */
 function retryDelayMs(schedule: readonly number[], retry: number): number | undefined {
   const base = schedule[retry - 1];
   if (base === undefined) return undefined;
@@ -47,20 +44,14 @@ function retryDelayMs(schedule: readonly number[], retry: number): number | unde
 }
 
 /**
- * Outgoing deliveries. Retries follow the configured schedule (WEBHOOK_RETRY_SCHEDULE): each attempt
- * is a job of its own, sent with the delay before it; pg-boss's own retries only cover a crash or a
- * database error around an attempt.
- *
- * The messages of one order to one subscription form a lane: at most one of them is `queued` (in
- * flight), the later ones wait `held` and are released oldest first as each one settles. Messages
- * put back into delivery (resend, recover) go back into their lane the same way, so they never
- * overtake an earlier message of their order that is still pending.
+ * Outgoing deliveries: each attempt is a job sent with its delay (pg-boss's retries cover only a
+ * crash around one). One order's messages to one subscription form a lane: at most one is `queued`,
+ * the later ones wait `held` and are released oldest first, resent ones included.
  */
 export class WebhookDeliveryService {
   private readonly db: Db;
   private readonly queue: JobQueue;
   private readonly config: Config;
-  /** the delivery agent, made on the first delivery */
   private readonly dispatcher: () => Promise<Dispatcher>;
   private readonly log: FastifyBaseLogger;
 
@@ -73,12 +64,8 @@ export class WebhookDeliveryService {
   }
 
   /**
-   * The listener of order events (run by the publishing job after the events committed, in its
-   * transaction): one message per matching subscription (`matchingSubscriptions`) and kind it
-   * wants (a cancellation is `order.status_changed` and `order.cancelled`), in the subscription's
-   * API version's rendering. A message waits ('held') while an earlier message of the same order
-   * to the same subscription is still pending, so a receiver gets one order's events in sequence.
-   * The lanes are locked first, in (subscription, order) order, as a resend or recovery takes them.
+   * The listener of order events: one message per matching subscription and kind it wants, in its
+   * API version's rendering. Locks the lanes first, in (subscription, order) order, as a resend does.
    */
   async fanOut(trx: Transaction<Database>, changes: readonly OrderEventOf[]): Promise<void> {
     const events = changes.map((c) => c.event).filter((e) => (ORDER_EVENT_TYPES as readonly string[]).includes(e.type));
@@ -97,7 +84,6 @@ export class WebhookDeliveryService {
     for (const [subscriptionId, orderId] of lanes.sort(([s1, o1], [s2, o2]) => s1 - s2 || o1 - o2)) await lockMessageLane(trx, subscriptionId, orderId);
     // then the subscriptions (the lock order): one disabled or deleted meanwhile gets nothing, and none is until these messages commit
     const active = await lockActiveSubscriptions(trx, [...new Set(sends.map((s) => s.subscription.id))]);
-    // each event's renderings, made once per kind and version; every attempt continues the publishing job's trace
     const payloads = new Map<string, string>();
     const payloadOf = (event: OrderEventRow, kind: WebhookEventKind, version: ApiVersion) => {
       const key = `${event.id} ${kind} ${version}`;
@@ -145,10 +131,8 @@ export class WebhookDeliveryService {
   }
 
   /**
-   * Puts settled messages (delivered or failed) of `subscription` back into delivery, each with a
-   * fresh retry schedule, in the caller's transaction. Per order they go back into their lane:
-   * the oldest is sent once nothing of that order is in flight, the others follow in `id` (that is,
-   * `sequence`) order. Returns the ids re-queued and, among them, those sent at once.
+   * Puts settled messages of `subscription` back into delivery with a fresh retry schedule, each into
+   * its lane. Returns the ids re-queued and, among them, those sent at once.
    */
   async requeue(
     trx: Transaction<Database>,
@@ -179,11 +163,7 @@ export class WebhookDeliveryService {
     return { requeued, sentNow };
   }
 
-  /**
-   * The job of the next attempt of `message`, a child of the span that wrote its event (a link to
-   * the span sending it, when another). Each job is grouped by its destination, which pg-boss
-   * limits per worker process (outbound-webhooks.jobs.ts).
-   */
+  /** The job of the next attempt, grouped by destination (pg-boss limits a group per worker). */
   private async enqueue(trx: Transaction<Database>, subscription: { url: string }, message: MessageToSend, delayMs = 0): Promise<void> {
     await this.queue.send(trx, 'webhook-deliver', { messageRowId: message.id, attempt: message.attempts + 1 }, {
       group: { id: destinationOf(subscription.url) },
@@ -192,16 +172,13 @@ export class WebhookDeliveryService {
     });
   }
 
-  /**
-   * Settles every pending message of a subscription being disabled or deleted as `failed`, in the
-   * caller's transaction (the one that disables or deletes it).
-   */
+  /** Fails every pending message of a subscription being disabled or deleted, in that transaction. */
   failPending(trx: Transaction<Database>, subscriptionId: number): Promise<number> {
     return failPendingMessages(trx, subscriptionId, SUBSCRIPTION_GONE_ERROR);
   }
 
   /** One attempt of one message (the job handler). Never throws for a receiver's failure. */
-  async deliver(job: DeliverJob): Promise<void> {
+  async deliver(job: JobPayloads['webhook-deliver']): Promise<void> {
     const found = await findMessageWithSubscription(this.db, job.messageRowId);
     if (!found || found.message.status !== 'queued') return; // settled already (a repeated job)
     const { message, subscription } = found;
@@ -279,12 +256,9 @@ export class WebhookDeliveryService {
   }
 
   /**
-   * Final state of a message, plus the release of the next message of its lane, in one transaction.
-   * The attempt made is recorded even when the message was settled meanwhile (its subscription
-   * disabled or deleted while the attempt was in flight); `alsoInTransaction` (a change of the
-   * subscription) runs only when this call settled it. Locks in the documented order: the lane, then
-   * the subscription row when `alsoInTransaction` changes it, then the message, as disabling or
-   * deleting the subscription (the row, then its pending messages) takes them.
+   * A message's final state and the release of its lane's next, in one transaction. The attempt is
+   * recorded even when the message was settled meanwhile; `alsoInTransaction` runs only when this call
+   * settled it. Locks: the lane, the subscription (when changed), then the message.
    */
   private async settle(
     message: WebhookMessageRow,

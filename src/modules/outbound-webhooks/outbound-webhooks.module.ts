@@ -1,6 +1,6 @@
 import type { AppContext, AppModule } from '../../app-context.ts';
 import { WebhookDeliveryService } from './delivery.service.ts';
-import { DisabledNotices } from './disabled-notices.ts';
+import { sendDisabledNotice } from './disabled-notices.ts';
 import { WebhookMessagesService } from './messages.service.ts';
 import { registerMessageRetentionJob } from './messages-retention.jobs.ts';
 import { registerOutboundWebhookJobs } from './outbound-webhooks.jobs.ts';
@@ -26,7 +26,7 @@ export function createOutboundWebhooksModule(ctx: AppContext, deps: { resolve?: 
   const delivery = new WebhookDeliveryService({ db, queue, config, dispatcher, log });
   const subscriptions = new SubscriptionsService({ db, config, delivery });
   const messages = new WebhookMessagesService({ db, subscriptions, delivery });
-  registerOutboundWebhookJobs(queue, { delivery, notices: new DisabledNotices({ db, mailer }), maxPerHost: config.webhookMaxConcurrencyPerHost });
+  registerOutboundWebhookJobs(queue, { delivery, sendDisabledNotice: (id) => sendDisabledNotice({ db, mailer }, id), maxPerHost: config.webhookMaxConcurrencyPerHost });
   registerMessageRetentionJob(queue, { db, config, log });
   // one message per matching subscription, written as the publishing job hands the order events over
   ctx.orderEvents.subscribe({ react: (trx, events) => delivery.fanOut(trx, events) });

@@ -24,10 +24,7 @@ export async function insertSubscription(
 /** The first key of the per-user advisory lock; lane locks use subscription ids (positive) there. */
 const USER_SUBSCRIPTIONS_LOCK = -16;
 
-/**
- * Serialises the creations and URL changes of one user's subscriptions, so the limit and the
- * duplicate check hold for concurrent requests.
- */
+/** Serialises one user's subscription creations and URL changes: the limit and duplicate check hold. */
 export async function lockUserSubscriptions(trx: Transaction<Database>, userId: number): Promise<void> {
   await sql`SELECT pg_advisory_xact_lock(${USER_SUBSCRIPTIONS_LOCK}::int, ${userId}::int)`.execute(trx);
 }
@@ -67,10 +64,7 @@ export async function updateSubscription(
     .executeTakeFirst();
 }
 
-/**
- * A new secret; the one it replaces (read in the same statement, so two concurrent rotations cannot
- * lose one) keeps signing until `previousUntil`, or stops at once when that is null.
- */
+/** A new secret; the one replaced (read in the same statement) keeps signing until `previousUntil`, if given. */
 export async function rotateSubscriptionSecret(
   db: Db,
   id: number,
@@ -100,11 +94,7 @@ export interface MatchingSubscription {
   all_orders: boolean;
 }
 
-/**
- * Active subscriptions that can receive the events of orders owned by `owners` (a subquery of user
- * ids): the owners' own, and every administrator's, by id. Owners that were deleted or deactivated
- * receive nothing.
- */
+/** Active subscriptions for orders of `owners` (a subquery): the owners' own (if active) and every administrator's. */
 export function matchingSubscriptions(db: Db, owners: RawBuilder<unknown>) {
   return db
     .selectFrom('webhook_subscriptions as s')
@@ -115,11 +105,7 @@ export function matchingSubscriptions(db: Db, owners: RawBuilder<unknown>) {
     .orderBy('s.id');
 }
 
-/**
- * Those of subscriptions `ids` still active, share-locked until `trx` ends: none of them is disabled
- * or deleted (which fails its pending messages) before the messages written for it meanwhile commit,
- * and one disabled or deleted since it was read is left out.
- */
+/** Those of `ids` still active, share-locked so none is disabled before the messages written for it commit. */
 export async function lockActiveSubscriptions(trx: Transaction<Database>, ids: readonly number[]): Promise<Set<number>> {
   if (ids.length === 0) return new Set();
   const rows = await trx
@@ -140,9 +126,8 @@ export async function resetSubscriptionFailures(db: Db, id: number): Promise<voi
 }
 
 /**
- * The subscription row, locked until `trx` ends, the first of a subscription's rows in the lock order
- * (docs/architecture.md, Locks): FOR NO KEY UPDATE, as an UPDATE of it takes, so a delivery's
- * attempt or message inserted meanwhile (its foreign key's share lock) does not wait for it.
+ * The subscription row, locked FOR NO KEY UPDATE (first in the lock order, docs/architecture.md), so
+ * an attempt or message inserted meanwhile (a foreign key's share lock) does not wait for it.
  */
 export async function lockSubscription(trx: Transaction<Database>, id: number) {
   return trx
@@ -154,9 +139,8 @@ export async function lockSubscription(trx: Transaction<Database>, id: number) {
 }
 
 /**
- * Counts one finally-failed message; the subscription is disabled once the run reaches `disableAfter`
- * (or at once when `disableReason` is given, e.g. the receiver answered 410 Gone). `disabled` is
- * true only when this call disabled a subscription that was active: the caller sends the notice.
+ * Counts one finally-failed message, disabling the subscription at `disableAfter` (or at once with
+ * `disableReason`); `disabled` is true only when this call disabled an active one.
  */
 export async function recordSubscriptionFailure(
   trx: Transaction<Database>,

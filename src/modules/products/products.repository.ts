@@ -17,11 +17,7 @@ export interface ProductState {
   is_active: boolean;
 }
 
-/**
- * id, name, is_active of the given products, as a query not yet run: `findProductStates` runs it,
- * and an order's insert embeds it to check the order's products in its own statement. Unknown ids
- * are simply absent.
- */
+/** The given products' states as a query an order's insert can embed; unknown ids are absent. */
 export function productStatesQuery(db: Db, ids: readonly number[]) {
   return db.selectFrom('products').select(['id', 'name', 'is_active']).where(sql<boolean>`id = ANY(${ids}::integer[])`);
 }
@@ -36,7 +32,6 @@ export async function findProductsBySku(db: Db, skus: string[]): Promise<Product
   return db.selectFrom('products').selectAll().where('sku', 'in', skus).execute();
 }
 
-/** The SKU of each of the given products. */
 export async function findSkus(db: Db, ids: number[]): Promise<Map<number, string>> {
   if (ids.length === 0) return new Map();
   const rows = await db.selectFrom('products').select(['id', 'sku']).where('id', 'in', ids).execute();
@@ -49,16 +44,13 @@ export interface LockedProduct {
   name: string;
   stock: number;
   is_active: boolean;
-  /** numeric(12,2) as exact decimal text */
   price: string;
 }
 
 /**
- * Locks the given products, in id order, until `trx` ends, and returns them (unknown ids are
- * absent). The id order means concurrent orders always take their locks in the same order. FOR NO
- * KEY UPDATE (the lock an UPDATE of stock takes anyway), not FOR UPDATE: it does not conflict with
- * the KEY SHARE locks that inserting order lines takes on their products through the foreign key,
- * so creating an order never waits for (or deadlocks with) the processing of another one.
+ * Locks the given products in id order (one order for every caller) until `trx` ends. FOR NO KEY
+ * UPDATE does not conflict with the KEY SHARE locks order lines' foreign keys take, so creating an
+ * order never waits for another's processing.
  */
 export async function lockProducts(trx: Transaction<Database>, ids: number[]): Promise<LockedProduct[]> {
   if (ids.length === 0) return [];
@@ -66,12 +58,7 @@ export async function lockProducts(trx: Transaction<Database>, ids: number[]): P
   return rows;
 }
 
-/**
- * `lockProducts` as a query not yet run, which `lockProducts` runs and another module's statement can
- * embed: the products whose ids `ids` selects (a subquery), locked in id order, and only when `when`
- * holds (no row is read, nor locked, otherwise). The statement that embeds it makes sure `when` is
- * evaluated after the locks that must come first.
- */
+/** `lockProducts` as a query to embed: the products `ids` selects, locked only when `when` holds. */
 export function lockProductsQuery(ids: RawBuilder<unknown>, when: RawBuilder<boolean>): RawBuilder<LockedProduct> {
   return sql<LockedProduct>`
     SELECT id, name, stock, is_active, price::text AS price
@@ -88,10 +75,8 @@ export interface StockChange {
 }
 
 /**
- * Changes the stock of the given products. The caller holds their locks from an earlier statement
- * (`lockProducts`, `lockProductsQuery`): locking and changing in one statement deadlocks under
- * contention, because its UPDATE reads with a snapshot older than the versions its own lock took,
- * then waits on the tuple locks of order placements queued behind it.
+ * Changes the stock of products whose locks the caller holds from an earlier statement: locking and
+ * changing in one statement deadlocks under contention (its UPDATE's snapshot predates its locks).
  */
 export async function changeStock(trx: Transaction<Database>, changes: readonly StockChange[]): Promise<void> {
   if (changes.length === 0) return;
@@ -122,11 +107,7 @@ export async function listProducts(
   return { rows, total: Number(count.total) };
 }
 
-/**
- * Inserts the given products only when the catalogue is empty, in one statement: concurrent starts
- * cannot duplicate it (the sku key makes a racing insert a no-op) and a non-empty catalogue is never
- * touched. Returns the number of rows inserted.
- */
+/** Inserts the products only into an empty catalogue, in one statement (concurrent starts cannot duplicate it). */
 export async function seedProductsIfEmpty(
   db: Db,
   products: readonly { sku: string; name: string; price: string; stock: number }[],

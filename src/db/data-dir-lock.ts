@@ -2,10 +2,8 @@ import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 
-// Node.js has no file lock of its own. fs-native-extensions (prebuilt binaries in the package, no
-// install script) takes an open file description lock on Linux (fcntl F_OFD_SETLK), flock on
-// macOS and LockFileEx on Windows: each is tied to the open file, so the system drops it when the
-// file is closed or its process ends, however it ends.
+// Node.js has no file lock of its own. fs-native-extensions takes an OS lock tied to the open file
+// (F_OFD_SETLK, flock, LockFileEx): it is dropped when the file closes or its process ends, however.
 const { tryLock } = createRequire(import.meta.url)('fs-native-extensions') as {
   /** true when the exclusive lock was taken, false when another open file holds it */
   tryLock(fd: number): boolean;
@@ -48,9 +46,8 @@ function alive(pid: number): boolean {
 }
 
 /**
- * What the holder of the lock wrote into the lock file, or undefined. Only the holder writes there,
- * right after taking the lock, and the file is its owner's alone (mode 0600): what a dead process
- * left, or a holder that has not written yet, names no live process and is not repeated.
+ * What the holder wrote into the lock file (mode 0600, written right after taking the lock), or
+ * undefined when it names no live process.
  */
 function readHolder(fd: number): DataDirHolder | undefined {
   try {
@@ -65,13 +62,10 @@ function readHolder(fd: number): DataDirHolder | undefined {
 }
 
 /**
- * Takes the data directory `dataDir` for this process alone, before anything in it is opened: two
- * processes on one embedded database would each see only their own writes, and one of them would
- * lose its writes at the next start. The lock is an OS lock on `dataDir/.lock`, so the file's
- * permissions say who may take it, and it goes with its process, so a crash never leaves a stale
- * lock behind. Throws `DataDirInUse`, naming the holder, when another process has it (also one of
- * this process: each call opens the file anew). The lock lasts until `release` or the end of the
- * process.
+ * Takes `dataDir` for this process alone, before anything in it is opened: two processes on one
+ * embedded database would each see only their own writes, and one would lose them at the next
+ * start. An OS lock on `dataDir/.lock` goes with its process, so a crash leaves no stale lock.
+ * Throws `DataDirInUse` when another holder has it (also an earlier call of this process).
  */
 export async function lockDataDir(dataDir: string): Promise<DataDirLock> {
   await fs.promises.mkdir(dataDir, { recursive: true });

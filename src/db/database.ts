@@ -1,8 +1,8 @@
 import path from 'node:path';
 import type { PGlite } from '@electric-sql/pglite';
-import { Kysely, PGliteDialect, PostgresDialect, sql } from 'kysely';
+import { Kysely, PGliteDialect, PostgresDialect, sql, type Dialect } from 'kysely';
 import pg from 'pg';
-import { lockDataDir, type DataDirLock } from './data-dir-lock.ts';
+import { lockDataDir } from './data-dir-lock.ts';
 import { createEmbeddedDataDir } from './embedded-init.ts';
 import { namedStatementPool } from './named-statements.ts';
 import { StorageState, exitOnPanic, watchForPanic } from './storage.ts';
@@ -59,57 +59,41 @@ export async function createDatabase(opts: DatabaseOptions): Promise<DatabaseHan
       query_timeout: 15000,
       idleTimeoutMillis: 30000,
     });
-    // An idle client losing its server emits 'error' on the pool; without a listener it would crash.
+    // A client losing its server emits 'error' (on the pool when idle, on itself when checked out);
+    // unheard, it would crash the process. The caller learns of it from its next query.
     pool.on('error', () => {});
-    // pg-pool takes its idle listener off a client while it is checked out: a connection dropped in
-    // the middle of a transaction (between two statements) would emit 'error' with nobody listening
-    // and crash the process. The failure reaches the caller through its next query instead.
     pool.on('connect', (client) => client.on('error', () => {}));
-    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: opts.preparedStatements === false ? pool : namedStatementPool(pool) }) });
-    const storage = opts.storage ?? new StorageState(undefined);
-    return {
-      db,
-      pglite: undefined,
-      connectionString: opts.databaseUrl,
-      storage,
-      async ping() {
-        storage.check();
-        await sql`select 1`.execute(db);
-      },
-      async close() {
-        await db.destroy();
-      },
-    };
+    const dialect = new PostgresDialect({ pool: opts.preparedStatements === false ? pool : namedStatementPool(pool) });
+    return handleOf(dialect, undefined, opts.databaseUrl, opts.storage ?? new StorageState(undefined));
   }
   // loaded only here: a process on PostgreSQL never holds the embedded database's code
   const { PGlite } = await import('@electric-sql/pglite');
   // PostgreSQL zeroes its whole shared buffer pool at start, so the pool is resident from the first
   // query on; the operating system's page cache still holds the rest of the data directory
   const startParams = [...PGlite.defaultStartParams, '-c', `shared_buffers=${opts.sharedBuffersMb ?? 16}MB`];
-  let pglite: PGlite;
-  let lock: DataDirLock | undefined;
-  let storage = opts.storage ?? new StorageState(undefined);
   if (opts.databaseUrl === ':memory:') {
-    pglite = await PGlite.create({ startParams, parsers: PGLITE_PARSERS });
-  } else {
-    // one process per data directory, taken before anything in it is opened
-    lock = await lockDataDir(opts.dataDir);
-    const dir = path.join(opts.dataDir, 'pgdata');
-    try {
-      await createEmbeddedDataDir(dir, startParams);
-      pglite = watchForPanic(await PGlite.create(dir, { startParams, parsers: PGLITE_PARSERS }), opts.onPanic ?? exitOnPanic);
-      storage = opts.storage ?? new StorageState(dir);
-    } catch (err) {
-      await lock.release();
-      throw err;
-    }
+    const pglite = await PGlite.create({ startParams, parsers: PGLITE_PARSERS });
+    return handleOf(new PGliteDialect({ pglite }), pglite, undefined, opts.storage ?? new StorageState(undefined));
   }
-  pg.types.setTypeParser(20, (v) => Number(v));
-  const db = new Kysely<Database>({ dialect: new PGliteDialect({ pglite }) });
+  // one process per data directory, taken before anything in it is opened
+  const lock = await lockDataDir(opts.dataDir);
+  const dir = path.join(opts.dataDir, 'pgdata');
+  try {
+    await createEmbeddedDataDir(dir, startParams);
+    const pglite = watchForPanic(await PGlite.create(dir, { startParams, parsers: PGLITE_PARSERS }), opts.onPanic ?? exitOnPanic);
+    return handleOf(new PGliteDialect({ pglite }), pglite, undefined, opts.storage ?? new StorageState(dir), () => lock.release());
+  } catch (err) {
+    await lock.release();
+    throw err;
+  }
+}
+
+function handleOf(dialect: Dialect, pglite: PGlite | undefined, connectionString: string | undefined, storage: StorageState, release?: () => Promise<void>): DatabaseHandle {
+  const db = new Kysely<Database>({ dialect });
   return {
     db,
     pglite,
-    connectionString: undefined,
+    connectionString,
     storage,
     async ping() {
       storage.check();
@@ -117,7 +101,7 @@ export async function createDatabase(opts: DatabaseOptions): Promise<DatabaseHan
     },
     async close() {
       await db.destroy();
-      await lock?.release();
+      await release?.();
     },
   };
 }

@@ -4,14 +4,9 @@ import path from 'node:path';
 
 /**
  * Creates the embedded database's data directory `dir` when it does not exist yet, in a child
- * process and under a temporary name renamed into place once complete.
- *
- * initdb runs in WebAssembly memory of its own, several hundred MiB, and compiles PGlite once more;
- * a child process gives all of it back when it exits, where a worker thread left the C heap it had
- * used fragmented in the server's process. And a process killed during initdb leaves only its
- * temporary directory, which the next start removes: `dir` is either absent or a whole cluster.
- * Each start creates under a name of its own: a killed process's child finishes the step it is in
- * before it notices, and must not write into the directory of the start after it.
+ * process (initdb's several hundred MiB of WebAssembly memory go back when it exits) and under a
+ * temporary name of this start's own, renamed into place once complete: `dir` is either absent or
+ * a whole cluster, and a killed start's child cannot write into the next start's directory.
  */
 export async function createEmbeddedDataDir(dir: string, startParams: readonly string[]): Promise<void> {
   if (await exists(path.join(dir, 'PG_VERSION'))) return;

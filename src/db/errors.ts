@@ -4,21 +4,15 @@ export function isUniqueViolation(err: unknown): boolean {
 }
 
 /**
- * The disk under the database is full: PostgreSQL's disk_full (SQLSTATE 53100, raised by pg and
- * by PGlite alike, e.g. `could not write to file "pg_wal/xlogtemp…": No space left on device`),
- * the operating system's ENOSPC from a file write, or a write refused for want of room
- * (`StorageFull`).
+ * The disk under the database is full: PostgreSQL's disk_full (SQLSTATE 53100), the operating
+ * system's ENOSPC, or a write refused for want of room (`StorageFull`).
  */
 export function isStorageFull(err: unknown): boolean {
   const e = err as { code?: string; message?: string } | undefined;
   return err instanceof StorageFull || e?.code === '53100' || e?.code === 'ENOSPC' || /No space left on device/.test(e?.message ?? '');
 }
 
-/**
- * A PANIC from the database. PostgreSQL ends its server on one and starts anew; PGlite runs in
- * this process and cannot: every later statement fails (`StartTransactionCommand: unexpected
- * state STARTED`), whatever is freed or fixed.
- */
+/** A PANIC from the database: PostgreSQL restarts its server; PGlite, in this process, cannot. */
 export function isDatabasePanic(err: unknown): boolean {
   return (err as { severity?: string } | undefined)?.severity === 'PANIC';
 }

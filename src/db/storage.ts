@@ -3,10 +3,8 @@ import type { PGlite } from '@electric-sql/pglite';
 import { StorageFull, isDatabasePanic, isStorageFull } from './errors.ts';
 
 /**
- * Room the embedded database keeps free on its disk (docs/decisions/107-full-disk.md). PGlite
- * cannot survive a failed write-ahead log write: a new WAL segment is 16 MiB written at once, and
- * failing it is a PANIC after which nothing works until a restart. Writes are refused while less
- * than one segment and 8 MiB for the table files and what is already under way is free.
+ * Room the embedded database keeps free on its disk: one 16 MiB WAL segment and a margin, as PGlite
+ * cannot survive a failed WAL write (docs/decisions/107-full-disk.md).
  */
 export const EMBEDDED_RESERVE_BYTES = 24 * 1024 * 1024;
 
@@ -25,10 +23,7 @@ export class StorageState {
     this.reserveBytes = reserveBytes;
   }
 
-  /**
-   * Throws `StorageFull` when a write must not be tried: the embedded database's disk has less
-   * than its reserve free. (statfs is a system call of a microsecond or two, not worth caching.)
-   */
+  /** Throws `StorageFull` when the embedded database's disk has less than its reserve free (statfs is cheap: not cached). */
   assertRoomToWrite(): void {
     if (this.dir === undefined) return;
     const stat = fs.statfsSync(this.dir);
@@ -53,11 +48,9 @@ export class StorageState {
 const mib = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
 
 /**
- * `pglite` as seen by everything that queries it, with `onPanic` called on the first PANIC any
- * statement fails with, before anything else learns of it: the next statement would find PGlite
- * spinning in its WebAssembly, the event loop blocked for good (measured: SIGTERM ignored, no timer
- * ran). Only its public methods are used: query, exec and transaction (and the query and exec of
- * the transaction it hands to its callback) are watched; everything else is the instance's own.
+ * `pglite` with `onPanic` called on the first PANIC any statement (query, exec, or those of a
+ * transaction) fails with, before its caller learns of it: the next statement would find PGlite
+ * spinning in its WebAssembly, the event loop blocked for good.
  */
 export function watchForPanic(pglite: PGlite, onPanic: (err: Error) => void): PGlite {
   let panicked = false;
@@ -91,10 +84,8 @@ export function watchForPanic(pglite: PGlite, onPanic: (err: Error) => void): PG
 }
 
 /**
- * What the service does when its embedded database panicked: it cannot recover in this process,
- * so it says so in one line and exits 1 at once, for its supervisor to start it again (PGlite's
- * recovery then replays the log; nothing acknowledged is lost). At once: the next statement would
- * spin (see watchForPanic); the requests under way lose their connection.
+ * The embedded database panicked and cannot recover in this process: one line, then exit 1 at once
+ * (the next statement would spin), for the supervisor to restart it; recovery replays the log.
  */
 export function exitOnPanic(err: Error): void {
   fs.writeSync(2, `the embedded database stopped after a PANIC (${err.message}): exiting so that a restart recovers it\n`);

@@ -3,6 +3,13 @@ import type { Db } from '../db/database.ts';
 import type { Database } from '../db/schema.ts';
 import type { JobSubject } from './registry.ts';
 
+/** The subjects whose jobs an order's trace shows. */
+export interface JobSubjects {
+  orderId: number;
+  inboundWebhookIds: readonly number[];
+  messageRowIds: readonly number[];
+}
+
 /**
  * The service's SQL on `job_links`: what each job is about, so the trace of an order finds every
  * job run for it. pg-boss's own tables are read and written only through its API.
@@ -23,10 +30,7 @@ export async function insertJobLink(db: Db | Transaction<Database>, jobId: strin
 }
 
 /** The jobs sent for an order, for its platform webhooks and for its outgoing messages, oldest first. */
-export async function findJobLinks(
-  db: Db,
-  about: { orderId: number; inboundWebhookIds: readonly number[]; messageRowIds: readonly number[] },
-): Promise<{ queue: string; job_id: string }[]> {
+export async function findJobLinks(db: Db, about: JobSubjects): Promise<{ queue: string; job_id: string }[]> {
   let q = db.selectFrom('job_links').select(['queue', 'job_id']).where('order_id', '=', about.orderId);
   if (about.inboundWebhookIds.length > 0) q = q.union(db.selectFrom('job_links').select(['queue', 'job_id']).where('inbound_webhook_id', 'in', [...about.inboundWebhookIds]));
   if (about.messageRowIds.length > 0) q = q.union(db.selectFrom('job_links').select(['queue', 'job_id']).where('message_row_id', 'in', [...about.messageRowIds]));

@@ -8,10 +8,9 @@ import { OutageLog } from '../db/outage-log.ts';
 import { isDatabaseUnavailable } from '../http/errors.ts';
 import type { Database } from '../db/schema.ts';
 import { inBatchSpan, inJobSpan, withTraceContext } from './job-tracing.ts';
-import { jobCounts, jobsAbout, takeUpLeftJobs, type JobSubjects } from './job-inspection.ts';
 import { LapsedHeartbeats } from './lapsed-heartbeats.ts';
-import type { JobRecord, QueueJobCounts } from './job-records.ts';
-import { insertJobLink } from './jobs.repository.ts';
+import { toJobRecord, type JobRecord, type QueueJobCounts } from './job-records.ts';
+import { findJobLinks, insertJobLink, type JobSubjects } from './jobs.repository.ts';
 import { DEAD_LETTER_RETRY, HEARTBEAT_REFRESH_SECONDS, superviseSeconds, syncQueues, type QueueDefinition } from './job-policies.ts';
 import { deadLetterQueueOf, jobSubjectOf, type DeadLettered, type Job, type JobName, type JobPayloads } from './registry.ts';
 
@@ -167,11 +166,11 @@ export class JobQueue {
    */
   async start(): Promise<Record<string, number>> {
     await this.boss.start();
-    await this.syncQueues();
+    await syncQueues(this.boss, [...this.definitions.values()], this.config.jobRetentionDays, this.log);
     this.started = true;
     if (this.config.role === 'api') return {};
     // on the embedded database this process holds the data directory alone (its lock): a running job was left by a process that died
-    const takenUp = this.handle.pglite ? await takeUpLeftJobs(this.boss) : {};
+    const takenUp = this.handle.pglite ? await this.takeUpLeftJobs() : {};
     await Promise.all(this.workers.map((w) => w.opts.load?.()));
     for (const w of this.workers) await this.startLoops(w);
     for (const s of this.schedules) await this.boss.schedule(s.name, s.cron);
@@ -237,11 +236,6 @@ export class JobQueue {
     }
   }
 
-  /** Creates or updates each defined queue as its definition says (job-policies.ts). */
-  private async syncQueues(): Promise<void> {
-    await syncQueues(this.boss, [...this.definitions.values()], this.config.jobRetentionDays, this.log);
-  }
-
   /**
    * Enqueues inside `trx` (the job exists only if the transaction commits); returns the job's id.
    * A job about an order, a platform webhook or an outgoing message is linked to it in `trx` too.
@@ -260,14 +254,45 @@ export class JobQueue {
     return this.handle.db.transaction().execute((trx) => this.send(trx, name, data, options));
   }
 
-  /** Per queue: jobs waiting, running, and failed and still kept, as pg-boss's supervision last counted them. */
+  /** Per queue: jobs waiting (new, or waiting for a retry), running, and failed and still kept, as pg-boss's supervision last counted them. */
   async counts(): Promise<QueueJobCounts[]> {
-    return jobCounts(this.boss, [...this.definitions.keys()]);
+    const queues = await this.boss.getQueues([...this.definitions.keys()]);
+    return queues.map((q) => ({ queue: q.name, queued: q.queuedCount, active: q.activeCount, failed: q.failedCount })).sort((a, b) => a.queue.localeCompare(b.queue));
   }
 
-  /** The jobs sent for an order, its platform webhooks and its outgoing messages (`jobsAbout`). */
+  /**
+   * The jobs sent for an order, for its platform webhooks and for its outgoing messages (their
+   * `job_links`), and the dead-letter copies of the order's and the webhooks' jobs, oldest first:
+   * what pg-boss still keeps (finished jobs are deleted after JOB_RETENTION_DAYS).
+   */
   async jobsAbout(about: JobSubjects): Promise<JobRecord[]> {
-    return jobsAbout(this.boss, this.handle.db, about);
+    const links = await findJobLinks(this.handle.db, about);
+    const linked = await Promise.all(links.map((l) => this.boss.getJobById(l.queue, l.job_id)));
+    const copies = await Promise.all([
+      this.boss.findJobs(deadLetterQueueOf('order-process'), { data: { orderId: about.orderId } }),
+      ...about.inboundWebhookIds.map((id) => this.boss.findJobs(deadLetterQueueOf('webhook-inbound-process'), { data: { inboundWebhookId: id } })),
+    ]);
+    const jobs = [...linked.filter((j) => j !== null), ...copies.flat()];
+    return jobs.map(toJobRecord).sort((a, b) => a.created_on.getTime() - b.created_on.getTime() || a.id.localeCompare(b.id));
+  }
+
+  /**
+   * Fails every job still running, as pg-boss's supervision does once a heartbeat lapses, for a
+   * process that knows no other runs jobs (the embedded database's lock): once, at start-up. No
+   * pg-boss call lists running jobs across queues and its counts may predate a dead process's last
+   * fetch, so each queue's jobs are read. Returns how many per queue of the service's. pg-boss's own
+   * (`__pgboss__send-it`) are failed back too, so a cron occurrence is forwarded at once, not after
+   * its 15 minute expiry, but not counted: a clean stop can leave one running.
+   */
+  private async takeUpLeftJobs(): Promise<Record<string, number>> {
+    const takenUp: Record<string, number> = {};
+    for (const { name } of await this.boss.getQueues()) {
+      const ids = (await this.boss.findJobs(name)).filter((job) => job.state === 'active').map((job) => job.id);
+      if (ids.length === 0) continue;
+      await this.boss.fail(name, ids, { message: 'the process running it ended before it finished' });
+      if (!name.startsWith('__pgboss__')) takenUp[name] = ids.length;
+    }
+    return takenUp;
   }
 
   /** Started, and pg-boss's own connections reach its tables (on PostgreSQL they are a separate pool). */

@@ -23,7 +23,7 @@ async function stopped(proc: Proc) {
   return proc.exited;
 }
 
-describe('one process per embedded data directory (npm start twice)', { skip: onServer && 'embedded database only', timeout: 120000 }, () => {
+describe('one process per embedded data directory (npm start twice)', { skip: onServer && 'embedded database only', timeout: 300000 }, () => {
   it('refuses a second process on the same DATA_DIR with one line naming the holder, and loses no write', async (t) => {
     const env = await serverEnv(t);
     const [portA, portB] = [await freePort(), await freePort()];

@@ -63,7 +63,7 @@ function parseResponses(raw: string): { status: number; headers: Record<string, 
   }
 }
 
-describe('SIGTERM with keep-alive connections open', { timeout: 120000 }, () => {
+describe('SIGTERM with keep-alive connections open', { timeout: 300000 }, () => {
   it('answers every request written on them around the signal, with Connection: close, then closes them', async (t) => {
     const port = await freePort();
     const proc = start(t, 'src/server.ts', await serverEnv(t, { PORT: String(port) }));

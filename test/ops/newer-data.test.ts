@@ -7,7 +7,7 @@ import { serverEnv, start } from '../helpers/server-process.ts';
 /** A migration a later release applied (this release has no file of that name). */
 const LATER = '29991231000000_from_a_later_release';
 
-describe('data upgraded by a newer release', { timeout: 90000 }, () => {
+describe('data upgraded by a newer release', { timeout: 300000 }, () => {
   it('is refused by the service and by npm run migrate, in one line naming the migration, exit 1', async (t) => {
     const env = await serverEnv(t, { PORT: '0' });
     // the database as the newer release left it: every migration of this one, and one more

@@ -8,7 +8,7 @@ import { Agent, request } from 'undici';
 import { defer, waitFor } from '../helpers/app.ts';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, alive, freePort, parentOf, SDK_LOAD_PROBE, SDK_LOADED, serverEnv, start, untilHealthy } from '../helpers/server-process.ts';
 
-describe('the server process', { timeout: 90000 }, () => {
+describe('the server process', { timeout: 300000 }, () => {
   it('prints the docs URL, loads no tracing SDK, finishes in-flight requests on SIGTERM and exits 0', async (t) => {
     const port = await freePort();
     const base = `http://127.0.0.1:${port}`;
@@ -65,7 +65,7 @@ describe('the server process', { timeout: 90000 }, () => {
   });
 });
 
-describe('npm start', { timeout: 120000 }, () => {
+describe('npm start', { timeout: 300000 }, () => {
   it('hands its process over to the service: SIGTERM to npm stops the service and frees the port within 30 s', async (t) => {
     const port = await freePort();
     const base = `http://127.0.0.1:${port}`;
@@ -113,7 +113,7 @@ async function listenerPid(port: number): Promise<number | undefined> {
   return undefined;
 }
 
-describe('npm run migrate (src/db/migrate-cli.ts)', { timeout: 60000 }, () => {
+describe('npm run migrate (src/db/migrate-cli.ts)', { timeout: 300000 }, () => {
   it('applies every migration on a fresh database, then reports it up to date', async (t) => {
     const env = await serverEnv(t, {}, { emptyDatabase: true });
     const migrations = (await fs.readdir('src/db/migrations')).filter((f) => f.endsWith('.ts')).map((f) => f.replace(/\.ts$/, '')).sort();
@@ -140,7 +140,7 @@ describe('npm run migrate (src/db/migrate-cli.ts)', { timeout: 60000 }, () => {
   });
 });
 
-describe('a wrong setting stops start-up with one line naming it', { timeout: 60000 }, () => {
+describe('a wrong setting stops start-up with one line naming it', { timeout: 300000 }, () => {
   for (const script of ['src/server.ts', 'src/db/migrate-cli.ts']) {
     it(script, async (t) => {
       const env = await serverEnv(t);
@@ -151,7 +151,7 @@ describe('a wrong setting stops start-up with one line naming it', { timeout: 60
   }
 });
 
-describe('ROLE=worker and ROLE=api as separate processes (PostgreSQL)', { skip: !process.env.TEST_DATABASE_URL && 'needs TEST_DATABASE_URL', timeout: 90000 }, () => {
+describe('ROLE=worker and ROLE=api as separate processes (PostgreSQL)', { skip: !process.env.TEST_DATABASE_URL && 'needs TEST_DATABASE_URL', timeout: 300000 }, () => {
   it('the worker does not listen on PORT and runs the jobs the API process enqueues', async (t) => {
     const workerPort = await freePort();
     const apiPort = await freePort();

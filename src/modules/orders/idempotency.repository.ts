@@ -29,9 +29,7 @@ export async function saveIdempotencyKey(
   trx: Transaction<Database>,
   row: { userId: number; key: string; requestHash: string; status: number; body: unknown; expiresAt: Date },
 ): Promise<boolean> {
-  const values = {
-    user_id: row.userId,
-    key: row.key,
+  const response = {
     request_hash: row.requestHash,
     response_status: row.status,
     response_body: JSON.stringify(row.body),
@@ -40,19 +38,8 @@ export async function saveIdempotencyKey(
   };
   const saved = await trx
     .insertInto('idempotency_keys')
-    .values(values)
-    .onConflict((oc) =>
-      oc
-        .columns(['user_id', 'key'])
-        .doUpdateSet({
-          request_hash: values.request_hash,
-          response_status: values.response_status,
-          response_body: values.response_body,
-          created_at: values.created_at,
-          expires_at: values.expires_at,
-        })
-        .where('idempotency_keys.expires_at', '<=', new Date()),
-    )
+    .values({ user_id: row.userId, key: row.key, ...response })
+    .onConflict((oc) => oc.columns(['user_id', 'key']).doUpdateSet(response).where('idempotency_keys.expires_at', '<=', new Date()))
     .returning('key')
     .executeTakeFirst();
   return saved !== undefined;

@@ -9,8 +9,9 @@ import { changeStatuses, insertOrder, markPublished, orderDemand, unpublishedEve
 
 /**
  * Every change of an order, one function each, each in the caller's transaction: the change, its
- * event and the job that publishes the event commit together. The event's listeners run after the
- * commit, in the publishing job (`publishEvents`), from the `order_events` rows: the outbox.
+ * event and the job that publishes the event commit together, so a committed event always has a job
+ * to publish it. The listeners run after the commit, in that job (`publishEvents`), from the
+ * `order_events` rows: the outbox. One job publishes every event waiting.
  */
 
 /** What a failure concerned: for a stock failure, each short line. */
@@ -22,24 +23,15 @@ export interface FailureDetails {
 export const CANCELLABLE: readonly OrderStatus[] = ['pending', 'processing', 'completed'];
 
 /**
- * The job that hands new events to the listeners, sent with every change that writes one: a
- * committed event always has a job to publish it after it. One job publishes every event waiting,
- * so the jobs of a busy minute mostly find their events published already.
- */
-function publishJob(trx: Transaction<Database>, queue: JobQueue): Promise<string> {
-  return queue.send(trx, 'order-events-publish', {});
-}
-
-/**
- * Places a pending order with its lines, its `order.created` event and its processing job, in
- * `trx`: an order never exists without its job and its event. `order` is undefined, and nothing
- * is written, when a line's product is unknown or inactive; `products` are those found.
+ * Places a pending order with its lines, its `order.created` event and its processing job. `order`
+ * is undefined, and nothing is written, when a line's product is unknown or inactive; `products`
+ * are those found.
  */
 export async function placeOrder(trx: Transaction<Database>, queue: JobQueue, input: NewOrder): Promise<{ order: OrderRow | undefined; products: ProductState[] }> {
   const { order, products } = await insertOrder(trx, input);
   if (!order) return { order: undefined, products };
   await queue.send(trx, 'order-process', { orderId: order.id });
-  await publishJob(trx, queue);
+  await queue.send(trx, 'order-events-publish', {});
   countStatusChanges([order]);
   return { order, products };
 }
@@ -55,8 +47,7 @@ export async function changeOrders(
   linePrices: readonly LinePrice[] = [],
 ): Promise<OrderRow[]> {
   const changed = await changeStatuses(trx, changes, linePrices);
-  if (changed.length > 0) await publishJob(trx, queue);
-  // cancelOrder's change is counted here too
+  if (changed.length > 0) await queue.send(trx, 'order-events-publish', {});
   countStatusChanges(changed);
   return changed;
 }
@@ -68,10 +59,9 @@ export async function changeOrder(trx: Transaction<Database>, queue: JobQueue, c
 }
 
 /**
- * Cancels a locked order (read with `lockOrder` in `trx`; the caller checked it is `CANCELLABLE`).
- * A completed order's reserved units go back to stock in the same transaction; a pending or
- * processing one has reserved nothing, and its processing re-reads the status under the same row
- * lock, so it never prices or reserves it afterwards.
+ * Cancels an order locked with `lockOrder` (the caller checked it is `CANCELLABLE`). A completed
+ * order's units go back to stock; a pending or processing one has reserved nothing, and its
+ * processing re-reads the status under the same row lock, so never reserves it afterwards.
  */
 export async function cancelOrder(trx: Transaction<Database>, queue: JobQueue, order: OrderRow, reason: string | null): Promise<OrderRow> {
   if (order.status === 'completed') {
@@ -89,10 +79,9 @@ export async function cancelOrder(trx: Transaction<Database>, queue: JobQueue, o
 const PUBLISH_BATCH = 200;
 
 /**
- * The publishing job: hands every event not yet published to the listeners, oldest first, up to
- * `PUBLISH_BATCH` per transaction, and marks them published in that transaction, so an event's
- * listeners act on it once: a failure rolls back what they wrote with the mark, and the job's
- * retry (or the next change's job) hands the events over again. Returns how many it published.
+ * The publishing job: hands the unpublished events to the listeners, oldest first, and marks them
+ * published in the same transaction, so the listeners act on each once: a failure rolls back what
+ * they wrote with the mark, and a later job hands the events over again. Returns how many.
  */
 export async function publishEvents(db: Db, orderEvents: OrderEventBus): Promise<number> {
   let published = 0;

@@ -4,12 +4,12 @@ import type { OrderStatus } from '../../db/schema.ts';
 import { givenUpJob, isLastAttempt, type JobQueue } from '../../jobs/queue.ts';
 import type { Job } from '../../jobs/registry.ts';
 import { exactTotal, MAX_MONEY } from '../products/money.ts';
-import { changeStock, lockProductsQuery, type LockedProduct } from '../products/products.repository.ts';
+import { changeStock, type LockedProduct } from '../products/products.repository.ts';
 import { changeOrder, changeOrders, type FailureDetails } from './order-lifecycle.ts';
 import { lockOrder, lockOrders, lockOrdersWithProducts, requeuedSince, type ProductDemand, type StatusChange } from './orders.changes.repository.ts';
 import { findOrderStatus } from './orders.reads.repository.ts';
 
-export type FailureReason = 'INSUFFICIENT_STOCK' | 'PRODUCT_UNAVAILABLE' | 'TOTAL_TOO_LARGE' | 'PROCESSING_ERROR';
+type FailureReason = 'INSUFFICIENT_STOCK' | 'PRODUCT_UNAVAILABLE' | 'TOTAL_TOO_LARGE' | 'PROCESSING_ERROR';
 
 /** Seams for tests (buildApp's `hooks.orderProcessing`): fault injection without touching the database. */
 export interface OrderProcessorHooks {
@@ -56,12 +56,9 @@ function decide(demand: readonly ProductDemand[], products: ReadonlyMap<number, 
 }
 
 /**
- * The background processing of orders, one order or a batch of them alike: every pending order
- * moves to `processing` (committed, with its event), then in one transaction the orders and their
- * products are locked, each order is priced against the stock the ones before it left, and each
- * completes (its lines priced, its stock taken) or fails. Safe to run any number of times: the
- * order row's lock and status decide whether there is anything left to do, so stock is never
- * reserved twice, nor for an order cancelled meanwhile (a cancellation takes the same lock).
+ * The background processing of orders, one or a batch alike (docs/architecture.md, Jobs). Safe to
+ * run any number of times: the order row's lock and status decide whether anything is left to do,
+ * so stock is never reserved twice, nor for an order cancelled meanwhile (cancelling takes the lock).
  */
 export class OrderProcessor {
   private readonly hooks: OrderProcessorHooks;
@@ -88,7 +85,8 @@ export class OrderProcessor {
         throw err;
       }
       this.log.error({ err, orderId, attempt }, 'order processing failed for good');
-      await this.fail(orderId, 'PROCESSING_ERROR');
+      await this.hooks.beforeFail?.(orderId);
+      await this.failUnlessFinal(orderId);
     }
   }
 
@@ -98,8 +96,8 @@ export class OrderProcessor {
   }
 
   /** Processes one order; returns its status afterwards (undefined: no such order). */
-  async process(orderId: number, attempt = 1): Promise<OrderStatus | undefined> {
-    await this.processOrders([{ orderId, attempt }]);
+  async process(orderId: number): Promise<OrderStatus | undefined> {
+    await this.processOrders([{ orderId, attempt: 1 }]);
     return findOrderStatus(this.db, orderId);
   }
 
@@ -108,15 +106,11 @@ export class OrderProcessor {
     // pending → processing, two or more orders locked in id order first; one processing already (an earlier attempt moved it) stays as it is
     await this.db.transaction().execute(async (trx) => {
       if (ids.length > 1) await lockOrders(trx, ids);
-      await changeOrders(
-        trx,
-        this.queue,
-        ids.map((id) => ({ id, from: 'pending', to: 'processing' })),
-      );
+      await changeOrders(trx, this.queue, ids.map((id) => ({ id, from: 'pending', to: 'processing' })));
     });
     for (const item of items) await this.hooks.beforeReserve?.(item.orderId, item.attempt);
     await this.db.transaction().execute(async (trx) => {
-      const locked = await lockOrdersWithProducts(trx, ids, 'processing', lockProductsQuery);
+      const locked = await lockOrdersWithProducts(trx, ids, 'processing');
       const products = new Map(locked.products.map((p) => [p.id, p]));
       // what each product has left for the next order, once the orders before it took their units
       const left = new Map(locked.products.map((p) => [p.id, p.stock]));
@@ -141,38 +135,30 @@ export class OrderProcessor {
 
   /**
    * The dead-letter handler: pg-boss gave up on the order's job without the handler recording it
-   * (the last attempt expired or lost its worker, or the handler's own `fail` threw). Fails the order
-   * with PROCESSING_ERROR like a last attempt does. Changes nothing when the order is final already, or
-   * when it was retried after the given-up job was created (a newer job owns it now), so running it
-   * again, or late, is harmless. Returns whether it failed the order.
+   * (the last attempt expired or lost its worker, or recording the failure threw). Fails the order
+   * with PROCESSING_ERROR like a last attempt does (`failUnlessFinal`), so running it again, or
+   * late, is harmless. Returns whether it failed the order.
    */
   async abandon(job: Job<'order-process-dead-letter'>): Promise<boolean> {
     const { orderId } = job.data;
     const requeuedAfter = job.sourceCreatedOn === null ? undefined : new Date(new Date(job.sourceCreatedOn).getTime() + REQUEUE_MARGIN_MS);
-    const failed = await this.failUnlessFinal(orderId, 'PROCESSING_ERROR', requeuedAfter);
+    const failed = await this.failUnlessFinal(orderId, requeuedAfter);
     if (failed) this.log.error({ orderId, ...givenUpJob(job) }, 'order processing given up by the queue; order failed');
     return failed;
   }
 
-  /** Marks a not-yet-final order failed (the last attempt gave up). */
-  async fail(orderId: number, reason: FailureReason): Promise<void> {
-    await this.hooks.beforeFail?.(orderId);
-    await this.failUnlessFinal(orderId, reason);
-  }
-
   /**
-   * Fails the order unless it is final already, or (with `requeuedAfter`) was retried after that
-   * time, when a newer job owns it. An order still `pending` (every attempt failed before its move
-   * to `processing` committed) goes through `processing` first, in the same transaction: subscribers
-   * see every transition. Returns whether it failed the order.
+   * Fails the order with PROCESSING_ERROR unless it is final already, or (with `requeuedAfter`) was
+   * retried after that time, when a newer job owns it. A `pending` order goes through `processing`
+   * first, in the same transaction: subscribers see every transition. Returns whether it failed it.
    */
-  private async failUnlessFinal(orderId: number, reason: FailureReason, requeuedAfter?: Date): Promise<boolean> {
+  private async failUnlessFinal(orderId: number, requeuedAfter?: Date): Promise<boolean> {
     return this.db.transaction().execute(async (trx) => {
       const order = await lockOrder(trx, orderId);
       if (!order || (order.status !== 'pending' && order.status !== 'processing')) return false;
       if (requeuedAfter && (await requeuedSince(trx, orderId, requeuedAfter))) return false;
       if (order.status === 'pending') await changeOrder(trx, this.queue, { id: orderId, from: 'pending', to: 'processing' });
-      await changeOrder(trx, this.queue, { id: orderId, from: 'processing', to: 'failed', failureReason: reason, reason });
+      await changeOrder(trx, this.queue, { id: orderId, from: 'processing', to: 'failed', failureReason: 'PROCESSING_ERROR', reason: 'PROCESSING_ERROR' });
       return true;
     });
   }

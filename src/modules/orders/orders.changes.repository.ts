@@ -2,7 +2,7 @@ import { sql, type RawBuilder, type Transaction } from 'kysely';
 import type { Database, OrderRow, OrderStatus } from '../../db/schema.ts';
 import type { OrderEventOf } from '../../events/order-events.ts';
 import { activeTraceparent, traceIdOf } from '../../jobs/job-tracing.ts';
-import { productStatesQuery, type LockedProduct, type ProductState } from '../products/products.repository.ts';
+import { lockProductsQuery, productStatesQuery, type LockedProduct, type ProductState } from '../products/products.repository.ts';
 
 /**
  * The orders module's writes. Every change of an order writes its numbered event (`sequence` 1, 2,
@@ -30,18 +30,15 @@ export interface NewOrder {
   externalId?: string | null;
 }
 
-type Flat<T> = { [K in keyof T]: T[K] | null };
-
 /**
- * Inserts a pending order (total 0) with its lines (unit price 0, the products' names) and its
- * `order.created` event, in one statement, only when every product of the lines exists and is
- * active. `order` is undefined, and nothing is written, otherwise; `products` are the products
- * found, to say which line is wrong. The lines get their ids in the order given.
+ * Inserts a pending order (total 0) with its lines (unit price 0, in the order given) and its
+ * `order.created` event, in one statement, only when every product of the lines is active;
+ * otherwise `order` is undefined and nothing is written. `products` are those found.
  */
 export async function insertOrder(trx: Transaction<Database>, input: NewOrder): Promise<{ order: OrderRow | undefined; products: ProductState[] }> {
   const productIds = input.lines.map((l) => l.productId);
   const distinct = new Set(productIds).size;
-  const { rows } = await sql<Flat<OrderRow> & { products: ProductState[] | null }>`
+  const { rows } = await sql<{ [K in keyof OrderRow]: OrderRow[K] | null } & { products: ProductState[] | null }>`
     WITH p AS MATERIALIZED (${productStatesQuery(trx, productIds)}),
     o AS (
       INSERT INTO orders (user_id, status, total_amount, shipping_address, source, external_id, trace_id)
@@ -87,12 +84,10 @@ export interface LinePrice {
 }
 
 /**
- * Moves each order of `changes` that is still in its `from` status to its `to` status, and writes
- * its `order.status_changed` event, in one statement; a move to `cancelled` records when, and the
- * lines of each order moved to `completed` take the prices and names of `linePrices`. Returns the
- * orders moved, in id order. The caller holds the orders' locks (`lockOrders`), or the UPDATE
- * takes them: then an order changed meanwhile by another transaction is re-checked against `from`
- * and left alone.
+ * Moves each order of `changes` still in its `from` status to its `to` status with its
+ * `order.status_changed` event, in one statement; the lines of an order moved to `completed` take
+ * the prices and names of `linePrices`. Returns the orders moved, in id order. Without the caller's
+ * locks (`lockOrders`) the UPDATE takes them, and re-checks `from` on an order changed meanwhile.
  */
 export async function changeStatuses(
   trx: Transaction<Database>,
@@ -118,7 +113,7 @@ export async function changeStatuses(
       RETURNING o.*
     ), priced AS (
       UPDATE order_items AS oi SET unit_price = p.price, product_name = p.name
-      FROM ${linePriceRows(linePrices)} AS p
+      FROM unnest(${linePrices.map((p) => p.id)}::integer[], ${linePrices.map((p) => p.price)}::numeric[], ${linePrices.map((p) => p.name)}::text[]) AS p (id, price, name)
       WHERE oi.order_id IN (SELECT id FROM updated WHERE status = 'completed') AND oi.product_id = p.id
     ), event AS (
       INSERT INTO order_events (order_id, user_id, type, previous_status, status, total_amount, reason, details, sequence)
@@ -128,11 +123,6 @@ export async function changeStatuses(
     )
     SELECT * FROM updated ORDER BY id`.execute(trx);
   return rows;
-}
-
-/** Products as rows (id, price, name) for an UPDATE's FROM. */
-function linePriceRows(prices: readonly LinePrice[]): RawBuilder<LinePrice> {
-  return sql<LinePrice>`(SELECT * FROM unnest(${prices.map((p) => p.id)}::integer[], ${prices.map((p) => p.price)}::numeric[], ${prices.map((p) => p.name)}::text[]) AS u (id, price, name))`;
 }
 
 /** The units an order wants of one product (its lines of that product summed). */
@@ -156,20 +146,18 @@ function demandRows(orderId: number | RawBuilder<unknown>): RawBuilder<ProductDe
 }
 
 /**
- * The order rows of `ids`, locked in id order until `trx` ends, each with its status and demand,
- * and the products of those in `status`, locked by `lockProducts` (the products module's query,
- * given the ids to lock and the condition) after every order's lock, in one statement: every
- * change of an order and its stock (a cancellation too) takes the order's lock first, then its
- * products' in id order, so none of them deadlock. Orders that do not exist are left out.
+ * The order rows of `ids`, locked in id order, each with its status and demand, and the products
+ * of those in `status`, locked after every order's lock, in one statement: every change of an
+ * order and its stock takes the order's lock first, then its products' in id order (the lock order
+ * of docs/architecture.md). Orders that do not exist are left out.
  */
 export async function lockOrdersWithProducts(
   trx: Transaction<Database>,
   ids: readonly number[],
   status: OrderStatus,
-  lockProducts: (ids: RawBuilder<unknown>, when: RawBuilder<boolean>) => RawBuilder<LockedProduct>,
 ): Promise<{ orders: LockedOrder[]; products: LockedProduct[] }> {
   const ready = sql`SELECT id FROM o WHERE status = ${status}`;
-  const products = lockProducts(sql`SELECT product_id FROM order_items WHERE order_id IN (${ready})`, sql<boolean>`EXISTS (${ready})`);
+  const products = lockProductsQuery(sql`SELECT product_id FROM order_items WHERE order_id IN (${ready})`, sql<boolean>`EXISTS (${ready})`);
   const { rows } = await sql<{ orders: LockedOrder[] | null; products: LockedProduct[] | null }>`
     WITH o AS MATERIALIZED (SELECT id, status FROM orders WHERE id = ANY(${[...ids]}::integer[]) ORDER BY id FOR UPDATE),
     p AS MATERIALIZED (${products})
@@ -208,11 +196,9 @@ export async function requeuedSince(trx: Transaction<Database>, orderId: number,
 const PUBLISHING_LOCK = -17;
 
 /**
- * Up to `limit` events not yet handed to the listeners, oldest first, with what their orders are
- * about, after taking the publishing lock: one publisher at a time, so each order's events reach
- * the listeners in sequence (a later event of an order is written only after the earlier one
- * committed, so it never comes first). The two-key advisory lock never collides with pg-boss's
- * single-key ones.
+ * Up to `limit` events not yet handed to the listeners, oldest first, with their orders' origin,
+ * after taking the publishing lock: one publisher at a time, so each order's events reach the
+ * listeners in sequence. The two-key advisory lock never collides with pg-boss's single-key ones.
  */
 export async function unpublishedEvents(trx: Transaction<Database>, limit: number): Promise<OrderEventOf[]> {
   await sql`SELECT pg_advisory_xact_lock(${PUBLISHING_LOCK}::int, 0)`.execute(trx);

@@ -10,12 +10,9 @@ import type { OrderProcessor } from './order-processor.ts';
 const PUBLISH_JOBS_FETCHED = 100;
 
 /**
- * The order's background processing (the spec's internal retry policy: 3 attempts, exponential
- * backoff; the orders of a fetched batch processed together), its dead-letter queue, where a job
- * pg-boss gave up on fails the order with PROCESSING_ERROR, the publishing of order events to their
- * listeners (a fetched batch of jobs is one run; a run every minute as well, so events whose own
- * job gave up are not left waiting for the next change), and the hourly purge of expired
- * Idempotency-Key responses.
+ * The orders' processing (a fetched batch together) and its dead letter, the publishing of order
+ * events (a fetched batch of jobs is one run; a run every minute too, so events whose own job gave
+ * up do not wait for the next change), and the hourly purge of expired Idempotency-Key responses.
  */
 export function registerOrderJobs(
   queue: JobQueue,

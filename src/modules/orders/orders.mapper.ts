@@ -19,9 +19,15 @@ function failureReasonIn(version: ApiVersion, o: OrderRow): string | null {
   return version === 'v1' && o.status === 'cancelled' ? V1_CANCELLED_REASON : null;
 }
 
-/** What v2 adds to an order read. */
-function v2Fields(version: ApiVersion, o: OrderRow) {
-  return version === 'v1' ? {} : { failure_reason: failureReasonIn(version, o), cancelled_at: isoOrNull(o.cancelled_at) };
+/** The fields every order read starts with. */
+function head(version: ApiVersion, o: OrderRow) {
+  return { id: o.id, user_id: o.user_id, status: statusIn(version, o.status), total_amount: moneyToNumber(o.total_amount) };
+}
+
+/** The fields every order read ends with: what v2 adds, then the times. */
+function tail(version: ApiVersion, o: OrderRow) {
+  const v2 = version === 'v1' ? {} : { failure_reason: failureReasonIn(version, o), cancelled_at: isoOrNull(o.cancelled_at) };
+  return { ...v2, created_at: iso(o.created_at), updated_at: iso(o.updated_at) };
 }
 
 /** The 201 of POST /orders: the order as just created (pending, nothing priced yet), the same in every version. */
@@ -37,23 +43,12 @@ export function toOrderCreated(o: OrderRow, lines: { productId: number; quantity
 }
 
 export function toOrderSummary(version: ApiVersion, o: OrderRow) {
-  return {
-    id: o.id,
-    user_id: o.user_id,
-    status: statusIn(version, o.status),
-    total_amount: moneyToNumber(o.total_amount),
-    ...v2Fields(version, o),
-    created_at: iso(o.created_at),
-    updated_at: iso(o.updated_at),
-  };
+  return { ...head(version, o), ...tail(version, o) };
 }
 
 export function toOrderDetail(version: ApiVersion, o: OrderRow, lines: OrderLineView[]) {
   return {
-    id: o.id,
-    user_id: o.user_id,
-    status: statusIn(version, o.status),
-    total_amount: moneyToNumber(o.total_amount),
+    ...head(version, o),
     shipping_address: o.shipping_address,
     items: lines.map((l) => ({
       id: l.id,
@@ -62,9 +57,7 @@ export function toOrderDetail(version: ApiVersion, o: OrderRow, lines: OrderLine
       quantity: l.quantity,
       unit_price: moneyToNumber(l.unit_price),
     })),
-    ...v2Fields(version, o),
-    created_at: iso(o.created_at),
-    updated_at: iso(o.updated_at),
+    ...tail(version, o),
   };
 }
 
@@ -87,18 +80,10 @@ export function toOrderEvent(version: ApiVersion, e: OrderEventRow) {
   };
 }
 
-/** The origin of an order in the API's words: every inbound platform is `platform`. */
-function sourceOf(o: OrderRow): 'api' | 'platform' {
-  return o.source === 'api' ? 'api' : 'platform';
-}
-
+/** What an administrator reads besides (v2's `tail` has `failure_reason` already; v1's has not). */
 function adminFields(version: ApiVersion, o: OrderRow) {
-  return {
-    source: sourceOf(o),
-    external_id: o.external_id,
-    failure_reason: failureReasonIn(version, o),
-    ...(version === 'v1' ? {} : { cancelled_at: isoOrNull(o.cancelled_at) }),
-  };
+  // every inbound platform is `platform` in the API's words
+  return { source: o.source === 'api' ? 'api' : 'platform', external_id: o.external_id, failure_reason: failureReasonIn(version, o) };
 }
 
 export function toAdminOrderSummary(version: ApiVersion, o: OrderRow) {

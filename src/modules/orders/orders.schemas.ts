@@ -51,7 +51,6 @@ export const OrderCreateHeaders = Type.Object({
     }),
   ),
 });
-export type OrderCreateHeaders = Static<typeof OrderCreateHeaders>;
 
 export const OrderCreated = Type.Object({
   id: Type.Integer(),
@@ -76,7 +75,6 @@ export const OrderAction = Type.Object({
 });
 
 export const OrderIdParams = Type.Object({ order_id: IdOf(1) });
-export type OrderIdParams = Static<typeof OrderIdParams>;
 
 const NullableText = (description: string) => Type.Union([Type.String(), Type.Null()], { description });
 
@@ -115,20 +113,11 @@ const V2_ORDER_FIELDS = {
 function buildOrderSchemas(version: ApiVersion) {
   const Status = StatusOf(version);
   const v2 = version === 'v2' ? V2_ORDER_FIELDS : {};
-  const OrderSummary = Type.Object({
-    id: Type.Integer(),
-    user_id: Type.Integer(),
-    status: Status,
-    total_amount: Type.Number(),
-    ...v2,
-    created_at: Timestamp,
-    updated_at: Timestamp,
-  });
+  const head = { id: Type.Integer(), user_id: Type.Integer(), status: Status, total_amount: Type.Number() };
+  const times = { created_at: Timestamp, updated_at: Timestamp };
+  const OrderSummary = Type.Object({ ...head, ...v2, ...times });
   const OrderDetail = Type.Object({
-    id: Type.Integer(),
-    user_id: Type.Integer(),
-    status: Status,
-    total_amount: Type.Number(),
+    ...head,
     shipping_address: Type.String(),
     items: Type.Array(
       Type.Object({
@@ -140,8 +129,7 @@ function buildOrderSchemas(version: ApiVersion) {
       }),
     ),
     ...v2,
-    created_at: Timestamp,
-    updated_at: Timestamp,
+    ...times,
   });
   const OrderEvent = Type.Object({
     sequence: Type.Integer({ description: "1, 2, 3 … in the order's history" }),
@@ -165,23 +153,13 @@ function buildOrderSchemas(version: ApiVersion) {
     ),
     ...(version === 'v2' ? { cancelled_at: V2_ORDER_FIELDS.cancelled_at } : {}),
   };
-  const AdminOrderSummary = Type.Object({
-    id: Type.Integer(),
-    user_id: Type.Integer(),
-    status: Status,
-    total_amount: Type.Number(),
-    ...AdminOrderFields,
-    created_at: Timestamp,
-    updated_at: Timestamp,
-  });
+  const AdminOrderSummary = Type.Object({ ...head, ...AdminOrderFields, ...times });
   const statusFilter = Type.Optional({
     ...Status,
     description: version === 'v1' ? '`failed` includes the orders that will not be fulfilled for any reason' : 'one status',
     examples: ['completed'],
   });
   return {
-    Status: Status as TSchema,
-    OrderSummary: OrderSummary as TSchema,
     OrderPage: Page(OrderSummary, "A page of the caller's orders, newest first") as TSchema,
     OrderDetail: OrderDetail as TSchema,
     OrderEventList: OrderEventList as TSchema,

@@ -22,16 +22,6 @@ const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
 const orderNotFound = () => new AppError('NOT_FOUND', 'Order not found');
 const notYourOrder = () => new AppError('FORBIDDEN', 'Not enough permissions to access this order');
 
-/**
- * `found` when `actor` may read it: the specification's permission matrix gives "Read order" to the
- * owner only, so another user's order is 403, administrators included; no order is 404.
- */
-function readableBy<T>(actor: UserRow, found: T | undefined, ownerOf: (found: T) => number): T {
-  if (found === undefined) throw orderNotFound();
-  if (ownerOf(found) !== actor.id) throw notYourOrder();
-  return found;
-}
-
 /** 400 for a quantity outside 1–1000, naming the first bad line. */
 function assertQuantities(body: OrderCreateBody): void {
   for (const line of body.items) {
@@ -80,9 +70,8 @@ export class OrdersService {
   }
 
   /**
-   * Validates the lines, then creates the pending order with its processing job in one transaction
-   * (the insert itself checks that every product is known and active: nothing is written unless
-   * all are). With an Idempotency-Key the response is stored in that transaction too, so a
+   * Validates the lines and places the order in one transaction (the insert checks every product is
+   * known and active). With an Idempotency-Key the response is stored in that transaction too, so a
    * repeated (or concurrent) request gets the first answer instead of a second order.
    */
   async create(actor: UserRow, body: OrderCreateBody, idempotencyKey?: string): Promise<CreateOrderResult> {
@@ -135,9 +124,8 @@ export class OrdersService {
   }
 
   /**
-   * A pending order with its processing job and `order.created`, in the caller's transaction (an
-   * inbound platform order is placed in the transaction that records its webhook as processed);
-   * undefined, with nothing written, when a line's product is unknown or inactive.
+   * `placeOrder` in the caller's transaction (an inbound platform order is placed in the one that
+   * records its webhook as processed); undefined when a line's product is unknown or inactive.
    */
   async place(trx: Transaction<Database>, input: NewOrder): Promise<OrderRow | undefined> {
     return (await placeOrder(trx, this.queue, input)).order;
@@ -164,9 +152,15 @@ export class OrdersService {
     return pageOf(rows, total, q.page, q.page_size);
   }
 
-  /** One order with its lines, for its owner only (`readableBy`). */
+  /**
+   * One order with its lines, for its owner only: the specification gives "Read order" to the owner
+   * alone, so another user's order is 403, administrators included.
+   */
   async get(actor: UserRow, id: number): Promise<{ order: OrderRow; lines: OrderLineView[] }> {
-    return readableBy(actor, await findOrderWithLines(this.db, id), (found) => found.order.user_id);
+    const found = await findOrderWithLines(this.db, id);
+    if (!found) throw orderNotFound();
+    if (found.order.user_id !== actor.id) throw notYourOrder();
+    return found;
   }
 
   /** The events of one of the caller's orders, oldest first (the owner only, as for reading it). */
@@ -194,16 +188,19 @@ export class OrdersService {
   }
 
   /**
-   * Cancels an order (owner or administrator), from pending, processing or completed; a completed
-   * order's stock goes back. Under the order row's lock, like its processing, so the two never
-   * interleave. Returns the order as cancelled, with its lines.
+   * Cancels an order (owner or administrator) under the order row's lock, like its processing, so
+   * the two never interleave. Returns the order as cancelled, with its lines.
    */
   async cancel(actor: UserRow, id: number, reason: string | null): Promise<{ order: OrderRow; lines: OrderLineView[] }> {
     await this.db.transaction().execute(async (trx) => {
       const order = await lockOrder(trx, id);
       if (!order) throw orderNotFound();
       if (order.user_id !== actor.id && !actor.is_admin) throw notYourOrder();
-      await this.cancelLocked(trx, order, reason);
+      // v1 reads a cancelled order as failed, but only v2 has this route, so the answer names the status
+      if (!CANCELLABLE.includes(order.status)) {
+        throw new AppError('ORDER_NOT_CANCELLABLE', `Only pending, processing or completed orders can be cancelled; this order is ${order.status}`);
+      }
+      await cancelOrder(trx, this.queue, order, reason);
     });
     const found = await findOrderWithLines(this.db, id);
     if (!found) throw orderNotFound();
@@ -228,13 +225,5 @@ export class OrdersService {
     if (!CANCELLABLE.includes(order.status)) return { orderId: id, cancelled: false };
     await cancelOrder(trx, this.queue, order, reason);
     return { orderId: id, cancelled: true };
-  }
-
-  private async cancelLocked(trx: Transaction<Database>, order: OrderRow, reason: string | null): Promise<OrderRow> {
-    // v1 reads a cancelled order as failed, but only v2 has this route, so the answer names the status
-    if (!CANCELLABLE.includes(order.status)) {
-      throw new AppError('ORDER_NOT_CANCELLABLE', `Only pending, processing or completed orders can be cancelled; this order is ${order.status}`);
-    }
-    return cancelOrder(trx, this.queue, order, reason);
   }
 }

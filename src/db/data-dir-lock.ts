@@ -20,13 +20,11 @@ export interface DataDirHolder {
 
 /** Thrown when another live process holds the data directory. */
 export class DataDirInUse extends Error {
-  readonly dataDir: string;
   readonly holder: DataDirHolder | undefined;
 
   constructor(dataDir: string, holder: DataDirHolder | undefined) {
     const who = holder ? `process ${holder.pid} (running since ${holder.startedAt})` : 'another process';
     super(`DATA_DIR ${dataDir} is in use by ${who}: stop it first, or give this one another DATA_DIR`);
-    this.dataDir = dataDir;
     this.holder = holder;
   }
 }

@@ -11,9 +11,8 @@ import type { Database } from './schema.ts';
 // int8 (count(*), bigint) as a JS number: every count here is far below 2^53.
 pg.types.setTypeParser(20, (v) => Number(v));
 /**
- * timestamptz on the embedded database: pg-types' parser, as node-pg uses by default. PGlite's own
- * (`new Date(text)`) reads year 0099 as 1999 and gives an invalid date for BC and for an offset with
- * seconds (test/db/timestamps.test.ts).
+ * timestamptz on the embedded database: pg-types' parser, as node-pg's. PGlite's own misreads year
+ * 0099, BC and offsets with seconds (test/db/timestamps.test.ts).
  */
 const PGLITE_PARSERS = { [pg.types.builtins.TIMESTAMPTZ]: pg.types.getTypeParser(pg.types.builtins.TIMESTAMPTZ) };
 

@@ -62,9 +62,8 @@ export function databaseOptions(config: Config): DatabaseOptions {
 }
 
 /**
- * The service's database, migrated: `existing` when given (closed by its owner), else a new handle
- * with the service's connection settings (closed again when a migration fails); and the names of
- * the migrations this call applied.
+ * The service's database, migrated (`existing`, or a new handle, closed again when a migration
+ * fails), and the names of the migrations this call applied.
  */
 export async function openDatabase(config: Config, existing?: DatabaseHandle): Promise<{ database: DatabaseHandle; applied: string[] }> {
   const database = existing ?? (await createDatabase(databaseOptions(config)));

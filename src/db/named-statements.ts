@@ -18,13 +18,9 @@ function isStalePlan(err: unknown): boolean {
 
 /**
  * Kysely's pool interface over a pg.Pool that runs every parameterised data statement as a named
- * prepared statement (pg's documented `name` query option): PostgreSQL parses and plans it once per
- * connection instead of on every execution, which is most of what a small statement costs it.
- *
- * A migration that changes a table's columns makes PostgreSQL refuse the statements prepared
- * before it; the connection that meets this is closed when released, and a new one prepares anew.
- * Not for a transaction-pooling proxy (a named statement lives on one server connection):
- * `DATABASE_PREPARED_STATEMENTS=false` hands Kysely the pool itself.
+ * prepared statement (pg's `name` option), parsed and planned once per connection. A connection
+ * whose statements a migration made stale is closed when released. Not for a transaction-pooling
+ * proxy: `DATABASE_PREPARED_STATEMENTS=false` hands Kysely the pool itself.
  */
 export function namedStatementPool(pool: pg.Pool): PostgresPool {
   const names = new Map<string, string>();

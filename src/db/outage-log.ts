@@ -7,11 +7,9 @@ function messageOf(err: unknown): string {
 }
 
 /**
- * One line when a dependency stops answering and one when it answers again, whoever notices first.
- * During an outage every job queue's fetch loop, every request and every reconnect attempt fails,
- * each with its stack: those go to debug level, so a 20 s outage is two lines, not hundreds. The
- * return is noticed by a probe (`check`) run every second while the dependency is down, so it is
- * logged even when nothing else asks.
+ * One line when a dependency stops answering and one when it answers again, whoever notices first:
+ * the failures in between (every fetch loop, request and reconnect) go to debug level. A probe
+ * (`check`) runs every second while it is down, so its return is logged even when nothing asks.
  */
 export class OutageLog {
   private readonly log: FastifyBaseLogger;

@@ -31,13 +31,11 @@ export interface QueueJobCounts {
   failed: number;
 }
 
-export type JobState = 'created' | 'retry' | 'active' | 'completed' | 'cancelled' | 'failed';
-
 /** One job as pg-boss keeps it. */
 export interface JobRecord {
   id: string;
   queue: string;
-  state: JobState;
+  state: JobWithMetadata<unknown>['state'];
   retry_count: number;
   created_on: Date;
   started_on: Date | null;

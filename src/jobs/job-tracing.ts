@@ -2,17 +2,12 @@ import { ROOT_CONTEXT, SpanKind, SpanStatusCode, TraceFlags, context, isSpanCont
 import type { JobWithMetadata } from 'pg-boss';
 
 /**
- * The field of a job's data that carries the W3C trace context (`traceparent`, `tracestate`) of
- * the request or job that sent it, so the job's run continues that trace in whichever process
- * runs it, or the stored context the job continues (`withTraceContext`'s `parent`). Absent when
- * there is neither (tracing off, src/telemetry.ts); handlers never read it.
+ * The field of a job's data with the W3C trace context its run continues, in whichever process runs
+ * it: the sender's, or a stored one (`withTraceContext`'s `parent`). Absent with tracing off.
  */
-export const TRACE_CONTEXT_FIELD = 'traceContext';
+const TRACE_CONTEXT_FIELD = 'traceContext';
 
-/**
- * The field of a job's data that carries the trace context of the span that sent the job when the
- * job continues another trace (`TRACE_CONTEXT_FIELD` holds that one): its run links to the sender.
- */
+/** The field with the sender's trace context when the job continues another trace: its run links to it. */
 const TRACE_LINK_FIELD = 'traceLink';
 
 const tracer = trace.getTracer('order-account-service/jobs');
@@ -40,9 +35,8 @@ export function traceIdOf(traceparent: string | null): string | null {
 
 /**
  * `data` with the trace context its job's run continues: the current one, or `parent` (a stored
- * `traceparent`) when given, and then the current span becomes a link of the run (a retry or the
- * next message of a lane belongs to the trace of the event that caused it, not to the delivery
- * that sent it). `data` itself when there is no context (tracing off).
+ * `traceparent`, so that a retry belongs to the trace of the event that caused it), and then the
+ * current span is a link of the run. `data` itself when tracing is off.
  */
 export function withTraceContext<T>(data: T, parent?: string | null): T {
   const current = activeCarrier();
@@ -56,27 +50,13 @@ function traceContextOf(data: unknown, field = TRACE_CONTEXT_FIELD) {
   return carrier !== null && typeof carrier === 'object' ? propagation.extract(ROOT_CONTEXT, carrier) : ROOT_CONTEXT;
 }
 
-/** The span that sent a job continuing another trace, as a link; none otherwise. */
-function linksOf(data: unknown): Link[] {
-  const sender = trace.getSpanContext(traceContextOf(data, TRACE_LINK_FIELD));
-  return sender ? [{ context: sender }] : [];
+/** The span whose context `field` of a job's data carries, as a link; none when it carries none. */
+function linkTo(data: unknown, field: string): Link[] {
+  const span = trace.getSpanContext(traceContextOf(data, field));
+  return span ? [{ context: span }] : [];
 }
 
-/**
- * The span attributes of one attempt of `job`, a job of queue `name`; `attempt` counts the attempts
- * of the work itself when the queue counts them (a delivery's each retry is a job of its own), else
- * pg-boss's retries of the job.
- */
-function jobSpanAttributes(name: string, job: JobWithMetadata<unknown>, attempt: number) {
-  return {
-    'messaging.system': 'pg-boss',
-    'messaging.operation.type': 'process',
-    'messaging.destination.name': name,
-    'messaging.message.id': job.id,
-    'job.queue': name,
-    'job.attempt': attempt,
-  };
-}
+const processAttributes = (name: string) => ({ 'messaging.system': 'pg-boss', 'messaging.operation.type': 'process', 'messaging.destination.name': name });
 
 /** Runs `fn`, records its throw on `span` (and rethrows it), and ends the span. */
 async function runInSpan(span: Span, fn: () => Promise<void>): Promise<void> {
@@ -92,12 +72,13 @@ async function runInSpan(span: Span, fn: () => Promise<void>): Promise<void> {
 }
 
 /**
- * Runs `fn` for one attempt of `job` in a span of its own, a child of the span that sent the job
- * (or of the trace context it was sent to continue) when tracing is on; a throw is recorded on the
- * span and rethrown. `attempt` is the attempt to report, pg-boss's own count by default.
+ * Runs `fn` for one attempt of `job` in a span of its own, a child of the trace context the job was
+ * sent with. `attempt`: of the work itself when the queue counts them (each retry a job of its own),
+ * else pg-boss's count.
  */
 export function inJobSpan(name: string, job: JobWithMetadata<unknown>, fn: () => Promise<void>, attempt = job.retryCount + 1): Promise<void> {
-  const options = { kind: SpanKind.CONSUMER, attributes: jobSpanAttributes(name, job, attempt), links: linksOf(job.data) };
+  const attributes = { ...processAttributes(name), 'messaging.message.id': job.id, 'job.queue': name, 'job.attempt': attempt };
+  const options = { kind: SpanKind.CONSUMER, attributes, links: linkTo(job.data, TRACE_LINK_FIELD) };
   return tracer.startActiveSpan(`process ${name}`, options, traceContextOf(job.data), (span) => runInSpan(span, fn));
 }
 
@@ -106,10 +87,7 @@ export function inJobSpan(name: string, job: JobWithMetadata<unknown>, fn: () =>
  * (OpenTelemetry's convention for a batch with many parents).
  */
 export function inBatchSpan(name: string, jobs: readonly JobWithMetadata<unknown>[], fn: () => Promise<void>): Promise<void> {
-  const links = jobs.flatMap((job) => {
-    const parent = trace.getSpanContext(traceContextOf(job.data));
-    return parent ? [{ context: parent }] : [];
-  });
-  const attributes = { 'messaging.system': 'pg-boss', 'messaging.operation.type': 'process', 'messaging.destination.name': name, 'messaging.batch.message_count': jobs.length };
+  const links = jobs.flatMap((job) => linkTo(job.data, TRACE_CONTEXT_FIELD));
+  const attributes = { ...processAttributes(name), 'messaging.batch.message_count': jobs.length };
   return tracer.startActiveSpan(`process ${name}`, { kind: SpanKind.CONSUMER, attributes, links }, (span) => runInSpan(span, fn));
 }

@@ -1,5 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { JobWithMetadata } from 'pg-boss';
+import { jobFailureMessage } from './job-records.ts';
 
 /** What pg-boss's supervision writes into the jobs it fails because their heartbeat lapsed. */
 const HEARTBEAT_TIMEOUT = 'job heartbeat timeout';
@@ -7,18 +8,12 @@ const HEARTBEAT_TIMEOUT = 'job heartbeat timeout';
 /** How long fetched jobs are gathered before their line is written: one line per queue for a dead worker's jobs. */
 const GATHER_MS = 1000;
 
-function failedByHeartbeat(job: JobWithMetadata<unknown>): boolean {
-  const output = job.output as { message?: unknown; value?: { message?: unknown } } | null | undefined;
-  return job.retryCount > 0 && (output?.message === HEARTBEAT_TIMEOUT || output?.value?.message === HEARTBEAT_TIMEOUT);
-}
+const failedByHeartbeat = (job: JobWithMetadata<unknown>) => job.retryCount > 0 && jobFailureMessage(job.output) === HEARTBEAT_TIMEOUT;
 
 /**
- * Logs the jobs pg-boss's supervision failed back because their worker stopped heartbeating (it
- * died, or stalled past the heartbeat): pg-boss does that silently, in SQL, and records neither the
- * worker nor an event. Such a job is known when a live worker fetches it again: its last output is
- * pg-boss's heartbeat timeout. The jobs of one queue fetched within a second make one line (queue,
- * count, ids), written by the process that runs them again; pg-boss keeps no record of which
- * worker had held them.
+ * Logs the jobs pg-boss's supervision failed back, silently, because their worker stopped
+ * heartbeating (it died or stalled): a live worker that fetches one again sees pg-boss's heartbeat
+ * timeout as its last output. One queue's jobs fetched within a second make one line.
  */
 export class LapsedHeartbeats {
   private readonly log: FastifyBaseLogger;

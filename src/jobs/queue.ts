@@ -17,10 +17,7 @@ import { deadLetterQueueOf, jobSubjectOf, type DeadLettered, type Job, type JobN
 export { DEAD_LETTER_RETRY, HOUSEKEEPING_RETRY, INTERNAL_RETRY, JOB_LIVENESS, type QueueDefinition } from './job-policies.ts';
 export { givenUpJob, isLastAttempt, jobFailureMessage, type JobRecord, type QueueJobCounts } from './job-records.ts';
 
-/**
- * `traceParent`: the stored `traceparent` the job's run continues (the trace of what caused the
- * work), instead of the sender's span, which it then links to.
- */
+/** `traceParent`: a stored `traceparent` the job's run continues, linked to the sender's span. */
 export interface TraceOption {
   traceParent?: string | null;
 }
@@ -28,26 +25,16 @@ export interface TraceOption {
 export type JobHandler<N extends JobName> = (job: Job<N>) => Promise<void>;
 
 export interface WorkOptions<N extends JobName> {
-  /**
-   * At most this many jobs of one group (`group: { id }` when sent) run at once in this process;
-   * only for queues fetched one job at a time (batchSize 1), and at most the concurrency.
-   */
+  /** At most this many jobs of one group (`group: { id }` when sent) run at once here; batchSize 1 only. */
   perGroup?: number;
-  /**
-   * What the handler loads lazily (a module an API process never needs): a worker loads it at
-   * start, before its first fetch, so the first job does not stall the event loop for it.
-   */
+  /** What the handler loads lazily (an API process never needs it), loaded before a worker's first fetch. */
   load?: () => Promise<unknown>;
   /**
-   * Runs a fetched batch of two or more jobs as one piece of work, for work that costs less done
-   * together; when it throws, each job of the batch runs alone through the handler. Only for queues
-   * fetched in batches (batchSize above 1).
+   * Runs a fetched batch of two or more jobs as one piece of work (batchSize above 1); when it
+   * throws, each job runs alone through the handler.
    */
   together?: (jobs: Job<N>[]) => Promise<void>;
-  /**
-   * Which attempt of its work a job is, for its span, when the queue counts attempts itself (each
-   * retry sent as a new job); pg-boss's count of the job's own retries otherwise.
-   */
+  /** Which attempt of its work a job is, for its span, when the queue counts attempts itself. */
   attempt?: (job: Job<N>) => number;
 }
 
@@ -72,14 +59,10 @@ async function eachLimited<T>(items: readonly T[], limit: number, fn: (item: T) 
 }
 
 /**
- * pg-boss on the service's own database. Jobs are sent inside the caller's transaction
- * (`send(trx, …)`, pg-boss's `db` option), so a job commits or rolls back with the change that
- * caused it.
- *
- * Fetching follows one rule, pg-boss's own: a queue's loops wake on the NOTIFY of a job sent, fetch
- * up to their batch size, and fetch again at once while there is more to fetch (a full batch, or a
- * backlog); otherwise they wait for the next NOTIFY, and poll every JOB_POLLING_SECONDS for retries
- * and delayed jobs.
+ * pg-boss on the service's own database. Jobs are sent inside the caller's transaction, so a job
+ * commits or rolls back with the change that caused it. A queue's loops wake on the NOTIFY of a job
+ * sent, fetch again at once while there is more (a full batch, a backlog), and poll every
+ * JOB_POLLING_SECONDS for retries and delayed jobs.
  */
 export class JobQueue {
   readonly boss: PgBoss;
@@ -126,9 +109,8 @@ export class JobQueue {
   }
 
   /**
-   * Registers a handler, run for each job with at most `concurrency` at once in this process; it
-   * runs only in processes whose role includes the worker. A throw fails that job alone, and
-   * pg-boss retries it.
+   * Registers a handler, run (by a process whose role includes the worker) for each job, at most
+   * `concurrency` at once. A throw fails that job alone, and pg-boss retries it.
    */
   work<N extends JobName>(name: N, handler: JobHandler<N>, concurrency = 1, opts: WorkOptions<N> = {}): void {
     const def = this.definitions.get(name);
@@ -141,11 +123,7 @@ export class JobQueue {
     this.workers.push({ name, batchSize, concurrency, handler: handler as Worker['handler'], opts: opts as WorkOptions<JobName> });
   }
 
-  /**
-   * Jobs of the defined queue `name` that pg-boss gives up on (the last attempt expired or lost
-   * its worker) go to its dead-letter queue (`deadLetterQueueOf(name)`), where `handler` records
-   * the outcome.
-   */
+  /** Jobs of the defined queue `name` that pg-boss gives up on go to its dead-letter queue, where `handler` records the outcome. */
   workGivenUp<N extends DeadLettered>(name: N, handler: JobHandler<N>): void {
     const def = this.definitions.get(name);
     if (!def) throw new Error(`queue ${name} is not defined`);
@@ -160,9 +138,8 @@ export class JobQueue {
   }
 
   /**
-   * Starts pg-boss; in a process that runs jobs, takes up the jobs a process that died left running
-   * (`takeUpLeftJobs`, embedded database only) and starts the fetch loops. Returns the jobs taken
-   * up, per queue.
+   * Starts pg-boss; in a process that runs jobs, takes up the jobs a dead process left running
+   * (embedded database only) and starts the fetch loops. Returns the jobs taken up, per queue.
    */
   async start(): Promise<Record<string, number>> {
     await this.boss.start();
@@ -178,11 +155,9 @@ export class JobQueue {
   }
 
   /**
-   * A queue fetched in batches gets one loop, which runs a batch's jobs `concurrency` at a time and
-   * fetches again at once after a full batch. A queue fetched one job at a time (slow, I/O-bound
-   * jobs) gets `concurrency` loops, so a slow job holds no other behind it; each fetches again at
-   * once after a job while pg-boss's count of the queue's ready jobs (taken every supervision pass)
-   * says more than one is waiting: a backlog of retries come due drains at full speed.
+   * A queue fetched in batches gets one loop, running a batch `concurrency` at a time and fetching
+   * again at once after a full batch. A queue fetched one job at a time gets `concurrency` loops, so
+   * no job waits behind a slow one; each fetches again at once while pg-boss counts a backlog.
    */
   private async startLoops(w: Worker): Promise<void> {
     const common = {
@@ -277,12 +252,10 @@ export class JobQueue {
   }
 
   /**
-   * Fails every job still running, as pg-boss's supervision does once a heartbeat lapses, for a
-   * process that knows no other runs jobs (the embedded database's lock): once, at start-up. No
-   * pg-boss call lists running jobs across queues and its counts may predate a dead process's last
-   * fetch, so each queue's jobs are read. Returns how many per queue of the service's. pg-boss's own
-   * (`__pgboss__send-it`) are failed back too, so a cron occurrence is forwarded at once, not after
-   * its 15 minute expiry, but not counted: a clean stop can leave one running.
+   * At start-up of the one process that runs jobs, fails every job still running, read queue by
+   * queue (no pg-boss call lists them across queues). pg-boss's own (`__pgboss__send-it`) too, so a
+   * cron occurrence is forwarded at once, not after its 15 minute expiry, but uncounted: a clean
+   * stop can leave one running. Returns how many per queue.
    */
   private async takeUpLeftJobs(): Promise<Record<string, number>> {
     const takenUp: Record<string, number> = {};
@@ -302,9 +275,8 @@ export class JobQueue {
   }
 
   /**
-   * Stops fetching, lets running jobs finish (up to the timeout), then fails the ones still running
-   * so they are retried at once elsewhere, and closes. The timeout stays below the 30 s grace period
-   * of server.ts, so this happens before the process is forced to exit.
+   * Stops fetching, lets running jobs finish, fails the ones still running at the timeout (below
+   * server.ts's 30 s grace period) so they are retried elsewhere at once, and closes.
    */
   async stop(timeoutMs = 20000): Promise<void> {
     this.databaseOutage.stop();

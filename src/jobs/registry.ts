@@ -4,10 +4,8 @@ import type { JobWithMetadata } from 'pg-boss';
 export type NoPayload = Record<string, never>;
 
 /**
- * Every queue of the service and the payload its jobs carry: `JobQueue.send` and `JobQueue.work`
- * are typed by this map, so a job sent with the wrong payload, or a handler reading a field its
- * queue does not carry, is a type error. Each module defines its queues and registers its workers
- * in its own `*.jobs.ts`.
+ * Every queue of the service and the payload its jobs carry, which types `JobQueue.send` and
+ * `JobQueue.work`. Each module defines its queues and registers its workers in its own `*.jobs.ts`.
  */
 interface Payloads {
   /** price an order and reserve its stock (orders) */
@@ -30,10 +28,7 @@ interface Payloads {
   'user-email-verification': { userId: number; email: string; changeId?: number };
   /** tell both addresses that an e-mail change was undone, with a reset link to the restored one (users) */
   'user-email-reverted': { userId: number; restored: string; replaced: string; at: string };
-  /**
-   * a password recovery request, for any e-mail: the job decides whether an account gets a reset
-   * token and an e-mail, so the request costs the same either way (auth)
-   */
+  /** a password recovery request, for any e-mail: the job decides, so the request costs the same either way (auth) */
   'password-recovery-email': { email: string };
   /** scheduled: delete refresh, password reset and e-mail link tokens expired, used or revoked for a day (auth) */
   'refresh-tokens-purge': NoPayload;
@@ -61,8 +56,7 @@ export type Job<N extends JobName> = JobWithMetadata<JobPayloads[N]>;
 
 /**
  * What a job is about: the order, platform webhook or outgoing message (webhook_messages.id) its
- * payload names. Recorded with the job's id when it is sent, so the trace of an order finds every
- * job run for it.
+ * payload names, recorded when it is sent so that the trace of an order finds every job run for it.
  */
 export interface JobSubject {
   orderId: number | null;

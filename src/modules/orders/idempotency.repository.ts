@@ -21,9 +21,8 @@ export async function findIdempotencyKey(db: Db, userId: number, key: string): P
 }
 
 /**
- * Stores the response under the key. A live row for the same key makes this return false (a
- * concurrent duplicate waits here for the first transaction and then sees its row); an expired one
- * is replaced.
+ * Stores the response under the key, replacing an expired row. A live row makes this return false
+ * (a concurrent duplicate waits here for the first transaction and then sees its row).
  */
 export async function saveIdempotencyKey(
   trx: Transaction<Database>,

@@ -14,11 +14,6 @@ import { changeStatuses, insertOrder, markPublished, orderDemand, unpublishedEve
  * `order_events` rows: the outbox. One job publishes every event waiting.
  */
 
-/** What a failure concerned: for a stock failure, each short line. */
-export interface FailureDetails {
-  lines: { product_id: number; requested: number; available: number }[];
-}
-
 /** The statuses an order can be cancelled from: not yet final, or completed (its stock goes back). */
 export const CANCELLABLE: readonly OrderStatus[] = ['pending', 'processing', 'completed'];
 

@@ -5,9 +5,10 @@ import { givenUpJob, isLastAttempt, type JobQueue } from '../../jobs/queue.ts';
 import type { Job } from '../../jobs/registry.ts';
 import { exactTotal, MAX_MONEY } from '../products/money.ts';
 import { changeStock, type LockedProduct } from '../products/products.repository.ts';
-import { changeOrder, changeOrders, type FailureDetails } from './order-lifecycle.ts';
+import { changeOrder, changeOrders } from './order-lifecycle.ts';
 import { lockOrder, lockOrders, lockOrdersWithProducts, requeuedSince, type ProductDemand, type StatusChange } from './orders.changes.repository.ts';
 import { findOrderStatus } from './orders.reads.repository.ts';
+import type { FailureDetails } from './orders.schemas.ts';
 
 type FailureReason = 'INSUFFICIENT_STOCK' | 'PRODUCT_UNAVAILABLE' | 'TOTAL_TOO_LARGE' | 'PROCESSING_ERROR';
 
@@ -126,9 +127,8 @@ export class OrderProcessor {
         for (const d of order.demand) left.set(d.productId, left.get(d.productId)! - d.quantity);
         changes.push({ id: order.id, from: 'processing', to: 'completed', total: decision.total, failureReason: null });
       }
-      const taken = [...left].filter(([id, stock]) => stock !== products.get(id)!.stock);
-      const stock = taken.map(([productId, units]) => ({ productId, delta: units - products.get(productId)!.stock }));
-      await changeStock(trx, stock);
+      const stock = [...left].map(([productId, units]) => ({ productId, delta: units - products.get(productId)!.stock }));
+      await changeStock(trx, stock.filter((c) => c.delta !== 0));
       await changeOrders(trx, this.queue, changes, locked.products);
     });
   }

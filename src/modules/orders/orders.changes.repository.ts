@@ -5,9 +5,8 @@ import { activeTraceparent, traceIdOf } from '../../jobs/job-tracing.ts';
 import { lockProductsQuery, productStatesQuery, type LockedProduct, type ProductState } from '../products/products.repository.ts';
 
 /**
- * The orders module's writes. Every change of an order writes its numbered event (`sequence` 1, 2,
- * 3 …) in the same statement, so an order never changes without its event; the events are the
- * outbox the publishing job hands to the listeners (`unpublishedEvents`, `markPublished`).
+ * The orders module's writes. Every change of an order writes its numbered event in the same
+ * statement; the events are the outbox the publishing job hands to the listeners.
  */
 
 /** The order row, locked until `trx` ends. */
@@ -146,10 +145,9 @@ function demandRows(orderId: number | RawBuilder<unknown>): RawBuilder<ProductDe
 }
 
 /**
- * The order rows of `ids`, locked in id order, each with its status and demand, and the products
- * of those in `status`, locked after every order's lock, in one statement: every change of an
- * order and its stock takes the order's lock first, then its products' in id order (the lock order
- * of docs/architecture.md). Orders that do not exist are left out.
+ * The order rows of `ids` that exist, locked in id order, each with its status and demand, then
+ * the products of those in `status`, locked in id order, in one statement: the order's lock comes
+ * before its products' (the lock order of docs/architecture.md).
  */
 export async function lockOrdersWithProducts(
   trx: Transaction<Database>,
@@ -170,16 +168,13 @@ export async function lockOrdersWithProducts(
   return { orders: rows[0]?.orders ?? [], products: rows[0]?.products ?? [] };
 }
 
-/** What an order wants of each product (its lines of the same product summed), in product id order. */
+/** An order's demand, in product id order. */
 export async function orderDemand(trx: Transaction<Database>, orderId: number): Promise<ProductDemand[]> {
   const { rows } = await demandRows(orderId).execute(trx);
   return rows;
 }
 
-/**
- * True when the order went back to `pending` (POST /orders/{id}/retry) after `since`: a job created
- * before then stands for an earlier round of processing.
- */
+/** True when the order went back to `pending` (a retry) after `since`, so a job created before is stale. */
 export async function requeuedSince(trx: Transaction<Database>, orderId: number, since: Date): Promise<boolean> {
   const row = await trx
     .selectFrom('order_events')

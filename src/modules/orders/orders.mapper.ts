@@ -4,8 +4,7 @@ import type { ApiVersion } from '../../http/api-version.ts';
 import { iso, isoOrNull } from '../../http/common.schemas.ts';
 import { moneyToNumber } from '../products/money.ts';
 import type { OrderLineView } from './orders.reads.repository.ts';
-import type { FailureDetails } from './order-lifecycle.ts';
-import type { OrderCreated } from './orders.schemas.ts';
+import type { FailureDetails, OrderCreated } from './orders.schemas.ts';
 
 /** The statuses a `version` client's status filter stands for: v1's `failed` includes the cancelled orders. */
 export function statusesFor(version: ApiVersion, status: OrderStatus | undefined): OrderStatus[] | undefined {

@@ -2,9 +2,8 @@ import client from 'prom-client';
 import type { OrderStatus } from '../../db/schema.ts';
 
 /**
- * Order status changes counted by the process that makes them, since it started (decision 011):
- * an API process counts the orders it places, retries and cancels, a worker those it processes.
- * Registered in no registry here: /metrics registers it (operations.metrics.ts).
+ * Order status changes counted by the process that makes them (decision 011): an API process the
+ * orders it places, retries and cancels, a worker those it processes. /metrics registers it.
  */
 export const orderStatusTransitions = new client.Counter({
   name: 'order_status_transitions_total',

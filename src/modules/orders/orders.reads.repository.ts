@@ -42,16 +42,14 @@ export async function findOrderWithLines(db: Db, id: number): Promise<{ order: O
 }
 
 /**
- * A page of one user's orders (all of them, or those in any of `statuses`), newest first, and how
- * many there are: a count the user's index serves (orders_user_created_idx, or with statuses
- * orders_user_status_created_idx).
+ * A page of one user's orders (those in any of `statuses`, when given), newest first, and how many
+ * there are: a count orders_user_created_idx (or orders_user_status_created_idx) serves.
  */
 export async function listUserOrders(
   db: Db,
   opts: { userId: number; statuses: readonly OrderStatus[] | undefined; limit: number; offset: number },
 ): Promise<{ rows: OrderRow[]; total: number }> {
-  let mine = db.selectFrom('orders').where('user_id', '=', opts.userId);
-  if (opts.statuses !== undefined) mine = mine.where('status', 'in', [...opts.statuses]);
+  const mine = filtered(db, { userId: opts.userId, statuses: opts.statuses });
   const [rows, count] = await Promise.all([
     mine.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(opts.limit).offset(opts.offset).execute(),
     mine.select((eb) => eb.fn.countAll<string>().as('total')).executeTakeFirstOrThrow(),
@@ -97,10 +95,7 @@ function filtered(db: Db, f: OrderFilter) {
   return q;
 }
 
-/**
- * A page of every user's orders that match `f`, newest first, and how many match, counted up to a
- * cap (countCapped) through the index of the filter.
- */
+/** A page of every user's orders that match `f`, newest first, and how many match, up to a cap. */
 export async function listOrders(db: Db, f: OrderFilter, page: { limit: number; offset: number }): Promise<{ rows: OrderRow[]; count: CappedCount }> {
   const [rows, count] = await Promise.all([
     filtered(db, f).selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(page.limit).offset(page.offset).execute(),

@@ -90,6 +90,7 @@ export const FailureDetails = Type.Object(
   },
   { description: 'for `INSUFFICIENT_STOCK`: every line the stock could not cover' },
 );
+export type FailureDetails = Static<typeof FailureDetails>;
 
 const Source = Type.Union([Type.Literal('api'), Type.Literal('platform')], {
   description: '`api`: placed through POST /orders; `platform`: created from an e-commerce platform\'s webhook',
@@ -106,9 +107,8 @@ const V2_ORDER_FIELDS = {
 };
 
 /**
- * The order schemas of one API version. The routes are the same in every version; only these (and
- * the mappers that fill them) differ. Queries are typed as v2's, a superset of v1's; the responses
- * are checked by their schema when serialised.
+ * The order schemas of one API version: the routes are the same in every version, only these and
+ * the mappers differ. Queries are typed as v2's, a superset of v1's.
  */
 function buildOrderSchemas(version: ApiVersion) {
   const Status = StatusOf(version);

@@ -1,8 +1,8 @@
-import { sql, type Transaction } from 'kysely';
+import { sql } from 'kysely';
 import { jsonArrayFrom } from 'kysely/helpers/postgres';
 import { countCapped, type CappedCount } from '../../db/capped-count.ts';
 import type { Db } from '../../db/database.ts';
-import type { Database, OrderEventRow, OrderRow, OrderStatus } from '../../db/schema.ts';
+import type { OrderEventRow, OrderRow, OrderStatus } from '../../db/schema.ts';
 
 /** The orders module's reads: one order, a user's pages, every order for administrators, the open orders. */
 
@@ -15,7 +15,7 @@ export interface OrderLineView {
 }
 
 /** The order's status as committed now, without a lock (undefined: no such order). */
-export async function findOrderStatus(db: Db | Transaction<Database>, id: number): Promise<OrderStatus | undefined> {
+export async function findOrderStatus(db: Db, id: number): Promise<OrderStatus | undefined> {
   return (await db.selectFrom('orders').select('status').where('id', '=', id).executeTakeFirst())?.status;
 }
 
@@ -68,7 +68,7 @@ export async function listOrderEvents(db: Db, orderId: number): Promise<OrderEve
   return db.selectFrom('order_events').selectAll().where('order_id', '=', orderId).orderBy('sequence', 'asc').execute();
 }
 
-/** The administrators' order filters; each one given narrows the list. */
+/** The order filters (the administrators' list has them all); each one given narrows the list. */
 export interface OrderFilter {
   /** orders in any of these statuses */
   statuses?: readonly OrderStatus[];

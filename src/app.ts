@@ -80,7 +80,7 @@ export async function buildApp(config: Config, opts: BuildOptions = {}): Promise
   const auth = await createAuthModule(ctx, { users });
   const orders = createOrdersModule(ctx, { hooks: opts.hooks?.orderProcessing });
   const inbound = createInboundWebhooksModule(ctx, { orders, users, hooks: opts.hooks?.inboundProcessing });
-  const operations = createOperationsModule(ctx, { orders, inbound });
+  const operations = createOperationsModule(ctx, { orders });
   const modules: AppModule[] = [
     auth,
     users,

@@ -1,7 +1,4 @@
-/**
- * Readers of environment values for src/config.ts: each takes the environment and a variable's
- * name, and returns the value parsed and checked, or throws a ConfigError naming the variable.
- */
+// Readers of environment values for src/config.ts: parsed and checked, or a ConfigError naming the variable.
 import crypto from 'node:crypto';
 import net from 'node:net';
 
@@ -31,8 +28,7 @@ export function num(env: Env, name: string, def: number, min: number): number {
   return n;
 }
 
-/** A boolean setting's value, or undefined when `raw` is not one of the words for true or false. */
-export function boolWord(raw: string): boolean | undefined {
+function boolWord(raw: string): boolean | undefined {
   const v = raw.trim().toLowerCase();
   if (['1', 'true', 'yes', 'on'].includes(v)) return true;
   if (['0', 'false', 'no', 'off'].includes(v)) return false;

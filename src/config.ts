@@ -3,96 +3,12 @@ import { bool, ConfigError, int, LOG_LEVELS, metricsToken, num, oneOf, resetUrlT
 
 export { ConfigError } from './config-values.ts';
 
-export type Role = 'api' | 'worker' | 'all';
+const DEFAULT_WEBHOOK_RETRY_SCHEDULE: readonly number[] = Object.freeze([5, 300, 1800, 7200, 18000, 36000, 36000]);
 
-export interface Config {
-  readonly port: number;
-  readonly host: string;
-  readonly dataDir: string;
-  /** unset → embedded PGlite under dataDir; ':memory:' → in-memory PGlite (tests) */
-  readonly databaseUrl: string | undefined;
-  /** send data statements as named prepared statements (off behind a transaction-pooling proxy) */
-  readonly databasePreparedStatements: boolean;
-  /** per process; pg-boss has its own pool (jobQueuePoolSize) */
-  readonly databasePoolSize: number;
-  readonly jobQueuePoolSize: number;
-  /** the embedded database's shared buffer pool in MiB (PostgreSQL's shared_buffers) */
-  readonly embeddedSharedBuffersMb: number;
-  readonly redisUrl: string | undefined;
-  readonly role: Role;
-  readonly adminEmail: string | undefined;
-  readonly adminPassword: string | undefined;
-  readonly seedDemoCatalog: boolean;
-  readonly jwtPrivateKey: string | undefined;
-  readonly jwtPreviousPublicKey: string | undefined;
-  readonly jwtSecret: string | undefined;
-  readonly jwtIssuer: string;
-  readonly jwtAudience: string;
-  readonly accessTokenTtlSeconds: number;
-  readonly refreshTokenTtlSeconds: number;
-  readonly bcryptRounds: number;
-  readonly passwordResetTtlSeconds: number;
-  /** link template of the reset e-mail, with `{token}` where the token goes; unset: the e-mail gives the token and the API call */
-  readonly passwordResetUrl: string | undefined;
-  /** failed logins for one e-mail within the window after which logins for it answer 429 */
-  readonly loginThrottleMaxFailures: number;
-  readonly loginThrottleWindowSeconds: number;
-  /** failed logins for one e-mail from all clients together before it answers 429 everywhere; unset: 10 × LOGIN_THROTTLE_MAX_FAILURES */
-  readonly loginThrottleMaxFailuresPerEmail: number | undefined;
-  readonly rateLimitAuthenticated: number;
-  readonly rateLimitAnonymous: number;
-  readonly rateLimitWebhook: number;
-  readonly rateLimitWindowSeconds: number;
-  /** prefix of the rate-limit keys in Redis (one per deployment sharing a Redis) */
-  readonly rateLimitKeyPrefix: string;
-  /** false: X-Forwarded-For ignored; true: only the immediate peer is trusted; a string: trusted proxies (proxy-addr syntax) */
-  readonly trustProxy: boolean | string;
-  readonly corsOrigins: readonly string[];
-  readonly shopifyWebhookSecret: string | undefined;
-  readonly platformApiUrl: string | undefined;
-  readonly platformApiToken: string | undefined;
-  readonly webhookAllowPrivateTargets: boolean;
-  /** delays in seconds between outgoing delivery attempts; length + 1 = max attempts */
-  readonly webhookRetrySchedule: readonly number[];
-  /** live (not deleted) subscriptions one user may have */
-  readonly webhookMaxSubscriptionsPerUser: number;
-  /** deliveries in flight at once to one destination (host and port), per worker process */
-  readonly webhookMaxConcurrencyPerHost: number;
-  readonly smtpUrl: string | undefined;
-  readonly mailFrom: string;
-  readonly bodyLimitBytes: number;
-  /** the whole request (headers and body) must arrive within this time, or the connection is closed */
-  readonly requestTimeoutMs: number;
-  readonly logLevel: string;
-  /** seconds (>= 0.5) between two polls of each job queue by an idle worker, for retries and delayed jobs (new jobs wake it by NOTIFY) */
-  readonly jobPollingSeconds: number;
-  readonly orderWorkerConcurrency: number;
-  /** how long an API process may serve a user row from memory (0: never); see user-cache.ts */
-  readonly userCacheTtlSeconds: number;
-  readonly webConcurrency: number;
-  /** days a delivered or failed outgoing message (with its attempts) is kept; 0: forever */
-  readonly webhookMessageRetentionDays: number;
-  /** days the body and headers of a processed platform webhook are kept; 0: forever */
-  readonly inboundPayloadRetentionDays: number;
-  /** days a finished (completed, cancelled or failed) job is kept; 0: forever */
-  readonly jobRetentionDays: number;
-  /** how long /metrics reuses the figures it read from the database */
-  readonly metricsCacheSeconds: number;
-  /** the OTLP traces endpoint; unset: no tracing, the SDK not loaded (it reads the other OTEL_* itself) */
-  readonly otelEndpoint: string | undefined;
-  readonly otelServiceName: string;
-  /** when set, /metrics answers only requests with `Authorization: Bearer <token>` */
-  readonly metricsToken: string | undefined;
-  /** how long a platform webhook body counts as a replay of one stored before it (seconds) */
-  readonly inboundReplayWindowSeconds: number;
-}
-
-export const DEFAULT_WEBHOOK_RETRY_SCHEDULE: readonly number[] = Object.freeze([5, 300, 1800, 7200, 18000, 36000, 36000]);
-
-/** Reads the environment once, validates every value and returns a frozen Config. */
-export function loadConfig(env: Env = process.env, overrides: Partial<Config> = {}): Config {
-  const role = (str(env, 'ROLE') ?? 'all').toLowerCase();
-  if (role !== 'api' && role !== 'worker' && role !== 'all') {
+/** The settings, validated; the type of Config is what this returns. */
+function readEnv(env: Env) {
+  const role = (str(env, 'ROLE') ?? 'all').toLowerCase() as 'api' | 'worker' | 'all';
+  if (!['api', 'worker', 'all'].includes(role)) {
     throw new ConfigError(`ROLE must be api, worker or all, got "${role}"`);
   }
   const databaseUrl = str(env, 'DATABASE_URL');
@@ -133,12 +49,15 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     throw new ConfigError('PLATFORM_API_URL and PLATFORM_API_TOKEN must be set together');
   }
 
-  const config: Config = {
+  return {
     port: int(env, 'PORT', 8000, 0, 65535),
     host: str(env, 'HOST') ?? '127.0.0.1',
     dataDir: path.resolve(str(env, 'DATA_DIR') ?? './data'),
+    /** unset → embedded PGlite under dataDir; ':memory:' → in-memory PGlite (tests) */
     databaseUrl,
+    /** off behind a transaction-pooling proxy */
     databasePreparedStatements: bool(env, 'DATABASE_PREPARED_STATEMENTS', true),
+    /** per process; pg-boss has its own pool (jobQueuePoolSize) */
     databasePoolSize: int(env, 'DATABASE_POOL_SIZE', 20, 1, 1000),
     jobQueuePoolSize: int(env, 'JOB_QUEUE_POOL_SIZE', 10, 2, 1000),
     embeddedSharedBuffersMb: int(env, 'EMBEDDED_SHARED_BUFFERS_MB', 16, 1, 4096),
@@ -156,44 +75,60 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     refreshTokenTtlSeconds: int(env, 'REFRESH_TOKEN_TTL_SECONDS', 604800, 1),
     bcryptRounds: int(env, 'BCRYPT_ROUNDS', 12, 4, 15),
     passwordResetTtlSeconds: int(env, 'PASSWORD_RESET_TTL_SECONDS', 1800, 1, 7 * 86400),
+    /** the reset e-mail's link template with `{token}`; unset: the e-mail gives the token and the API call */
     passwordResetUrl: resetUrlTemplate(env),
     loginThrottleMaxFailures: int(env, 'LOGIN_THROTTLE_MAX_FAILURES', 10, 1),
     loginThrottleWindowSeconds: int(env, 'LOGIN_THROTTLE_WINDOW_SECONDS', 900, 1),
+    /** failed logins for one e-mail from all clients together; unset: 10 × loginThrottleMaxFailures */
     loginThrottleMaxFailuresPerEmail: str(env, 'LOGIN_THROTTLE_MAX_FAILURES_PER_EMAIL') === undefined ? undefined : int(env, 'LOGIN_THROTTLE_MAX_FAILURES_PER_EMAIL', 0, 1),
     rateLimitAuthenticated: int(env, 'RATE_LIMIT_AUTHENTICATED', 100, 1),
     rateLimitAnonymous: int(env, 'RATE_LIMIT_ANONYMOUS', 20, 1),
     rateLimitWebhook: int(env, 'RATE_LIMIT_WEBHOOK', 1000, 1),
     rateLimitWindowSeconds: int(env, 'RATE_LIMIT_WINDOW_SECONDS', 60, 1),
     rateLimitKeyPrefix: str(env, 'RATE_LIMIT_KEY_PREFIX') ?? 'oas:rl',
+    /** false: X-Forwarded-For ignored; true: only the immediate peer is trusted; a string: trusted proxies (proxy-addr syntax) */
     trustProxy: trustProxy(env),
     corsOrigins,
     shopifyWebhookSecret: str(env, 'SHOPIFY_WEBHOOK_SECRET'),
     platformApiUrl: url(env, 'PLATFORM_API_URL', ['http:', 'https:']),
     platformApiToken: str(env, 'PLATFORM_API_TOKEN'),
     webhookAllowPrivateTargets: bool(env, 'WEBHOOK_ALLOW_PRIVATE_TARGETS', false),
+    /** delays in seconds between outgoing delivery attempts; length + 1 = max attempts */
     webhookRetrySchedule,
     webhookMaxSubscriptionsPerUser: int(env, 'WEBHOOK_MAX_SUBSCRIPTIONS_PER_USER', 25, 1, 10000),
+    /** deliveries in flight at once to one destination, per worker process */
     webhookMaxConcurrencyPerHost: int(env, 'WEBHOOK_MAX_CONCURRENCY_PER_HOST', 4, 1, 64),
     smtpUrl: url(env, 'SMTP_URL', ['smtp:', 'smtps:']),
     mailFrom: str(env, 'MAIL_FROM') ?? 'Order Service <no-reply@example.com>',
     bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES', 1024 * 1024, 1024),
     requestTimeoutMs: int(env, 'REQUEST_TIMEOUT_MS', 30000, 100, 600000),
     logLevel: oneOf(env, 'LOG_LEVEL', LOG_LEVELS, 'info'),
+    /** an idle worker's polls of each queue, for retries and delayed jobs (new jobs wake it by NOTIFY) */
     jobPollingSeconds: num(env, 'JOB_POLLING_SECONDS', 2, 0.5),
     // PGlite runs one transaction at a time: more jobs at once would only queue in front of requests
     orderWorkerConcurrency: int(env, 'ORDER_WORKER_CONCURRENCY', embedded ? 4 : 12, 1, 64),
+    /** how long an API process may serve a user row from memory (0: never); see user-cache.ts */
     userCacheTtlSeconds: num(env, 'USER_CACHE_TTL_SECONDS', 10, 0),
     webConcurrency: int(env, 'WEB_CONCURRENCY', 1, 1, 64),
     webhookMessageRetentionDays: int(env, 'WEBHOOK_MESSAGE_RETENTION_DAYS', 30, 0, 3650),
     inboundPayloadRetentionDays: int(env, 'INBOUND_PAYLOAD_RETENTION_DAYS', 30, 0, 3650),
     jobRetentionDays: int(env, 'JOB_RETENTION_DAYS', 7, 0, 3650),
     metricsCacheSeconds: num(env, 'METRICS_CACHE_SECONDS', 5, 0),
+    /** the OTLP traces endpoint; unset: no tracing, the SDK not loaded (it reads the other OTEL_* itself) */
     otelEndpoint: url(env, 'OTEL_EXPORTER_OTLP_ENDPOINT', ['http:', 'https:']) ?? url(env, 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', ['http:', 'https:']),
     otelServiceName: str(env, 'OTEL_SERVICE_NAME') ?? 'order-account-service',
+    /** when set, /metrics answers only `Authorization: Bearer <token>` */
     metricsToken: metricsToken(env),
     inboundReplayWindowSeconds: int(env, 'INBOUND_REPLAY_WINDOW_SECONDS', 86400, 0, 30 * 86400),
-    ...overrides,
   };
+}
+
+export type Config = Readonly<ReturnType<typeof readEnv>>;
+
+/** Reads the environment once, validates every value and returns a frozen Config. */
+export function loadConfig(env: Env = process.env, overrides: Partial<Config> = {}): Config {
+  const config = { ...readEnv(env), ...overrides };
+  const databaseUrl = str(env, 'DATABASE_URL');
   // PGlite, or ':memory:' from the environment, lives in one process (tests override ':memory:' on purpose)
   const oneProcessOnly = config.databaseUrl === undefined || (databaseUrl === ':memory:' && config.databaseUrl === ':memory:');
   if (oneProcessOnly && config.role !== 'all') {

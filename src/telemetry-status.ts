@@ -1,24 +1,17 @@
 import type { Config } from './config.ts';
 
-/**
- * What the start-up line says of tracing: on or off, and where spans go. Read from the same
- * variables the OpenTelemetry SDK reads (it picks the exporter itself, src/telemetry.ts), without
- * loading it, so a process with tracing off says so too.
- */
-export interface TracingStatus {
+/** Tracing on or off and where spans go, read from the SDK's own variables without loading it. */
+interface TracingStatus {
   enabled: boolean;
-  /** OTEL_TRACES_EXPORTER's exporters (`otlp` unless set) */
   exporters?: string[];
-  /** the OTLP protocol: http/protobuf (default), http/json or grpc */
   protocol?: string;
-  /** where the OTLP exporter sends spans */
   endpoint?: string;
   serviceName?: string;
 }
 
 type Env = Record<string, string | undefined>;
 
-/** The OTLP traces endpoint as the SDK resolves it: the traces-only variable as is, else the base URL plus /v1/traces (HTTP). */
+/** The OTLP traces endpoint as the SDK resolves it. */
 function otlpTracesEndpoint(env: Env, protocol: string): string | undefined {
   const own = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?.trim();
   if (own) return own;
@@ -44,7 +37,6 @@ export function tracingStatus(config: Pick<Config, 'otelEndpoint' | 'otelService
   };
 }
 
-/** The start-up line. */
 export function tracingStatusLine(s: TracingStatus): string {
   if (!s.enabled) {
     return s.exporters?.[0] === 'none'

@@ -4,21 +4,16 @@ import type { Config } from '../config.ts';
 import { createRedis, FallbackState, firstConnection, redisOrMemory } from './rate-limits.ts';
 
 /**
- * Counts attempts per key in a fixed window (the window starts with a key's first attempt), shared
- * by every API process through Redis when REDIS_URL is set, in process memory otherwise. Every
- * attempt waits for Redis: the callers (sign-in) are rare and costly anyway, and the count must be
- * exact across processes. When Redis fails, counting continues per process (logged once each way,
- * like the rate limiter, rate-limits.ts) and returns to Redis when it is back.
+ * Counts attempts per key in a fixed window, in Redis when REDIS_URL is set (every attempt waits for
+ * it: the count must be exact across processes), per process while Redis is down or unset.
  */
 export interface AttemptLimiter {
   /** counts one attempt of `key`; `exceeded` once the window holds more than the limit */
   consume(key: string): Promise<Verdict>;
-  /** forgets the key's attempts */
   reset(key: string): Promise<void>;
   close(): Promise<void>;
 }
 
-/** One counted attempt. */
 export interface Verdict {
   readonly remaining: number;
   readonly msBeforeNext: number;
@@ -70,7 +65,6 @@ async function consumeNow(limiter: RateLimiterAbstract, key: string): Promise<Ve
     const res = await limiter.consume(key);
     return { remaining: res.remainingPoints, msBeforeNext: res.msBeforeNext, exceeded: false };
   } catch (err) {
-    // a rejection is either "over the limit" (a RateLimiterRes) or a store error
     if (!(err instanceof RateLimiterRes)) throw err;
     return { remaining: err.remainingPoints, msBeforeNext: err.msBeforeNext, exceeded: true };
   }

@@ -1,10 +1,6 @@
 import { Type, type TSchema } from 'typebox';
 
-/**
- * An integer id in a path. Any integer is well-formed; one that no row can have is a 404
- * (path-ids.ts). `example` is what the docs pages fill in: the row the create example above it makes
- * on a fresh start (the first order is 1; the user POST /users makes is 2, the administrator being 1).
- */
+/** An integer id in a path (out of range: 404, path-ids.ts); `example` names the row the create example makes. */
 export const IdOf = (example: number) => Type.Integer({ examples: [example] });
 
 export const Timestamp = Type.String({ format: 'date-time' });
@@ -28,10 +24,7 @@ export function Page<T extends TSchema>(item: T, description: string) {
   );
 }
 
-/**
- * A page of an administrators' list: its total is counted up to 10,000 (or the end of the page, if
- * further), and `total_exact` says whether more match (db/capped-count.ts).
- */
+/** A page of an administrators' list, its total counted up to a cap (db/capped-count.ts). */
 export function CappedPage<T extends TSchema>(item: T, description: string) {
   const page = Page(item, description);
   return Type.Object(
@@ -73,10 +66,8 @@ export const NonBlank = (opts: { maxLength: number; description?: string }) =>
   Type.String({ minLength: 1, pattern: '\\S', ...opts });
 
 /**
- * Bounds a schema states for the documents only: the specification answers a value outside them
- * with a business-rule 400 of the service's own (a quantity outside 1 to 1000 is `INVALID_QUANTITY`),
- * not the validator's 422, so the body validator must not enforce them. The documents show them as
- * `minimum` and `maximum`.
+ * Bounds shown in the documents only (as `minimum`/`maximum`): a value outside them is the service's
+ * business-rule 400 (`INVALID_QUANTITY`), not the validator's 422.
  */
 export const RULE_BOUNDS = 'x-rule-bounds';
 export const ruleBounds = (minimum: number, maximum: number) => ({ [RULE_BOUNDS]: { minimum, maximum } });

@@ -14,10 +14,8 @@ export const RESOURCES: Readonly<Record<string, string>> = {
 };
 
 /**
- * Any integer is a well-formed id (anything else is 422, from the route's schema), but one outside
- * 1..MAX_ID names no row: it is that resource's 404, the same answer as for an id that is not
- * there, and it is never sent to the database (which would refuse it as out of range). Runs as the
- * first preHandler, after authentication, role checks and validation, as a missing row would.
+ * An id outside 1..MAX_ID names no row: that resource's 404, never sent to the database (which would
+ * refuse it). The first preHandler, after authentication and validation, as a missing row would be.
  */
 export function registerPathIds(app: FastifyInstance): void {
   app.addHook('onRoute', (route) => {

@@ -4,7 +4,7 @@ import crypto from 'node:crypto';
 import type { Transporter } from 'nodemailer';
 import type { Config } from '../config.ts';
 
-export interface MailMessage {
+interface MailMessage {
   to: string;
   subject: string;
   text: string;

@@ -6,7 +6,6 @@ import { MAX_ID } from '../../http/path-ids.ts';
 import type { JobQueue } from '../../jobs/queue.ts';
 import {
   findInboundWebhook,
-  findInboundWebhooksForOrder,
   listInboundWebhooks,
   lockInboundWebhookRow,
   resetInboundWebhook,
@@ -16,7 +15,7 @@ import type { InboundListQuery } from './inbound-webhooks.schemas.ts';
 
 const notFound = () => new AppError('NOT_FOUND', 'Inbound webhook not found');
 
-export interface Reprocessing {
+interface Reprocessing {
   message: string;
   orderId: number | null;
 }
@@ -43,19 +42,10 @@ export class InboundWebhooksAdminService {
     return row;
   }
 
-  /** The webhooks that created or were linked to an order, oldest first (for the order's trace). */
-  async forOrder(orderId: number): Promise<InboundWebhookSummaryRow[]> {
-    return findInboundWebhooksForOrder(this.db, orderId);
-  }
-
   /**
-   * Queues the stored webhook for processing again, for instance once the product or customer it
-   * was missing exists. A `failed` or `processed` webhook goes back to `received` (a processed one
-   * keeps its order link); a `received` one is queued once more. Processing runs under the stored
-   * webhook's row lock, does nothing to a webhook that is no longer `received`, and finds the order
-   * a platform id already has instead of creating another (orders are unique by platform and id),
-   * so however often and however concurrently this is called, one order exists and its stock is
-   * reserved once.
+   * Queues the stored webhook for processing again (back to `received`, keeping its order link).
+   * Processing locks the row and finds the order a platform id already has, so however often this
+   * is called, one order exists and its stock is reserved once.
    */
   async reprocess(id: number): Promise<Reprocessing> {
     if (!(id >= 1 && id <= MAX_ID)) throw notFound();

@@ -10,14 +10,9 @@ import type { InboundWebhookService } from './inbound-webhooks.service.ts';
 import { reportFulfilment } from './platform-client.ts';
 import { SHOPIFY_SOURCE, loadPayloadChecker } from './shopify-order.ts';
 
-/** How long one call to the platform's API may take. */
-export const PLATFORM_TIMEOUT_MS = 15000;
+const PLATFORM_TIMEOUT_MS = 15000;
 
-/**
- * Processing of stored platform webhooks (the spec's internal retry policy: 3 attempts, exponential
- * backoff) with its dead-letter queue, where a job pg-boss gave up on records the event `failed`,
- * and the report of a platform order's outcome to the platform's API.
- */
+/** Processing of stored platform webhooks, its dead-letter queue, and the report of an order's outcome. */
 export function registerInboundWebhookJobs(
   queue: JobQueue,
   deps: { db: Db; config: Config; log: FastifyBaseLogger; inbound: InboundWebhookService; orders: OrdersService },
@@ -57,11 +52,7 @@ export function registerInboundWebhookJobs(
   });
 }
 
-/**
- * Hourly: the body and headers of platform webhooks processed more than
- * INBOUND_PAYLOAD_RETENTION_DAYS ago are removed in batches; the rows (outcome, order link, webhook
- * id) stay. Failed and unprocessed webhooks keep their payload, so they can be processed again.
- */
+/** Hourly: the payloads of webhooks processed over INBOUND_PAYLOAD_RETENTION_DAYS ago go; failed ones keep theirs. */
 export function registerInboundRetentionJob(queue: JobQueue, deps: { db: Db; config: Config; log: FastifyBaseLogger }): void {
   schedulePurge(queue, deps.log, {
     name: 'inbound-payloads-purge',

@@ -8,39 +8,32 @@ import { registerInboundRoutes } from './inbound-webhooks.routes.ts';
 import { InboundWebhookService, type InboundProcessHooks } from './inbound-webhooks.service.ts';
 import { SHOPIFY_SOURCE } from './shopify-order.ts';
 
-export interface InboundWebhooksModule extends AppModule {
-  /** the stored webhooks for administrators and the order trace */
-  readonly admin: InboundWebhooksAdminService;
-}
-
 /**
- * The e-commerce platform's order webhooks: verified, stored, acknowledged,
- * then turned into orders in the background; and each platform order's outcome reported back to
- * the platform's API. Administrators list, read and reprocess the stored webhooks; their payloads
- * are purged after a retention period.
+ * The e-commerce platform's order webhooks: verified, stored, acknowledged, then turned into orders
+ * in the background; each platform order's outcome is reported back to the platform's API.
  */
 export function createInboundWebhooksModule(
   ctx: AppContext,
   deps: { orders: OrdersModule; users: UsersModule; hooks?: InboundProcessHooks },
-): InboundWebhooksModule {
+): AppModule {
   const { config, db, queue, log } = ctx;
   const inbound = new InboundWebhookService({ db, queue, config, log, orders: deps.orders.service, users: deps.users.service, hooks: deps.hooks });
   registerInboundWebhookJobs(queue, { db, config, log, inbound, orders: deps.orders.service });
   registerInboundRetentionJob(queue, { db, config, log });
   const admin = new InboundWebhooksAdminService({ db, queue });
 
-  // The report of a platform order's outcome is queued as the publishing job hands over the final status change.
+  // a platform order's outcome is reported once the publishing job hands over its final status change,
+  // in the trace of the change that wrote that event (the publishing job's run is linked to it)
   const reports = (e: { type: string; status: string }) => Boolean(config.platformApiUrl) && e.type === 'order.status_changed' && (e.status === 'completed' || e.status === 'failed');
   ctx.orderEvents.subscribe({
     react: async (trx, events) => {
       for (const { event, order } of events) {
-        if (reports(event) && order.source === SHOPIFY_SOURCE && order.external_id) await queue.send(trx, 'webhook-platform-report', { orderId: order.id });
+        if (reports(event) && order.source === SHOPIFY_SOURCE && order.external_id) await queue.send(trx, 'webhook-platform-report', { orderId: order.id }, { traceParent: event.traceparent });
       }
     },
   });
 
   return {
-    admin,
     routes: async (api) => {
       await registerInboundRoutes(api, inbound);
       registerInboundAdminRoutes(api, admin);

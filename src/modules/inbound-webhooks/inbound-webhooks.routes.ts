@@ -3,11 +3,7 @@ import { errorResponses } from '../../http/errors.ts';
 import { InboundHeaders, Received } from './inbound-webhooks.schemas.ts';
 import { ORDERS_CANCELLED_TOPIC, ORDERS_CREATE_TOPIC, type InboundWebhookService } from './inbound-webhooks.service.ts';
 
-/**
- * The platform's order webhooks (creation, cancellation). Registered in its own encapsulated scope: the body parser here keeps
- * the raw bytes (the HMAC is over them, and must be checked before anything is parsed), without
- * changing how the rest of the API parses JSON.
- */
+/** The platform's order webhooks, in a scope of their own whose parser keeps the raw bytes the HMAC covers. */
 export async function registerInboundRoutes(root: FastifyInstance, inbound: InboundWebhookService): Promise<void> {
   await root.register(async (scope) => {
     scope.removeAllContentTypeParsers();

@@ -93,7 +93,7 @@ function storedPayload(row: InboundWebhookRow): object {
   return payload;
 }
 
-export interface InboundWebhookDeps {
+interface InboundWebhookDeps {
   db: Db;
   queue: JobQueue;
   config: Config;
@@ -104,22 +104,10 @@ export interface InboundWebhookDeps {
 }
 
 export class InboundWebhookService {
-  private readonly hooks: InboundProcessHooks;
-  private readonly db: Db;
-  private readonly queue: JobQueue;
-  private readonly config: Config;
-  private readonly log: FastifyBaseLogger;
-  private readonly orders: OrdersService;
-  private readonly users: UsersService;
+  private readonly deps: InboundWebhookDeps;
 
   constructor(deps: InboundWebhookDeps) {
-    this.db = deps.db;
-    this.queue = deps.queue;
-    this.config = deps.config;
-    this.log = deps.log;
-    this.orders = deps.orders;
-    this.users = deps.users;
-    this.hooks = deps.hooks ?? {};
+    this.deps = deps;
   }
 
   /**
@@ -129,7 +117,7 @@ export class InboundWebhookService {
    * The HMAC does not cover `X-Shopify-Topic` either: a header naming another topic is refused.
    */
   async receive(rawBody: Buffer, headers: IncomingHttpHeaders, topic: string): Promise<Receipt> {
-    const secret = this.config.shopifyWebhookSecret;
+    const secret = this.deps.config.shopifyWebhookSecret;
     if (!secret) throw new AppError('WEBHOOK_NOT_CONFIGURED', 'Inbound webhooks are not configured on this server');
     if (!verifyShopifyHmac(secret, rawBody, header(headers, 'x-shopify-hmac-sha256'))) {
       throw new AppError('INVALID_SIGNATURE', 'Invalid webhook signature');
@@ -145,7 +133,7 @@ export class InboundWebhookService {
     const eventId = platformId(headers, 'x-shopify-event-id') ?? null;
     const bodySha256 = crypto.createHash('sha256').update(rawBody).digest('hex');
     const webhookId = givenId ?? `sha256:${bodySha256}`;
-    const stored = await this.db.transaction().execute(async (trx) => {
+    const stored = await this.deps.db.transaction().execute(async (trx) => {
       const id = await insertInboundWebhook(
         trx,
         {
@@ -158,10 +146,10 @@ export class InboundWebhookService {
           rawBody: asText ? rawBody.toString('utf8') : rawBody.toString('base64'),
           rawBodyEncoding: asText ? 'utf8' : 'base64',
         },
-        this.config.inboundReplayWindowSeconds > 0,
+        this.deps.config.inboundReplayWindowSeconds > 0,
       );
       if (id === undefined) return false;
-      await this.queue.send(trx, 'webhook-inbound-process', { inboundWebhookId: id });
+      await this.deps.queue.send(trx, 'webhook-inbound-process', { inboundWebhookId: id });
       return true;
     });
     return { webhookId, duplicate: !stored };
@@ -172,10 +160,10 @@ export class InboundWebhookService {
    * cannot become an order fails at once; other errors are retried, and fail after the last attempt.
    */
   async process(inboundWebhookId: number, lastAttempt: boolean): Promise<void> {
-    const row = await findInboundWebhook(this.db, inboundWebhookId);
+    const row = await findInboundWebhook(this.deps.db, inboundWebhookId);
     if (!row || row.status !== 'received') return;
     try {
-      await this.hooks.beforeProcess?.(inboundWebhookId, lastAttempt);
+      await this.deps.hooks?.beforeProcess?.(inboundWebhookId, lastAttempt);
       if (row.topic === ORDERS_CANCELLED_TOPIC) {
         await this.applyCancellation(row.id, await mapShopifyCancellation(storedPayload(row)));
         return;
@@ -191,13 +179,13 @@ export class InboundWebhookService {
       }
     } catch (err) {
       if (err instanceof InboundRejection) {
-        await settleInboundWebhook(this.db, row.id, { status: 'failed', orderId: null, error: err.message });
-        this.log.warn({ inboundWebhookId, webhookId: row.webhook_id, reason: err.message }, 'inbound webhook rejected');
+        await settleInboundWebhook(this.deps.db, row.id, { status: 'failed', orderId: null, error: err.message });
+        this.deps.log.warn({ inboundWebhookId, webhookId: row.webhook_id, reason: err.message }, 'inbound webhook rejected');
         return;
       }
       if (lastAttempt) {
         const message = err instanceof Error ? err.message : String(err);
-        await settleInboundWebhook(this.db, row.id, { status: 'failed', orderId: null, error: `processing error: ${message}`.slice(0, 1000) });
+        await settleInboundWebhook(this.deps.db, row.id, { status: 'failed', orderId: null, error: `processing error: ${message}`.slice(0, 1000) });
       }
       throw err;
     }
@@ -214,19 +202,19 @@ export class InboundWebhookService {
     // reprocessed since: the newer job owns the outcome (+1 ms: the job's time is cut to milliseconds)
     if (job.sourceCreatedOn !== null) {
       const after = new Date(new Date(job.sourceCreatedOn).getTime() + 1);
-      if (await inboundJobSentSince(this.db, 'webhook-inbound-process', id, after)) return false;
+      if (await inboundJobSentSince(this.deps.db, 'webhook-inbound-process', id, after)) return false;
     }
-    const settled = await settleInboundWebhook(this.db, id, { status: 'failed', orderId: null, error: `processing error: ${cause}`.slice(0, 1000) });
-    if (settled) this.log.error({ inboundWebhookId: id, ...given, cause }, 'inbound webhook processing given up by the queue');
+    const settled = await settleInboundWebhook(this.deps.db, id, { status: 'failed', orderId: null, error: `processing error: ${cause}`.slice(0, 1000) });
+    if (settled) this.deps.log.error({ inboundWebhookId: id, ...given, cause }, 'inbound webhook processing given up by the queue');
     return settled;
   }
 
   private async createOrLinkOrder(inboundId: number, mapped: MappedShopifyOrder): Promise<void> {
-    await this.db.transaction().execute(async (trx) => {
+    await this.deps.db.transaction().execute(async (trx) => {
       // one processor per stored event at a time; a repeated job finds it settled
       const status = await lockForPlatformOrder(trx, inboundId, SHOPIFY_SOURCE, mapped.externalId);
       if (status !== 'received') return;
-      const existing = await this.orders.findIdByExternalId(trx, SHOPIFY_SOURCE, mapped.externalId);
+      const existing = await this.deps.orders.findIdByExternalId(trx, SHOPIFY_SOURCE, mapped.externalId);
       if (existing !== undefined) {
         await settleInboundWebhook(trx, inboundId, { status: 'processed', orderId: existing, error: null });
         return;
@@ -238,8 +226,8 @@ export class InboundWebhookService {
       const inactive = products.filter((p) => !p.is_active).map((p) => p.sku);
       if (inactive.length > 0) throw new InboundRejection(`product not available for SKU: ${inactive.join(', ')}`);
 
-      const customer = await this.users.findOrCreateCustomer(trx, { email: mapped.email, fullName: mapped.customerName });
-      const order = await this.orders.place(trx, {
+      const customer = await this.deps.users.findOrCreateCustomer(trx, { email: mapped.email, fullName: mapped.customerName });
+      const order = await this.deps.orders.place(trx, {
         userId: customer.id,
         shippingAddress: mapped.shippingAddress,
         lines: mapped.lines.map((l) => ({ productId: bySku.get(l.sku)!.id, quantity: l.quantity })),
@@ -251,7 +239,7 @@ export class InboundWebhookService {
       // a cancellation that arrived before the creation cancels the order now
       const waiting = await settleTakingWaitingCancellation(trx, inboundId, order.id, SHOPIFY_SOURCE, mapped.externalId);
       if (waiting) {
-        await this.orders.cancelByExternalId(trx, SHOPIFY_SOURCE, mapped.externalId, waiting.reason);
+        await this.deps.orders.cancelByExternalId(trx, SHOPIFY_SOURCE, mapped.externalId, waiting.reason);
         await linkInboundWebhook(trx, waiting.inbound_webhook_id, order.id);
       }
     });
@@ -259,14 +247,14 @@ export class InboundWebhookService {
 
   /** A platform cancellation: cancels the linked order as the API does, or records it for the creation to apply. */
   private async applyCancellation(inboundId: number, mapped: MappedShopifyCancellation): Promise<void> {
-    await this.db.transaction().execute(async (trx) => {
+    await this.deps.db.transaction().execute(async (trx) => {
       const status = await lockForPlatformOrder(trx, inboundId, SHOPIFY_SOURCE, mapped.externalId);
       if (status !== 'received') return;
-      const result = await this.orders.cancelByExternalId(trx, SHOPIFY_SOURCE, mapped.externalId, mapped.reason);
+      const result = await this.deps.orders.cancelByExternalId(trx, SHOPIFY_SOURCE, mapped.externalId, mapped.reason);
       if (result === undefined) {
         await recordPlatformCancellation(trx, { source: SHOPIFY_SOURCE, externalId: mapped.externalId, inboundWebhookId: inboundId, reason: mapped.reason });
       } else if (!result.cancelled) {
-        this.log.info({ inboundWebhookId: inboundId, orderId: result.orderId }, 'platform cancellation of an order that is failed or cancelled already');
+        this.deps.log.info({ inboundWebhookId: inboundId, orderId: result.orderId }, 'platform cancellation of an order that is failed or cancelled already');
       }
       await settleInboundWebhook(trx, inboundId, { status: 'processed', orderId: result?.orderId ?? null, error: null });
     });

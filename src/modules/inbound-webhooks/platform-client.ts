@@ -9,9 +9,8 @@ export interface FulfilmentReport {
 }
 
 /**
- * Tells the platform how its order ended: `POST {PLATFORM_API_URL}/orders/{id}/fulfillments` with the
- * access token header Shopify's Admin API uses. The URL is the operator's own configuration, so it
- * is not subject to the subscriber SSRF guard. A non-2xx answer throws: the job is retried.
+ * Tells the platform how its order ended (Shopify Admin API style). The URL is the operator's own,
+ * so no SSRF guard; a non-2xx answer throws, and the job is retried.
  */
 export async function reportFulfilment(
   opts: { baseUrl: string; token: string | undefined; timeoutMs: number; dispatcher?: Dispatcher },

@@ -74,7 +74,6 @@ function formatAddress(a: NonNullable<ShopifyOrderPayload['shipping_address']>):
     .join(', ');
 }
 
-/** The compiled checks of the two payloads (`loadPayloadChecker`). */
 interface PayloadCheckers {
   order: Validator<TProperties, typeof ShopifyOrderPayload>;
   cancellation: Validator<TProperties, typeof ShopifyCancellationPayload>;
@@ -83,11 +82,8 @@ interface PayloadCheckers {
 let checkers: PayloadCheckers | undefined;
 
 /**
- * The payloads' checks, compiled once per process by TypeBox's compiler: TypeBox's value checker
- * walks the schema on every call, hundreds of times slower. Only a process that runs jobs maps a
- * payload, so an API process never loads the
- * compiler; a worker loads it before its first job (`load` of the queue's work), so the first
- * webhook does not hold the worker's event loop for the load.
+ * The payloads' checks, compiled once (the value checker is far slower) by a worker before its first
+ * job; an API process never loads the compiler.
  */
 export async function loadPayloadChecker(): Promise<PayloadCheckers> {
   if (checkers === undefined) {

@@ -5,16 +5,10 @@ import { purgeJobLinks } from '../../jobs/jobs.repository.ts';
 import type { JobQueue } from '../../jobs/queue.ts';
 import { schedulePurge } from '../../jobs/retention.ts';
 
-/**
- * How long a link outlives the retention of finished jobs: pg-boss deletes a finished job after
- * JOB_RETENTION_DAYS, and one never started after its queue's retention (14 days).
- */
+/** A never-started job lives its queue's retention (14 days) past JOB_RETENTION_DAYS; its link as long. */
 const LINK_GRACE_DAYS = 14;
 
-/**
- * Hourly: the links of jobs pg-boss has deleted (it deletes finished jobs itself, after
- * JOB_RETENTION_DAYS), in batches.
- */
+/** Hourly: the links of jobs pg-boss has deleted. */
 export function registerJobRetentionJob(queue: JobQueue, deps: { db: Db; config: Config; log: FastifyBaseLogger }): void {
   const days = deps.config.jobRetentionDays;
   schedulePurge(queue, deps.log, {

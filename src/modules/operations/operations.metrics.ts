@@ -28,8 +28,6 @@ async function readSnapshot(db: Db, queue: JobQueue): Promise<Snapshot> {
 interface MetricDefinition {
   name: string;
   help: string;
-  /** counters are read as running totals (never lower), gauges as the state now */
-  type: 'gauge' | 'counter';
   /** the one label, if any; `values` maps each of its values to the figure (the key is ignored without a label) */
   label?: string;
   values: (s: Snapshot) => Record<string, number>;
@@ -41,52 +39,41 @@ const METRICS: MetricDefinition[] = [
   {
     name: 'jobs_queued',
     help: 'Jobs waiting to run (new, or waiting for their next attempt), per queue',
-    type: 'gauge',
     label: 'queue',
     values: (s) => perQueue(s, (q) => q.queued),
   },
-  { name: 'jobs_active', help: 'Jobs running now, per queue', type: 'gauge', label: 'queue', values: (s) => perQueue(s, (q) => q.active) },
+  { name: 'jobs_active', help: 'Jobs running now, per queue', label: 'queue', values: (s) => perQueue(s, (q) => q.active) },
   {
     name: 'jobs_failed',
     help: 'Jobs failed for good (every attempt failed, or given up by the queue) and still kept (JOB_RETENTION_DAYS), per queue',
-    type: 'gauge',
     label: 'queue',
     values: (s) => perQueue(s, (q) => q.failed),
   },
   {
     name: 'orders_open',
     help: 'Orders not final yet, by status (pending: waiting for processing; processing)',
-    type: 'gauge',
     label: 'status',
     values: (s) => s.openOrders,
   },
   {
     name: 'webhook_oldest_undelivered_message_age_seconds',
     help: 'Age of the oldest outgoing webhook message not yet delivered (0 when every message is settled)',
-    type: 'gauge',
     values: (s) => ({ age: s.oldestUndeliveredSeconds }),
   },
   {
     name: 'inbound_webhooks',
     help: 'Stored platform webhooks not processed: received (waiting for processing) or failed',
-    type: 'gauge',
     label: 'status',
     values: (s) => s.inbound,
   },
 ];
 
 /**
- * The jobs, orders and webhooks metrics of /metrics. The gauges are read from the database when
- * /metrics is scraped — pg-boss's own counts of each queue (as its monitor last took them) and
- * counts that an index serves — and reused for `cacheSeconds`, so frequent scrapes (or several
- * Prometheus servers) cost little; any API process reports the same gauges for the whole service.
- * When the database cannot be read, the last figures read are shown again. The counters of order
- * status changes and delivery attempts are this process's own (orders.metrics.ts,
- * outbound-webhooks.metrics.ts).
+ * The jobs, orders and webhooks metrics of /metrics: gauges read from the database at a scrape and
+ * reused for `cacheSeconds` (the last figures when it cannot be read), and this process's counters.
  */
 export function registerOperationsMetrics(registry: client.Registry, deps: { db: Db; queue: JobQueue; cacheSeconds: number; log: FastifyBaseLogger }): void {
-  // one read serves every metric of a scrape (prom-client collects them at once), and later scrapes
-  // for `cacheSeconds`; a failed read is logged once and the last figures are shown meanwhile
+  // one read serves every metric of a scrape (prom-client collects them at once)
   let cached: { at: number; done: boolean; value: Promise<Snapshot | undefined> } | undefined;
   let lastGood: Snapshot | undefined;
   const snapshot = (): Promise<Snapshot | undefined> => {
@@ -111,35 +98,16 @@ export function registerOperationsMetrics(registry: client.Registry, deps: { db:
   registry.registerMetric(orderStatusTransitions);
   registry.registerMetric(webhookDeliveryAttempts);
   for (const m of METRICS) {
-    const common = {
+    new client.Gauge({
       name: m.name,
       help: m.help,
       labelNames: m.label ? [m.label] : [],
       registers: [registry],
-    };
-    const values = async (): Promise<[Record<string, string>, number][]> => {
-      const s = await snapshot();
-      if (!s) return [];
-      return Object.entries(m.values(s)).map(([value, n]) => [m.label ? { [m.label]: value } : {}, n]);
-    };
-    if (m.type === 'gauge') {
-      new client.Gauge({
-        ...common,
-        async collect() {
-          const samples = await values();
-          this.reset();
-          for (const [labels, n] of samples) this.set(labels, n);
-        },
-      });
-    } else {
-      new client.Counter({
-        ...common,
-        async collect() {
-          const samples = await values();
-          this.reset();
-          for (const [labels, n] of samples) this.inc(labels, n);
-        },
-      });
-    }
+      async collect() {
+        const s = await snapshot();
+        this.reset();
+        if (s) for (const [value, n] of Object.entries(m.values(s))) this.set(m.label ? { [m.label]: value } : {}, n);
+      },
+    });
   }
 }

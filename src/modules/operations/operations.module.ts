@@ -1,6 +1,5 @@
 import type client from 'prom-client';
 import type { AppContext, AppModule } from '../../app-context.ts';
-import type { InboundWebhooksModule } from '../inbound-webhooks/inbound-webhooks.module.ts';
 import type { OrdersModule } from '../orders/orders.module.ts';
 import { registerJobRetentionJob } from './operations.jobs.ts';
 import { registerOperationsMetrics } from './operations.metrics.ts';
@@ -16,9 +15,9 @@ export interface OperationsModule extends AppModule {
  * What operating the service needs across modules: an order's trace, the metrics, the purge of the
  * links of deleted jobs. It depends on the other modules, none of them on it.
  */
-export function createOperationsModule(ctx: AppContext, deps: { orders: OrdersModule; inbound: InboundWebhooksModule }): OperationsModule {
+export function createOperationsModule(ctx: AppContext, deps: { orders: OrdersModule }): OperationsModule {
   const { db, config, log, queue } = ctx;
-  const traceDeps = { db, queue, orders: deps.orders.admin, inbound: deps.inbound.admin };
+  const traceDeps = { db, queue, orders: deps.orders.admin };
   registerJobRetentionJob(queue, { db, config, log });
   return {
     routes: (api) => registerOperationsRoutes(api, (orderId) => traceOrder(traceDeps, orderId)),

@@ -1,8 +1,7 @@
 import type { Db } from '../../db/database.ts';
 import type { WebhookDeliveryRow } from '../../db/schema.ts';
 import type { JobQueue, JobRecord } from '../../jobs/queue.ts';
-import type { InboundWebhooksAdminService } from '../inbound-webhooks/inbound-webhooks.admin.service.ts';
-import type { InboundWebhookSummaryRow } from '../inbound-webhooks/inbound-webhooks.repository.ts';
+import { findInboundWebhooksForOrder, type InboundWebhookSummaryRow } from '../inbound-webhooks/inbound-webhooks.repository.ts';
 import type { OrderRecord, OrdersAdminService } from '../orders/orders.admin.service.ts';
 import { findMessageAttempts, findOrderMessages, type OrderMessageRow } from '../outbound-webhooks/trace.repository.ts';
 
@@ -22,11 +21,11 @@ export interface OrderTrace {
  * all of them and none of them on it.
  */
 export async function traceOrder(
-  deps: { db: Db; queue: JobQueue; orders: OrdersAdminService; inbound: InboundWebhooksAdminService },
+  deps: { db: Db; queue: JobQueue; orders: OrdersAdminService },
   orderId: number,
 ): Promise<OrderTrace> {
   const record = await deps.orders.get(orderId);
-  const [inbound, messages] = await Promise.all([deps.inbound.forOrder(orderId), findOrderMessages(deps.db, orderId)]);
+  const [inbound, messages] = await Promise.all([findInboundWebhooksForOrder(deps.db, orderId), findOrderMessages(deps.db, orderId)]);
   const [attempts, jobs] = await Promise.all([
     findMessageAttempts(
       deps.db,

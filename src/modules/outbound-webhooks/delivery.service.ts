@@ -49,18 +49,10 @@ function retryDelayMs(schedule: readonly number[], retry: number): number | unde
  * the later ones wait `held` and are released oldest first, resent ones included.
  */
 export class WebhookDeliveryService {
-  private readonly db: Db;
-  private readonly queue: JobQueue;
-  private readonly config: Config;
-  private readonly dispatcher: () => Promise<Dispatcher>;
-  private readonly log: FastifyBaseLogger;
+  private readonly deps: { db: Db; queue: JobQueue; config: Config; dispatcher: () => Promise<Dispatcher>; log: FastifyBaseLogger };
 
-  constructor(deps: { db: Db; queue: JobQueue; config: Config; dispatcher: () => Promise<Dispatcher>; log: FastifyBaseLogger }) {
-    this.db = deps.db;
-    this.queue = deps.queue;
-    this.config = deps.config;
-    this.dispatcher = deps.dispatcher;
-    this.log = deps.log;
+  constructor(deps: WebhookDeliveryService['deps']) {
+    this.deps = deps;
   }
 
   /**
@@ -91,7 +83,8 @@ export class WebhookDeliveryService {
       if (payload === undefined) payloads.set(key, (payload = JSON.stringify(orderEventEnvelope(event, kind, version))));
       return payload;
     };
-    const traceparent = activeTraceparent();
+    // each message continues its event's trace (the change that wrote it), not the publishing job's
+    const current = activeTraceparent();
     for (const { event, subscription, kinds } of sends) {
       if (!active.has(subscription.id)) continue;
       for (const kind of kinds) {
@@ -104,7 +97,7 @@ export class WebhookDeliveryService {
           eventType: kind,
           payload: payloadOf(event, kind, subscription.api_version),
           status: busy ? 'held' : 'queued',
-          traceparent,
+          traceparent: event.traceparent ?? current,
         });
         if (!busy) await this.enqueue(trx, subscription, message);
       }
@@ -114,7 +107,7 @@ export class WebhookDeliveryService {
   /** A `webhook.test` message to one subscription, outside any order lane. */
   async sendTest(subscription: WebhookSubscriptionRow): Promise<string> {
     const { messageId, payload } = testMessage(subscription);
-    await this.db.transaction().execute(async (trx) => {
+    await this.deps.db.transaction().execute(async (trx) => {
       const message = await insertMessage(trx, {
         messageId,
         subscriptionId: subscription.id,
@@ -165,7 +158,7 @@ export class WebhookDeliveryService {
 
   /** The job of the next attempt, grouped by destination (pg-boss limits a group per worker). */
   private async enqueue(trx: Transaction<Database>, subscription: { url: string }, message: MessageToSend, delayMs = 0): Promise<void> {
-    await this.queue.send(trx, 'webhook-deliver', { messageRowId: message.id, attempt: message.attempts + 1 }, {
+    await this.deps.queue.send(trx, 'webhook-deliver', { messageRowId: message.id, attempt: message.attempts + 1 }, {
       group: { id: destinationOf(subscription.url) },
       traceParent: message.traceparent,
       ...(delayMs > 0 ? { startAfter: new Date(Date.now() + delayMs) } : {}),
@@ -179,7 +172,7 @@ export class WebhookDeliveryService {
 
   /** One attempt of one message (the job handler). Never throws for a receiver's failure. */
   async deliver(job: JobPayloads['webhook-deliver']): Promise<void> {
-    const found = await findMessageWithSubscription(this.db, job.messageRowId);
+    const found = await findMessageWithSubscription(this.deps.db, job.messageRowId);
     if (!found || found.message.status !== 'queued') return; // settled already (a repeated job)
     const { message, subscription } = found;
     // a job whose attempt is already recorded: a repeated job, or one left from before a re-queue
@@ -195,7 +188,7 @@ export class WebhookDeliveryService {
       return;
     }
     const result = await sendSignedMessage(
-      await this.dispatcher(),
+      await this.deps.dispatcher(),
       {
         url: subscription.url,
         secret: subscription.secret,
@@ -203,7 +196,7 @@ export class WebhookDeliveryService {
         messageId: message.message_id,
         body: message.payload,
       },
-      { allowPrivate: this.config.webhookAllowPrivateTargets },
+      { allowPrivate: this.deps.config.webhookAllowPrivateTargets },
     );
     await this.recordAttempt(message, subscription, job.attempt, result);
     webhookDeliveryAttempts.inc({ result: result.success ? 'success' : 'failure' });
@@ -232,16 +225,16 @@ export class WebhookDeliveryService {
     // the subscriber reads only the generic reason; the cause (resolved addresses, resolver errors) is logged here
     const logged = { subscriptionId: message.subscription_id, messageId: message.message_id, attempt, error: result.error, detail: result.detail ?? undefined };
     const gone = result.statusCode === 410;
-    const delay = gone ? undefined : retryDelayMs(this.config.webhookRetrySchedule, attempt - message.retry_base);
+    const delay = gone ? undefined : retryDelayMs(this.deps.config.webhookRetrySchedule, attempt - message.retry_base);
     if (delay !== undefined) {
-      this.log.info(logged, 'webhook attempt failed');
-      await this.db.transaction().execute(async (trx) => {
+      this.deps.log.info(logged, 'webhook attempt failed');
+      await this.deps.db.transaction().execute(async (trx) => {
         await insertDeliveryAttempt(trx, attemptRow);
         if (await noteFailedAttempt(trx, message.id, attempt, result.error)) await this.enqueue(trx, subscription, { ...message, attempts: attempt }, delay);
       });
       return;
     }
-    this.log.warn(logged, 'webhook message failed');
+    this.deps.log.warn(logged, 'webhook message failed');
     await this.settle(message, subscription, { status: 'failed', attempts: attempt, error: result.error }, attemptRow, async (trx) => {
       const { disabled } = await recordSubscriptionFailure(trx, message.subscription_id, {
         disableAfter: DISABLE_AFTER_FAILED_MESSAGES,
@@ -249,8 +242,8 @@ export class WebhookDeliveryService {
       });
       if (disabled) {
         const failed = await this.failPending(trx, message.subscription_id);
-        this.log.warn({ subscriptionId: message.subscription_id, pendingMessagesFailed: failed }, 'webhook subscription disabled');
-        await this.queue.send(trx, 'webhook-disabled-email', { subscriptionId: message.subscription_id });
+        this.deps.log.warn({ subscriptionId: message.subscription_id, pendingMessagesFailed: failed }, 'webhook subscription disabled');
+        await this.deps.queue.send(trx, 'webhook-disabled-email', { subscriptionId: message.subscription_id });
       }
     });
   }
@@ -267,7 +260,7 @@ export class WebhookDeliveryService {
     attempt?: Parameters<typeof insertDeliveryAttempt>[1],
     alsoInTransaction?: (trx: Transaction<Database>) => Promise<void>,
   ): Promise<void> {
-    await this.db.transaction().execute(async (trx) => {
+    await this.deps.db.transaction().execute(async (trx) => {
       if (message.order_id !== null) await lockMessageLane(trx, message.subscription_id, message.order_id);
       if (alsoInTransaction) await lockSubscription(trx, message.subscription_id);
       if (attempt) await insertDeliveryAttempt(trx, attempt);

@@ -4,21 +4,9 @@ import { statusIn, V1_CANCELLED_REASON, type WebhookEventKind } from '../../even
 import type { ApiVersion } from '../../http/api-version.ts';
 import { iso } from '../../http/common.schemas.ts';
 
-/**
- * What an outgoing message says: the envelope of an order event in a subscription's API version,
- * the kinds of message one event makes, their stable ids, and the test event. Delivering them is
- * delivery.service.ts's part.
- */
-
 export const WEBHOOK_TEST_EVENT = 'webhook.test';
 
-/**
- * The envelope of an order event as `version` renders it; `id` names the event (and the kind of
- * message, for `order.cancelled`), `webhook-id` the message. A move to `failed` also carries why
- * (`reason`) and what it concerned (`details`: the short lines of a stock failure, else null); in
- * v2 a move to `cancelled` carries the reason given (or null); v1 reads it as a move to `failed`
- * for the reason `CANCELLED`.
- */
+/** The envelope of an order event as `version` renders it; a move to `failed` or `cancelled` carries its reason. */
 export function orderEventEnvelope(event: OrderEventRow, kind: WebhookEventKind, version: ApiVersion) {
   const status = statusIn(version, event.status);
   const reason = event.status === 'cancelled' && version === 'v1' ? V1_CANCELLED_REASON : event.reason;

@@ -5,10 +5,7 @@ import type { JobQueue } from '../../jobs/queue.ts';
 import { schedulePurge } from '../../jobs/retention.ts';
 import { purgeSettledMessages } from './trace.repository.ts';
 
-/**
- * Hourly: messages delivered or failed more than WEBHOOK_MESSAGE_RETENTION_DAYS ago are deleted
- * with their attempts, in batches. Messages still waiting or being retried are never purged.
- */
+/** Hourly: messages settled more than WEBHOOK_MESSAGE_RETENTION_DAYS ago go, with their attempts. */
 export function registerMessageRetentionJob(queue: JobQueue, deps: { db: Db; config: Config; log: FastifyBaseLogger }): void {
   schedulePurge(queue, deps.log, {
     name: 'webhook-messages-purge',

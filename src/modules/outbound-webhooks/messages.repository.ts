@@ -2,11 +2,7 @@ import { sql, type Transaction } from 'kysely';
 import type { Database, WebhookDeliveryRow, WebhookMessageRow, WebhookMessageStatus, WebhookSubscriptionRow } from '../../db/schema.ts';
 import type { Db } from '../../db/database.ts';
 
-/**
- * Serialises the messages of one order to one subscription between the transaction that adds a
- * message and the one that settles the previous message (and releases the next). The two-key form
- * of the advisory lock never collides with pg-boss's single-key locks.
- */
+/** Serialises one lane's writers (two-key advisory lock, never colliding with pg-boss's single-key ones). */
 export async function lockMessageLane(trx: Transaction<Database>, subscriptionId: number, orderId: number): Promise<void> {
   await sql`SELECT pg_advisory_xact_lock(${subscriptionId}::int, ${orderId}::int)`.execute(trx);
 }
@@ -28,7 +24,7 @@ export function laneBusy(db: Db, subscriptionId: number, orderId: number): Promi
   return laneHas(db, subscriptionId, orderId, ['held', 'queued']);
 }
 
-/** True when a message of the lane is in flight (the one message of a lane that may be). */
+/** True when the lane's one message in flight is. */
 export function laneInFlight(db: Db, subscriptionId: number, orderId: number): Promise<boolean> {
   return laneHas(db, subscriptionId, orderId, ['queued']);
 }
@@ -138,10 +134,7 @@ export async function failedMessagesSince(db: Db, subscriptionId: number, since:
     .execute();
 }
 
-/**
- * Settled messages (delivered or failed) back to `status`, their retry schedule starting again;
- * the ones that are no longer settled (a concurrent resend or recover) are left alone.
- */
+/** Settled messages back to `status` with a fresh retry schedule; ones no longer settled are left alone. */
 export async function requeueMessages(
   db: Db,
   ids: number[],
@@ -158,11 +151,8 @@ export async function requeueMessages(
 }
 
 /**
- * Every pending message (held or queued) of a subscription moves to `failed` for `error`, in the
- * transaction that disables or deletes the subscription: nothing more is sent to it, and its log
- * says so at once. A delivery in flight meanwhile finds its message settled; the UPDATE waits for
- * a transaction that is settling one of them (and releasing the next) and re-reads its status.
- * Returns how many it settled.
+ * Fails every pending message of a subscription, in the transaction that disables or deletes it; a
+ * delivery in flight then finds its message settled. Returns how many it settled.
  */
 export async function failPendingMessages(trx: Transaction<Database>, subscriptionId: number, error: string): Promise<number> {
   const res = await trx

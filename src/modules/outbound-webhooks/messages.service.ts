@@ -20,25 +20,18 @@ function assertEnabled(subscription: WebhookSubscriptionRow, action: string): vo
   if (!subscription.is_active) throw new AppError('INVALID_STATE', `Subscription is disabled; enable it before ${action}`);
 }
 
-/**
- * What a subscriber sees of the messages sent to a subscription (the delivery log, one message with
- * its attempts) and how they get a message again (resend one, recover those that failed).
- */
+/** A subscription's delivery log and messages, and sending them again (resend one, recover the failed). */
 export class WebhookMessagesService {
-  private readonly db: Db;
-  private readonly subscriptions: SubscriptionsService;
-  private readonly delivery: WebhookDeliveryService;
+  private readonly deps: { db: Db; subscriptions: SubscriptionsService; delivery: WebhookDeliveryService };
 
-  constructor(deps: { db: Db; subscriptions: SubscriptionsService; delivery: WebhookDeliveryService }) {
-    this.db = deps.db;
-    this.subscriptions = deps.subscriptions;
-    this.delivery = deps.delivery;
+  constructor(deps: WebhookMessagesService['deps']) {
+    this.deps = deps;
   }
 
   /** Attempts, newest first; `status` filters on the state of each attempt's message now. */
   async deliveries(actor: UserRow, id: number, q: DeliveryListQuery): Promise<PageResult<DeliveryListRow>> {
-    await this.subscriptions.get(actor, id);
-    const { rows, total } = await listDeliveries(this.db, {
+    await this.deps.subscriptions.get(actor, id);
+    const { rows, total } = await listDeliveries(this.deps.db, {
       subscriptionId: id,
       limit: q.page_size,
       offset: (q.page - 1) * q.page_size,
@@ -50,22 +43,19 @@ export class WebhookMessagesService {
   }
 
   async message(actor: UserRow, id: number, messageId: string): Promise<{ message: WebhookMessageRow; attempts: WebhookDeliveryRow[] }> {
-    await this.subscriptions.get(actor, id);
-    const message = await findMessage(this.db, id, messageId);
+    await this.deps.subscriptions.get(actor, id);
+    const message = await findMessage(this.deps.db, id, messageId);
     if (!message) throw messageNotFound();
-    return { message, attempts: await listMessageAttempts(this.db, id, messageId) };
+    return { message, attempts: await listMessageAttempts(this.deps.db, id, messageId) };
   }
 
-  /**
-   * Sends a delivered or failed message again, with the same `webhook-id`. It goes back into its
-   * order's lane: when an earlier message of the order is still pending, it waits for it.
-   */
+  /** Sends a settled message again with the same `webhook-id`, back into its order's lane. */
   async resend(actor: UserRow, id: number, messageId: string): Promise<{ waiting: boolean }> {
-    const subscription = await this.subscriptions.get(actor, id);
+    const subscription = await this.deps.subscriptions.get(actor, id);
     assertEnabled(subscription, 'resending a message');
-    const message = await findMessage(this.db, id, messageId);
+    const message = await findMessage(this.deps.db, id, messageId);
     if (!message) throw messageNotFound();
-    const { requeued, sentNow } = await this.db.transaction().execute((trx) => this.delivery.requeue(trx, subscription, [message]));
+    const { requeued, sentNow } = await this.deps.db.transaction().execute((trx) => this.deps.delivery.requeue(trx, subscription, [message]));
     if (requeued.length === 0) {
       throw new AppError('INVALID_STATE', 'Message is still pending: it is being delivered or waits for an earlier message of its order');
     }
@@ -74,11 +64,11 @@ export class WebhookMessagesService {
 
   /** Queues again every message of the subscription that failed for good at or after `since`. */
   async recover(actor: UserRow, id: number, since: Date): Promise<number> {
-    const subscription = await this.subscriptions.get(actor, id);
+    const subscription = await this.deps.subscriptions.get(actor, id);
     assertEnabled(subscription, 'recovering messages');
-    return this.db.transaction().execute(async (trx) => {
+    return this.deps.db.transaction().execute(async (trx) => {
       const failed = await failedMessagesSince(trx, id, since);
-      const { requeued } = await this.delivery.requeue(trx, subscription, failed);
+      const { requeued } = await this.deps.delivery.requeue(trx, subscription, failed);
       return requeued.length;
     });
   }

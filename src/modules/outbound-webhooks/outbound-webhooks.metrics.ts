@@ -1,9 +1,6 @@
 import client from 'prom-client';
 
-/**
- * Outgoing delivery attempts recorded by this process since it started, by result (decision 011).
- * Registered in no registry here: /metrics registers it (operations.metrics.ts).
- */
+/** Registered by /metrics (operations.metrics.ts), not here. */
 export const webhookDeliveryAttempts = new client.Counter({
   name: 'webhook_deliveries_total',
   help: 'Outgoing webhook delivery attempts recorded by this process since it started, by result (success: a 2xx answer; failure: any other answer or none)',

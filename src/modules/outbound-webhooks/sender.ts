@@ -56,11 +56,7 @@ async function readCapped(body: Dispatcher.ResponseData['body'], cap: number): P
 
 const TLS_CODE = /^(ERR_TLS_|ERR_SSL_|CERT_|UNABLE_TO_|DEPTH_ZERO_|SELF_SIGNED_|HOSTNAME_MISMATCH)/;
 
-/**
- * The subscriber-visible reason of a request that got no answer. Only fixed texts (and a TLS error
- * code): resolver messages name internal hosts and the SSRF guard's name the addresses a host
- * resolves to, so those stay in the service log.
- */
+/** The subscriber-visible reason of a request that got no answer: fixed texts only (the cause may name internal hosts). */
 export function publicReason(err: unknown): string {
   const e = err as { name?: string; code?: string; cause?: { code?: string } } | undefined;
   if (err instanceof UnsafeTargetError || e?.code === 'EUNSAFETARGET') return 'target address not allowed';
@@ -106,11 +102,7 @@ export function signatureHeader(message: SignedMessage, timestampSeconds: number
   return secrets.map((s) => signStandardWebhook(s, message.messageId, timestampSeconds, message.body)).join(' ');
 }
 
-/**
- * One delivery attempt per Standard Webhooks: POST the body with `webhook-id`, `webhook-timestamp`
- * and `webhook-signature`. 2xx is success; redirects are not followed (a 3xx is a failure); the whole
- * attempt is bounded by the timeout; the response body is read only up to a small cap.
- */
+/** One Standard Webhooks delivery attempt: 2xx is success, a redirect is not followed, the body is read up to a cap. */
 export async function sendSignedMessage(
   dispatcher: Dispatcher,
   message: SignedMessage,
@@ -162,10 +154,7 @@ export async function sendSignedMessage(
   }
 }
 
-/**
- * The destination a delivery counts against for the per-host concurrency limit: the URL's host and
- * port, as WHATWG parsing normalises them (lower case, default port dropped).
- */
+/** The destination (normalised host and port) a delivery counts against for the per-host limit. */
 export function destinationOf(url: string): string {
   try {
     return new URL(url).host;

@@ -4,14 +4,8 @@ import ipaddr from 'ipaddr.js';
 import type { Agent } from 'undici';
 
 /**
- * SSRF guard for subscriber URLs. Two checks, because neither is enough alone:
- * - the URL itself (scheme, credentials, `localhost`, and IP-literal hosts, which the connector never
- *   resolves and so never reach the lookup below), at creation and again before every delivery;
- * - every address a host name resolves to, at connect time inside the undici Agent, so a name that
- *   resolves to a private address — or is re-pointed there after validation (DNS rebinding) — is
- *   refused before a socket is opened.
- * With `allowPrivate` (WEBHOOK_ALLOW_PRIVATE_TARGETS, development and tests) both are lifted and
- * `http:` is accepted.
+ * SSRF guard for subscriber URLs, two checks: the URL itself (IP literals never reach the lookup),
+ * and every address a name resolves to, at connect time (DNS rebinding). `allowPrivate` lifts both.
  */
 
 export class UnsafeTargetError extends Error {
@@ -24,11 +18,7 @@ export class UnsafeTargetError extends Error {
 /** IPv6's global unicast block: outside it are the IPv4-compatible (::a.b.c.d), NAT64 and other special forms. */
 const GLOBAL_UNICAST_V6 = ipaddr.parseCIDR('2000::/3');
 
-/**
- * Only globally routable unicast addresses; IPv4-mapped IPv6 is judged as the IPv4 it carries.
- * IPv6 must also lie in 2000::/3, and ranges that embed an IPv4 there (6to4, Teredo) have their own
- * names, so they are refused too.
- */
+/** Only globally routable unicast addresses (IPv4-mapped IPv6 as its IPv4; 6to4, Teredo refused). */
 export function isPublicAddress(address: string): boolean {
   if (!ipaddr.isValid(address)) return false;
   const parsed = ipaddr.process(address); // unmaps ::ffff:a.b.c.d
@@ -72,10 +62,7 @@ export type Resolver = (hostname: string, callback: (err: Error | null, addresse
 const systemResolver: Resolver = (hostname, callback) =>
   dns.lookup(hostname, { all: true, verbatim: true }, (err, addresses) => callback(err, addresses ?? []));
 
-/**
- * A `net.connect` lookup that resolves the name and refuses it when ANY of its addresses is not
- * public unicast (picking a public one would leave the name usable for rebinding tricks).
- */
+/** A `net.connect` lookup refusing a name when ANY of its addresses is not public (not just picking one). */
 export function guardedLookup(resolve: Resolver = systemResolver): LookupFunction {
   return (hostname, options, callback) => {
     resolve(hostname, (err, addresses) => {
@@ -99,10 +86,7 @@ export function guardedLookup(resolve: Resolver = systemResolver): LookupFunctio
   };
 }
 
-/**
- * The dispatcher every delivery goes through: no redirects (undici follows none by default). undici
- * is loaded here, not at start-up: only a process that delivers needs it.
- */
+/** The dispatcher of every delivery (undici follows no redirects), loaded only by a process that delivers. */
 export async function createDeliveryAgent(opts: { allowPrivate: boolean; resolve?: Resolver; timeoutMs: number }): Promise<Agent> {
   const { Agent } = await import('undici');
   return new Agent({

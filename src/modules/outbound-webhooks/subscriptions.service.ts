@@ -22,12 +22,8 @@ import { DEFAULT_SECRET_OVERLAP_SECONDS, type SubscriptionCreateBody, type Subsc
 
 const notFound = () => new AppError('NOT_FOUND', 'Subscription not found');
 
-/**
- * The form two subscription URLs are compared in: WHATWG parsing (scheme and host in lower case,
- * default port dropped, IP forms and percent-encoding normalised, empty path as `/`), without the
- * fragment (never sent), an empty query or a trailing dot on the host name.
- */
-export function subscriptionUrlKey(raw: string): string {
+/** The form two subscription URLs are compared in: WHATWG-normalised, without fragment, empty query or trailing dot. */
+function subscriptionUrlKey(raw: string): string {
   try {
     const url = new URL(raw);
     url.hash = '';
@@ -41,18 +37,14 @@ export function subscriptionUrlKey(raw: string): string {
 
 /** Subscriptions are owned by their creator; nobody else (not even an administrator) manages them. */
 export class SubscriptionsService {
-  private readonly db: Db;
-  private readonly config: Config;
-  private readonly delivery: WebhookDeliveryService;
+  private readonly deps: { db: Db; config: Config; delivery: WebhookDeliveryService };
 
-  constructor(deps: { db: Db; config: Config; delivery: WebhookDeliveryService }) {
-    this.db = deps.db;
-    this.config = deps.config;
-    this.delivery = deps.delivery;
+  constructor(deps: SubscriptionsService['deps']) {
+    this.deps = deps;
   }
 
   private assertTargetUrl(url: string): void {
-    const problem = targetUrlProblem(url, this.config.webhookAllowPrivateTargets);
+    const problem = targetUrlProblem(url, this.deps.config.webhookAllowPrivateTargets);
     if (problem) {
       throw new AppError('VALIDATION_ERROR', `Validation failed: body.url: ${problem}`, {
         errors: [{ loc: ['body', 'url'], msg: problem, type: 'url' }],
@@ -66,10 +58,7 @@ export class SubscriptionsService {
     if (same) throw new AppError('SUBSCRIPTION_URL_EXISTS', `You already have a subscription to this URL (subscription ${same.id})`);
   }
 
-  /**
-   * A subscription receives its own version's rendering, so it can subscribe only to the kinds that
-   * version has (a v1 subscription changed through v2 routes included): 422 otherwise.
-   */
+  /** A subscription can subscribe only to the kinds its own version has (also when changed through v2). */
   private static assertKindsOf(version: ApiVersion, events: readonly string[]): void {
     const known = WEBHOOK_EVENT_KINDS[version] as readonly string[];
     const index = events.findIndex((e) => !known.includes(e));
@@ -80,14 +69,13 @@ export class SubscriptionsService {
     });
   }
 
-  /** The limit and the duplicate check run under a per-user lock, so concurrent creations cannot pass them together. */
   async create(owner: UserRow, input: SubscriptionCreateBody, apiVersion: ApiVersion): Promise<WebhookSubscriptionRow> {
     this.assertTargetUrl(input.url);
     SubscriptionsService.assertKindsOf(apiVersion, input.events);
-    return this.db.transaction().execute(async (trx) => {
+    return this.deps.db.transaction().execute(async (trx) => {
       await lockUserSubscriptions(trx, owner.id);
       const live = await liveSubscriptionUrls(trx, owner.id);
-      const max = this.config.webhookMaxSubscriptionsPerUser;
+      const max = this.deps.config.webhookMaxSubscriptionsPerUser;
       if (live.length >= max) {
         throw new AppError('SUBSCRIPTION_LIMIT_REACHED', `A user may have at most ${max} webhook subscriptions; delete one you no longer use`);
       }
@@ -104,7 +92,7 @@ export class SubscriptionsService {
   }
 
   async list(owner: UserRow, q: { page: number; page_size: number }): Promise<PageResult<WebhookSubscriptionRow>> {
-    const { rows, total } = await listSubscriptions(this.db, {
+    const { rows, total } = await listSubscriptions(this.deps.db, {
       userId: owner.id,
       limit: q.page_size,
       offset: (q.page - 1) * q.page_size,
@@ -113,7 +101,7 @@ export class SubscriptionsService {
   }
 
   async get(actor: UserRow, id: number): Promise<WebhookSubscriptionRow> {
-    const subscription = await findSubscription(this.db, id);
+    const subscription = await findSubscription(this.deps.db, id);
     if (!subscription) throw notFound();
     if (subscription.user_id !== actor.id) throw new AppError('FORBIDDEN', 'Not enough permissions to access this subscription');
     return subscription;
@@ -135,43 +123,36 @@ export class SubscriptionsService {
       patch.disabled_at = input.is_active ? null : now;
       if (input.is_active) patch.consecutive_failures = 0;
     }
-    const updated = await this.db.transaction().execute(async (trx) => {
+    const updated = await this.deps.db.transaction().execute(async (trx) => {
       if (input.url !== undefined) {
         await lockUserSubscriptions(trx, actor.id);
         SubscriptionsService.assertNoDuplicate(await liveSubscriptionUrls(trx, actor.id), input.url, id);
       }
       const row = await updateSubscription(trx, id, patch);
-      // disabled: what is still pending fails now, not at its next attempt (up to the longest retry delay away)
-      if (row && input.is_active === false) await this.delivery.failPending(trx, id);
+      // what is still pending fails now, not at its next attempt
+      if (row && input.is_active === false) await this.deps.delivery.failPending(trx, id);
       return row;
     });
     if (!updated) throw notFound();
     return updated;
   }
 
-  /**
-   * Soft delete: the row and its delivery log stay; nothing is sent to it any more, and its pending
-   * messages fail in the same transaction.
-   */
+  /** Soft delete: the row and its log stay; its pending messages fail in the same transaction. */
   async remove(actor: UserRow, id: number): Promise<void> {
     await this.get(actor, id);
     const now = new Date();
-    const removed = await this.db.transaction().execute(async (trx) => {
+    const removed = await this.deps.db.transaction().execute(async (trx) => {
       const row = await updateSubscription(trx, id, { deleted_at: now, is_active: false, updated_at: now });
-      if (row) await this.delivery.failPending(trx, id);
+      if (row) await this.deps.delivery.failPending(trx, id);
       return row;
     });
     if (!removed) throw notFound();
   }
 
-  /**
-   * A new secret signs from now on; the replaced one keeps signing beside it for `overlapSeconds`
-   * (0: not at all), so a receiver can deploy the new secret without rejecting deliveries meanwhile.
-   * Only the secret just replaced overlaps: rotating again ends an earlier overlap.
-   */
+  /** A new secret; the replaced one keeps signing beside it for `overlapSeconds` (rotating again ends that). */
   async rotateSecret(actor: UserRow, id: number, overlapSeconds = DEFAULT_SECRET_OVERLAP_SECONDS): Promise<WebhookSubscriptionRow> {
     await this.get(actor, id);
-    const updated = await rotateSubscriptionSecret(this.db, id, {
+    const updated = await rotateSubscriptionSecret(this.deps.db, id, {
       secret: newSubscriptionSecret(),
       previousUntil: overlapSeconds > 0 ? new Date(Date.now() + overlapSeconds * 1000) : null,
     });
@@ -182,6 +163,6 @@ export class SubscriptionsService {
   async sendTest(actor: UserRow, id: number): Promise<string> {
     const subscription = await this.get(actor, id);
     if (!subscription.is_active) throw new AppError('INVALID_STATE', 'Subscription is disabled; enable it before sending a test event');
-    return this.delivery.sendTest(subscription);
+    return this.deps.delivery.sendTest(subscription);
   }
 }

@@ -2,11 +2,6 @@ import { sql } from 'kysely';
 import type { Db } from '../../db/database.ts';
 import type { WebhookDeliveryRow, WebhookMessageRow } from '../../db/schema.ts';
 
-/**
- * What operating the service reads of outgoing webhooks (an order's messages and their attempts,
- * the age of the oldest undelivered message) and the retention purge of settled messages.
- */
-
 export type OrderMessageRow = WebhookMessageRow & { url: string };
 
 /** Every message of an order's events, to every subscription, with the subscription's URL; in creation order. */
@@ -36,11 +31,7 @@ export async function oldestUndeliveredAgeSeconds(db: Db): Promise<number> {
   return Math.max(0, Number(rows[0]?.age ?? 0));
 }
 
-/**
- * Deletes up to `limit` messages delivered or failed before `before`, with their attempts, in one
- * short statement. A message sent again meanwhile (no longer settled) is left alone. Returns how
- * many messages it deleted.
- */
+/** Deletes up to `limit` messages settled before `before`, with their attempts; returns how many. */
 export async function purgeSettledMessages(db: Db, before: Date, limit: number): Promise<number> {
   const { rows } = await sql<{ deleted: number }>`
     WITH doomed AS (

@@ -4,10 +4,7 @@ import { AppError } from '../../http/errors.ts';
 /** The largest value numeric(12,2) holds. */
 export const MAX_MONEY = 9999999999.99;
 
-/**
- * A money amount in a request: a JSON number > 0 with at most two decimals. The validator reads
- * `multipleOf` as a decimal step (http/validation.ts), so 19.99 passes it.
- */
+/** A money amount in a request; the validator reads `multipleOf` as a decimal step (http/validation.ts). */
 export const MoneyInput = Type.Number({
   exclusiveMinimum: 0,
   maximum: MAX_MONEY,
@@ -15,12 +12,7 @@ export const MoneyInput = Type.Number({
   description: 'greater than 0, at most 2 decimal places',
 });
 
-/**
- * The exact decimal text of a money amount, or a 422 when it has more than two decimals (the
- * schema's `multipleOf` already refuses those; a caller outside a route is held to it too).
- * A JSON number like 19.99 arrives as the nearest double; it "has two decimals" exactly when
- * rounding it to two decimals and back gives the same double.
- */
+/** The exact decimal text of a money amount, or 422 when rounding it to two decimals changes the double. */
 export function moneyToDecimal(value: number, field: string): string {
   const text = value.toFixed(2);
   if (Number(text) !== value) {

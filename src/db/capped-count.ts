@@ -13,8 +13,7 @@ export interface CappedCount {
 
 /**
  * How many rows `rows` selects, counted up to COUNT_CAP or `atLeast` (the end of the page asked
- * for), whichever is further, so that a page knows whether another follows. The count reads at most
- * that many index entries however many rows match, where the filter has an index.
+ * for, so that a page knows whether another follows): at most that many index entries are read.
  */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- any table and filter of the schema
 export async function countCapped(db: Db, rows: SelectQueryBuilder<Database, any, object>, atLeast: number): Promise<CappedCount> {

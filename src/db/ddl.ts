@@ -1,9 +1,8 @@
 import { sql, type Kysely } from 'kysely';
 
 /**
- * Runs a block of DDL one statement at a time: PGlite's query() uses the extended protocol, which
- * takes a single statement. Statements are split on a semicolon at the end of a line, so DDL written
- * for this helper keeps one statement's end per line-ending semicolon.
+ * Runs a block of DDL one statement at a time (PGlite's query() takes a single statement), split
+ * on each semicolon that ends a line.
  */
 export async function runDdl(db: Kysely<unknown>, block: string): Promise<void> {
   const statements = block

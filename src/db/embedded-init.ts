@@ -9,7 +9,7 @@ import path from 'node:path';
  * a whole cluster, and a killed start's child cannot write into the next start's directory.
  */
 export async function createEmbeddedDataDir(dir: string, startParams: readonly string[]): Promise<void> {
-  if (await exists(path.join(dir, 'PG_VERSION'))) return;
+  if (await fs.access(path.join(dir, 'PG_VERSION')).then(() => true, () => false)) return;
   const parent = path.dirname(dir);
   const prefix = `${path.basename(dir)}.creating`;
   await fs.mkdir(parent, { recursive: true });
@@ -25,11 +25,4 @@ export async function createEmbeddedDataDir(dir: string, startParams: readonly s
   // an empty directory an earlier release created before its initdb (nothing in it was ever acknowledged)
   await fs.rm(dir, { recursive: true, force: true });
   await fs.rename(temp, dir);
-}
-
-async function exists(file: string): Promise<boolean> {
-  return fs.access(file).then(
-    () => true,
-    () => false,
-  );
 }

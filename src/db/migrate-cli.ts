@@ -1,17 +1,11 @@
 import { loadConfigOrExit } from '../config.ts';
 import { DataDirInUse } from './data-dir-lock.ts';
 import { createDatabase } from './database.ts';
-import { DataFromNewerRelease, migrateToLatest } from './migrate.ts';
+import { DataFromNewerRelease, databaseOptions, migrateToLatest } from './migrate.ts';
 
 const config = loadConfigOrExit();
 // the same connection settings as the service: no named statements behind a transaction-pooling proxy
-const handle = await createDatabase({
-  databaseUrl: config.databaseUrl,
-  dataDir: config.dataDir,
-  poolSize: 2,
-  applicationName: 'oas-migrate',
-  preparedStatements: config.databasePreparedStatements,
-}).catch((err: unknown) => {
+const handle = await createDatabase({ ...databaseOptions(config), poolSize: 2, applicationName: 'oas-migrate' }).catch((err: unknown) => {
   // the embedded database's directory, held by a running service: one line, not a stack
   if (!(err instanceof DataDirInUse)) throw err;
   console.error(err.message);

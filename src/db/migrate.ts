@@ -1,20 +1,18 @@
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import fs from 'node:fs/promises';
 import { sql } from 'kysely';
 import { DEFAULT_MIGRATION_TABLE, FileMigrationProvider, Migrator } from 'kysely/migration';
 import type { Config } from '../config.ts';
 import { createDatabase, type DatabaseHandle, type DatabaseOptions, type Db } from './database.ts';
 
-const migrationFolder = path.join(path.dirname(fileURLToPath(import.meta.url)), 'migrations');
+const migrationFolder = path.join(import.meta.dirname, 'migrations');
 
 /** The database holds migrations this release does not know: it was upgraded by a newer one. */
 export class DataFromNewerRelease extends Error {}
 
 /**
- * Refuses data that a newer release migrated: Kysely would call its unknown migrations "corrupted
- * … is missing". The applied names are read from Kysely's migration table (no call lists the ones
- * its provider does not know); a database never migrated has no such table.
+ * Refuses data that a newer release migrated (Kysely would call it "corrupted"), reading the applied
+ * names from Kysely's table: no call lists the ones its provider does not know.
  */
 async function refuseNewerData(db: Db, known: readonly string[]): Promise<void> {
   const { rows: [table] } = await sql<{ t: string | null }>`SELECT to_regclass(${DEFAULT_MIGRATION_TABLE})::text AS t`.execute(db);

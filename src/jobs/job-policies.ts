@@ -1,5 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify';
-import type { PgBoss } from 'pg-boss';
+import type { PgBoss, QueueOptions } from 'pg-boss';
 import type { JobName } from './registry.ts';
 
 /** Internal jobs: the spec's "at most 3 attempts", with exponential backoff between them. */
@@ -34,15 +34,10 @@ export function superviseSeconds(embedded: boolean): number {
  */
 export const DEAD_LETTER_RETRY = { retryLimit: 8, retryDelay: 5, retryBackoff: true } as const;
 
-export interface QueueDefinition {
+export interface QueueDefinition extends Pick<QueueOptions, 'retryLimit' | 'retryDelay' | 'retryBackoff' | 'expireInSeconds' | 'heartbeatSeconds'> {
   name: JobName;
   /** Jobs fetched at once (default: 4, at least the concurrency); 1 for slow jobs, so that none waits behind one. */
   batchSize?: number;
-  retryLimit?: number;
-  retryDelay?: number;
-  retryBackoff?: boolean;
-  expireInSeconds?: number;
-  heartbeatSeconds?: number;
   /** A defined queue that pg-boss copies a job of this one into when it gives up on it for good. */
   deadLetter?: JobName;
 }

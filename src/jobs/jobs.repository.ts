@@ -10,10 +10,7 @@ export interface JobSubjects {
   messageRowIds: readonly number[];
 }
 
-/**
- * The service's SQL on `job_links`: what each job is about, so the trace of an order finds every
- * job run for it. pg-boss's own tables are read and written only through its API.
- */
+/** The service's SQL on `job_links` (pg-boss's own tables are reached only through its API). */
 
 /** Records what job `jobId` of `queue` is about, in the transaction that sent it. */
 export async function insertJobLink(db: Db | Transaction<Database>, jobId: string, queue: string, subject: JobSubject): Promise<void> {

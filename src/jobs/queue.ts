@@ -166,24 +166,13 @@ export class JobQueue {
       notifyPollingIntervalSeconds: this.config.jobPollingSeconds,
       heartbeatRefreshSeconds: HEARTBEAT_REFRESH_SECONDS,
     } as const;
-    if (w.batchSize > 1) {
-      const options = { ...common, batchSize: w.batchSize, burstWhenBatchFull: true } as const;
-      await this.boss.work<unknown, unknown, typeof options>(w.name, options, (jobs) => {
-        this.lapsedHeartbeats.note(w.name, jobs);
-        return this.runBatch(w, jobs);
-      });
-      return;
-    }
-    const options = {
-      ...common,
-      batchSize: 1,
-      localConcurrency: w.concurrency,
-      burstWhenReadyExceeds: 1,
-      ...(w.opts.perGroup !== undefined ? { localGroupConcurrency: w.opts.perGroup } : {}),
-    } as const;
-    await this.boss.work<unknown, unknown, typeof options>(w.name, options, ([job]) => {
-      this.lapsedHeartbeats.note(w.name, [job]);
-      return this.run(w, job);
+    const options =
+      w.batchSize > 1
+        ? { ...common, batchSize: w.batchSize, burstWhenBatchFull: true }
+        : { ...common, batchSize: 1, localConcurrency: w.concurrency, burstWhenReadyExceeds: 1, ...(w.opts.perGroup !== undefined ? { localGroupConcurrency: w.opts.perGroup } : {}) };
+    await this.boss.work<unknown, unknown, typeof options>(w.name, options, (jobs) => {
+      this.lapsedHeartbeats.note(w.name, jobs);
+      return this.runBatch(w, jobs);
     });
   }
 
@@ -236,9 +225,8 @@ export class JobQueue {
   }
 
   /**
-   * The jobs sent for an order, for its platform webhooks and for its outgoing messages (their
-   * `job_links`), and the dead-letter copies of the order's and the webhooks' jobs, oldest first:
-   * what pg-boss still keeps (finished jobs are deleted after JOB_RETENTION_DAYS).
+   * The jobs linked to an order, its platform webhooks and its outgoing messages, and the dead-letter
+   * copies of the order's and the webhooks' jobs, that pg-boss still keeps, oldest first.
    */
   async jobsAbout(about: JobSubjects): Promise<JobRecord[]> {
     const links = await findJobLinks(this.handle.db, about);

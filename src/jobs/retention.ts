@@ -16,9 +16,8 @@ export function retentionCutoff(days: number, now = Date.now()): Date | undefine
 }
 
 /**
- * Runs `batch` (one bounded statement that removes at most `limit` rows and returns how many it
- * removed) until a batch comes back short or the time budget is spent, and logs what it removed. No
- * lock outlives its batch; what is left goes with the next run.
+ * Runs `batch` (one statement that removes at most `limit` rows, returning how many) until a batch
+ * comes back short or the time budget is spent, and logs what it removed.
  */
 export async function purgeInBatches(
   what: string,
@@ -42,10 +41,7 @@ export async function purgeInBatches(
   return total;
 }
 
-/**
- * A scheduled retention purge on its own queue: at `cron`, the records older than `days` are
- * removed by `batch` (see purgeInBatches); with `days` 0 nothing is removed.
- */
+/** A scheduled retention purge on its own queue: at `cron`, `batch` removes the records older than `days` (0: none). */
 export function schedulePurge(
   queue: JobQueue,
   log: FastifyBaseLogger,

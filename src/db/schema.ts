@@ -20,7 +20,6 @@ export interface UsersTable {
   created_at: CreatedAt;
   updated_at: NullableTimestamp;
   deleted_at: NullableTimestamp;
-  /** when the password was last set */
   password_changed_at: NullableTimestamp;
   /** the time of the last session cut-off; judges only tokens issued before sessions_generation existed */
   sessions_valid_after: NullableTimestamp;
@@ -198,7 +197,6 @@ export interface InboundWebhooksTable {
 export interface PlatformCancellationsTable {
   source: string;
   external_id: string;
-  /** the stored webhook that carried it */
   inbound_webhook_id: number;
   reason: string | null;
   received_at: CreatedAt;

@@ -143,6 +143,8 @@ export interface OrderEventsTable {
   created_at: CreatedAt;
   /** handed to the order-event listeners (the outbox's mark, decision 017): false until the publishing job has */
   published: Generated<boolean>;
+  /** the W3C traceparent active when the event was written (the listeners continue its trace); null untraced */
+  traceparent: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface IdempotencyKeysTable {

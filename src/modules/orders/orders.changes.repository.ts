@@ -37,11 +37,12 @@ export interface NewOrder {
 export async function insertOrder(trx: Transaction<Database>, input: NewOrder): Promise<{ order: OrderRow | undefined; products: ProductState[] }> {
   const productIds = input.lines.map((l) => l.productId);
   const distinct = new Set(productIds).size;
+  const traceparent = activeTraceparent();
   const { rows } = await sql<{ [K in keyof OrderRow]: OrderRow[K] | null } & { products: ProductState[] | null }>`
     WITH p AS MATERIALIZED (${productStatesQuery(trx, productIds)}),
     o AS (
       INSERT INTO orders (user_id, status, total_amount, shipping_address, source, external_id, trace_id)
-      SELECT ${input.userId}, 'pending', 0, ${input.shippingAddress}, ${input.source ?? 'api'}, ${input.externalId ?? null}, ${traceIdOf(activeTraceparent())}
+      SELECT ${input.userId}, 'pending', 0, ${input.shippingAddress}, ${input.source ?? 'api'}, ${input.externalId ?? null}, ${traceIdOf(traceparent)}
       WHERE (SELECT count(*) FROM p WHERE p.is_active) = ${distinct}
       RETURNING *
     ), lines AS (
@@ -51,8 +52,8 @@ export async function insertOrder(trx: Transaction<Database>, input: NewOrder): 
       JOIN p ON p.id = l.product_id
       ORDER BY l.n
     ), event AS (
-      INSERT INTO order_events (order_id, user_id, type, previous_status, status, total_amount, sequence)
-      SELECT o.id, o.user_id, 'order.created', NULL, o.status, o.total_amount, 1 FROM o
+      INSERT INTO order_events (order_id, user_id, type, previous_status, status, total_amount, sequence, traceparent)
+      SELECT o.id, o.user_id, 'order.created', NULL, o.status, o.total_amount, 1, ${traceparent}::text FROM o
     )
     SELECT o.*, (SELECT json_agg(p) FROM p) AS products
     FROM (SELECT 1) AS one LEFT JOIN o ON true`.execute(trx);
@@ -115,9 +116,9 @@ export async function changeStatuses(
       FROM unnest(${linePrices.map((p) => p.id)}::integer[], ${linePrices.map((p) => p.price)}::numeric[], ${linePrices.map((p) => p.name)}::text[]) AS p (id, price, name)
       WHERE oi.order_id IN (SELECT id FROM updated WHERE status = 'completed') AND oi.product_id = p.id
     ), event AS (
-      INSERT INTO order_events (order_id, user_id, type, previous_status, status, total_amount, reason, details, sequence)
+      INSERT INTO order_events (order_id, user_id, type, previous_status, status, total_amount, reason, details, sequence, traceparent)
       SELECT u.id, u.user_id, 'order.status_changed', v.from_status, u.status, u.total_amount, v.reason, v.details,
-             (SELECT coalesce(max(e.sequence), 0) + 1 FROM order_events AS e WHERE e.order_id = u.id)
+             (SELECT coalesce(max(e.sequence), 0) + 1 FROM order_events AS e WHERE e.order_id = u.id), ${activeTraceparent()}::text
       FROM updated AS u JOIN v ON v.id = u.id
     )
     SELECT * FROM updated ORDER BY id`.execute(trx);

@@ -4,7 +4,6 @@ import closeWithGrace from 'close-with-grace';
 import { runClusterPrimary, shouldRunCluster } from './cluster.ts';
 import { loadConfigOrExit } from './config.ts';
 import { DataDirInUse } from './db/data-dir-lock.ts';
-import { DataFromNewerRelease } from './db/migrate.ts';
 
 function exitWith(line: string): never {
   console.error(line);
@@ -33,6 +32,8 @@ if (shouldRunCluster(config)) await runClusterPrimary(config);
 // tracing starts before the app loads: its instrumentations patch libraries as they load
 const telemetry = config.otelEndpoint ? (await import('./telemetry.ts')).startTelemetry(config) : undefined;
 const { buildApp } = await import('./app.ts');
+// migrate.ts loads `pg`: after tracing starts, as the app
+const { DataFromNewerRelease } = await import('./db/migrate.ts');
 const { bootstrapAdmin } = await import('./modules/users/admin-bootstrap.ts');
 const { gracefulClose } = await import('./http/server.ts');
 

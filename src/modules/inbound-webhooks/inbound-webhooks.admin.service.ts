@@ -22,22 +22,20 @@ interface Reprocessing {
 
 /** The administrators' view of the stored platform webhooks, and their reprocessing. */
 export class InboundWebhooksAdminService {
-  private readonly db: Db;
-  private readonly queue: JobQueue;
+  private readonly deps: { db: Db; queue: JobQueue };
 
-  constructor(deps: { db: Db; queue: JobQueue }) {
-    this.db = deps.db;
-    this.queue = deps.queue;
+  constructor(deps: InboundWebhooksAdminService['deps']) {
+    this.deps = deps;
   }
 
   async list(q: InboundListQuery): Promise<CappedPageResult<InboundWebhookSummaryRow>> {
-    const { rows, count } = await listInboundWebhooks(this.db, { status: q.status, topic: q.topic }, { limit: q.page_size, offset: (q.page - 1) * q.page_size });
+    const { rows, count } = await listInboundWebhooks(this.deps.db, { status: q.status, topic: q.topic }, { limit: q.page_size, offset: (q.page - 1) * q.page_size });
     return cappedPageOf(rows, count, q.page, q.page_size);
   }
 
   async get(id: number): Promise<InboundWebhookRow> {
     // an id no row can have is the same 404 as a missing row, and never reaches the database
-    const row = id >= 1 && id <= MAX_ID ? await findInboundWebhook(this.db, id) : undefined;
+    const row = id >= 1 && id <= MAX_ID ? await findInboundWebhook(this.deps.db, id) : undefined;
     if (!row) throw notFound();
     return row;
   }
@@ -49,14 +47,14 @@ export class InboundWebhooksAdminService {
    */
   async reprocess(id: number): Promise<Reprocessing> {
     if (!(id >= 1 && id <= MAX_ID)) throw notFound();
-    return this.db.transaction().execute(async (trx) => {
+    return this.deps.db.transaction().execute(async (trx) => {
       const row = await lockInboundWebhookRow(trx, id);
       if (!row) throw notFound();
       if (row.raw_body === null) {
         throw new AppError('INVALID_STATE', 'The payload of this webhook was removed by the retention purge; it cannot be processed again');
       }
       if (row.status !== 'received') await resetInboundWebhook(trx, id);
-      await this.queue.send(trx, 'webhook-inbound-process', { inboundWebhookId: id });
+      await this.deps.queue.send(trx, 'webhook-inbound-process', { inboundWebhookId: id });
       const message =
         row.status === 'processed'
           ? 'Webhook queued for processing again; the order it was linked to is linked again, never created twice'

@@ -14,8 +14,7 @@ import {
   findMessageWithSubscription,
   insertDeliveryAttempt,
   insertMessage,
-  laneBusy,
-  laneInFlight,
+  laneHas,
   lockMessageLane,
   failPendingMessages,
   noteFailedAttempt,
@@ -88,7 +87,7 @@ export class WebhookDeliveryService {
     for (const { event, subscription, kinds } of sends) {
       if (!active.has(subscription.id)) continue;
       for (const kind of kinds) {
-        const busy = await laneBusy(trx, subscription.id, event.order_id);
+        const busy = await laneHas(trx, subscription.id, event.order_id, ['held', 'queued']);
         const message = await insertMessage(trx, {
           messageId: messageIdFor(event.id, subscription.id, kind, event.type),
           subscriptionId: subscription.id,
@@ -147,7 +146,7 @@ export class WebhookDeliveryService {
       await lockMessageLane(trx, subscription.id, orderId);
       const rows = await requeueMessages(trx, lanes.get(orderId) ?? [], 'held');
       requeued.push(...rows.map((r) => r.id));
-      if (rows.length === 0 || (await laneInFlight(trx, subscription.id, orderId))) continue;
+      if (rows.length === 0 || (await laneHas(trx, subscription.id, orderId, ['queued']))) continue;
       const next = await releaseNextInLane(trx, subscription.id, orderId);
       if (next === undefined) continue;
       await this.enqueue(trx, subscription, next);

@@ -7,7 +7,8 @@ export async function lockMessageLane(trx: Transaction<Database>, subscriptionId
   await sql`SELECT pg_advisory_xact_lock(${subscriptionId}::int, ${orderId}::int)`.execute(trx);
 }
 
-async function laneHas(db: Db, subscriptionId: number, orderId: number, statuses: WebhookMessageStatus[]): Promise<boolean> {
+/** True when a message of the lane is in one of `statuses` (held and queued: waiting or in flight). */
+export async function laneHas(db: Db, subscriptionId: number, orderId: number, statuses: WebhookMessageStatus[]): Promise<boolean> {
   const row = await db
     .selectFrom('webhook_messages')
     .select('id')
@@ -17,16 +18,6 @@ async function laneHas(db: Db, subscriptionId: number, orderId: number, statuses
     .limit(1)
     .executeTakeFirst();
   return row !== undefined;
-}
-
-/** True when an earlier message of the same lane is still waiting or in flight. */
-export function laneBusy(db: Db, subscriptionId: number, orderId: number): Promise<boolean> {
-  return laneHas(db, subscriptionId, orderId, ['held', 'queued']);
-}
-
-/** True when the lane's one message in flight is. */
-export function laneInFlight(db: Db, subscriptionId: number, orderId: number): Promise<boolean> {
-  return laneHas(db, subscriptionId, orderId, ['queued']);
 }
 
 export async function insertMessage(

@@ -42,15 +42,6 @@ export interface QueueDefinition extends Pick<QueueOptions, 'retryLimit' | 'retr
   deadLetter?: JobName;
 }
 
-/**
- * A queue's settings as pg-boss keeps them: the service's defaults, then the definition's own.
- * Finished jobs are deleted by pg-boss after JOB_RETENTION_DAYS (0: kept).
- */
-export function queueSettings(def: QueueDefinition, retentionDays: number) {
-  const { name: _name, batchSize: _batchSize, ...own } = def;
-  return { ...INTERNAL_RETRY, ...JOB_LIVENESS, deleteAfterSeconds: retentionDays * 86400, ...own, notify: true };
-}
-
 /** Queues of earlier versions: `order-counts-fold` folded the counter rows decision 011 removed. */
 const RETIRED_QUEUES = ['order-counts-fold'];
 
@@ -65,7 +56,9 @@ export async function syncQueues(boss: PgBoss, definitions: readonly QueueDefini
   const touched: string[] = [];
   for (const name of RETIRED_QUEUES) await boss.deleteQueue(name);
   for (const def of defs) {
-    const options = queueSettings(def, retentionDays);
+    // the service's defaults, then the definition's own; finished jobs go after JOB_RETENTION_DAYS (0: kept)
+    const { name: _name, batchSize: _batchSize, ...own } = def;
+    const options = { ...INTERNAL_RETRY, ...JOB_LIVENESS, deleteAfterSeconds: retentionDays * 86400, ...own, notify: true };
     const current = existing.get(def.name);
     if (!current) {
       await boss.createQueue(def.name, options);

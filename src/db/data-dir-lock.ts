@@ -60,10 +60,9 @@ function readHolder(fd: number): DataDirHolder | undefined {
 }
 
 /**
- * Takes `dataDir` for this process alone, before anything in it is opened: two processes on one
- * embedded database would each see only their own writes, and one would lose them at the next
- * start. An OS lock on `dataDir/.lock` goes with its process, so a crash leaves no stale lock.
- * Throws `DataDirInUse` when another holder has it (also an earlier call of this process).
+ * Takes `dataDir` for this process alone: two processes on one embedded database would each see
+ * only their own writes. The OS lock on `dataDir/.lock` goes with its process, so a crash leaves no
+ * stale lock. Throws `DataDirInUse` when another holder has it (also an earlier call of this process).
  */
 export async function lockDataDir(dataDir: string): Promise<DataDirLock> {
   await fs.promises.mkdir(dataDir, { recursive: true });

@@ -48,9 +48,8 @@ export class StorageState {
 const mib = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
 
 /**
- * `pglite` with `onPanic` called on the first PANIC any statement (query, exec, or those of a
- * transaction) fails with, before its caller learns of it: the next statement would find PGlite
- * spinning in its WebAssembly, the event loop blocked for good.
+ * `pglite` with `onPanic` called on the first PANIC any statement fails with, before its caller
+ * learns of it: the next statement would find PGlite spinning, the event loop blocked for good.
  */
 export function watchForPanic(pglite: PGlite, onPanic: (err: Error) => void): PGlite {
   let panicked = false;

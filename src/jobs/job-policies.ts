@@ -9,9 +9,8 @@ export const INTERNAL_RETRY = { retryLimit: 2, retryDelay: 1, retryBackoff: true
 export const HOUSEKEEPING_RETRY = { retryDelay: 60 } as const;
 
 /**
- * How a dead worker's job gets back to another: without a fresh heartbeat (10 s, pg-boss's
- * shortest) the next supervision pass of any worker fails it for a retry, while a live but slow
- * handler keeps its job; `expireInSeconds` bounds a handler that hangs in a live process
+ * A job without a fresh heartbeat (10 s, pg-boss's shortest) is failed for a retry by the next
+ * supervision pass of any worker; `expireInSeconds` bounds a handler that hangs in a live process
  * (docs/decisions/005-crash-recovery.md).
  */
 export const JOB_LIVENESS = { heartbeatSeconds: 10, expireInSeconds: 300 } as const;

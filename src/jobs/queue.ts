@@ -59,10 +59,9 @@ async function eachLimited<T>(items: readonly T[], limit: number, fn: (item: T) 
 }
 
 /**
- * pg-boss on the service's own database. Jobs are sent inside the caller's transaction, so a job
- * commits or rolls back with the change that caused it. A queue's loops wake on the NOTIFY of a job
- * sent, fetch again at once while there is more (a full batch, a backlog), and poll every
- * JOB_POLLING_SECONDS for retries and delayed jobs.
+ * pg-boss on the service's own database; a job sent in the caller's transaction commits or rolls
+ * back with it. A queue's loops wake on NOTIFY, fetch again at once while there is more, and poll
+ * every JOB_POLLING_SECONDS for retries and delayed jobs.
  */
 export class JobQueue {
   readonly boss: PgBoss;

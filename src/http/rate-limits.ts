@@ -53,6 +53,24 @@ export class FallbackState {
   }
 }
 
+/** How long a count waits for Redis's answer before it is made per process instead. */
+const ANSWER_MS = 500;
+
+/**
+ * `promise`, or a rejection once it has not settled `ANSWER_MS` after the call. The rejection waits
+ * one more turn of the event loop (setImmediate runs after the loop has read its sockets): an answer
+ * that arrived while this process was busy wins. ioredis's own commandTimeout runs before the socket
+ * is read: after a stall it rejects a command Redis has answered, and the request would be counted
+ * in Redis and per process.
+ */
+function answered<T>(promise: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => setImmediate(() => reject(new Error(`Redis did not answer within ${ANSWER_MS} ms`))), ANSWER_MS);
+  });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+}
+
 /** A Redis client for shared counters: never queues a command while disconnected, reconnects in the background. */
 export function createRedis(url: string, log: FastifyBaseLogger, label = 'rate limiting'): Redis {
   const client = new Redis(url, {
@@ -61,7 +79,8 @@ export function createRedis(url: string, log: FastifyBaseLogger, label = 'rate l
     enableAutoPipelining: true,
     maxRetriesPerRequest: 1,
     connectTimeout: 1000,
-    commandTimeout: 500,
+    // ends the commands of a hung connection; callers stop waiting earlier (answered)
+    commandTimeout: 20 * ANSWER_MS,
     retryStrategy: (times) => Math.min(100 * times, 2000),
   });
   // without a listener ioredis prints every failed reconnect; the fallback is logged once instead
@@ -84,7 +103,7 @@ export function redisOrMemory(redis: Redis, fallback: FallbackState, opts: IRate
     async use(op) {
       if (redis.status === 'ready') {
         try {
-          const result = await op(shared);
+          const result = await answered(op(shared));
           fallback.leave();
           return result;
         } catch (err) {
@@ -145,7 +164,7 @@ export async function registerRateLimit(app: FastifyInstance, deps: RateLimitDep
     critical: false,
     check: async () => {
       try {
-        await redis.ping();
+        await answered(redis.ping());
         return 'ok';
       } catch {
         return 'degraded';

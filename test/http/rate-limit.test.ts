@@ -6,6 +6,7 @@ import { Redis } from 'ioredis';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { buildApp } from '../../src/app.ts';
 import type { Config } from '../../src/config.ts';
+import { createRedis, FallbackState, firstConnection, redisOrMemory } from '../../src/http/rate-limits.ts';
 import { errorBody, waitFor, LogCapture, REDIS_URL, buildTestApp, createUser, redisAvailable, uniquePrefix } from '../helpers/app.ts';
 
 const SECRET = 'rate-limit-test-secret-0123456789abcdef';
@@ -269,6 +270,28 @@ describe('rate limiting (Redis)', () => {
     const warnings = logs.parsed().filter((l) => /falling back to per-process counters/.test(String(l.msg)));
     assert.equal(warnings.length, 1, 'the fallback is logged once');
     assert.equal(warnings[0]!.level, 40);
+  });
+
+  it('a count Redis answered while the process was busy is not made per process as well', async (t) => {
+    if (!(await redisAvailable())) return t.skip(`no Redis at ${REDIS_URL}`);
+    const logs = new LogCapture();
+    const app = await limitedApp(t, {}, logs);
+    const redis = createRedis(REDIS_URL, app.log);
+    t.after(() => redis.disconnect());
+    await firstConnection(redis);
+    const prefix = uniquePrefix();
+    const counter = redisOrMemory(redis, new FallbackState(app.log), { points: 1, duration: 60, keyPrefix: prefix });
+    const counted = counter.use((limiter) => limiter.penalty('k', 1));
+    // a stall longer than a count waits for Redis, after the command is sent: its answer waits unread
+    setImmediate(() => {
+      const end = Date.now() + 1000;
+      while (Date.now() < end);
+    });
+    assert.equal((await counted).consumedPoints, 1);
+    assert.equal(await redis.get(`${prefix}:k`), '1');
+    assert.ok(!logs.text.includes('falling back'), logs.text);
+    redis.disconnect();
+    assert.equal((await counter.use((limiter) => limiter.penalty('k', 1))).consumedPoints, 1, 'the per-process count starts at zero');
   });
 
   it('falls back when Redis goes away and returns to the shared counters when it is back', async (t) => {

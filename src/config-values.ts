@@ -102,6 +102,15 @@ export function oneOf(env: Env, name: string, values: readonly string[], fallbac
   return raw;
 }
 
+/** CURRENCY: an ISO 4217 code the runtime knows (Intl.supportedValuesOf), written as the standard does. */
+export function currency(env: Env): string {
+  const raw = str(env, 'CURRENCY')?.trim() ?? 'USD';
+  if (!/^[A-Z]{3}$/.test(raw) || !Intl.supportedValuesOf('currency').includes(raw)) {
+    throw new ConfigError(`CURRENCY must be an ISO 4217 currency code such as USD or EUR, got "${raw}"`);
+  }
+  return raw;
+}
+
 /** A PEM key that signs or verifies tokens: it must parse, and be P-256 (ES256) or Ed25519. */
 export function signingKey(env: Env, name: string, kind: 'private' | 'public'): string | undefined {
   const pem = str(env, name);

@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { bool, ConfigError, int, LOG_LEVELS, metricsToken, num, oneOf, resetUrlTemplate, signingKey, str, trustProxy, url, type Env } from './config-values.ts';
+import { bool, ConfigError, currency, int, LOG_LEVELS, metricsToken, num, oneOf, resetUrlTemplate, signingKey, str, trustProxy, url, type Env } from './config-values.ts';
 
 export { ConfigError } from './config-values.ts';
 
@@ -120,6 +120,8 @@ function readEnv(env: Env) {
     /** when set, /metrics answers only `Authorization: Bearer <token>` */
     metricsToken: metricsToken(env),
     inboundReplayWindowSeconds: int(env, 'INBOUND_REPLAY_WINDOW_SECONDS', 86400, 0, 30 * 86400),
+    /** the currency of every amount (orders, revenue); the API states it, the console formats with it */
+    currency: currency(env),
   };
 }
 

@@ -34,6 +34,12 @@ describe('configuration', () => {
     assert.equal(loadConfig({}).logLevel, 'info');
   });
 
+  it('takes an ISO 4217 CURRENCY (USD by default) and refuses anything else', () => {
+    assert.equal(loadConfig({}).currency, 'USD');
+    assert.equal(loadConfig({ CURRENCY: 'EUR' }).currency, 'EUR');
+    for (const value of ['eur', 'EURO', 'XYZ', '€']) refused({ CURRENCY: value }, 'CURRENCY');
+  });
+
   it('refuses a JWT_PRIVATE_KEY that does not parse or is not P-256 / Ed25519, and takes one that is', () => {
     refused({ JWT_PRIVATE_KEY: 'not a key' }, 'JWT_PRIVATE_KEY');
     refused({ JWT_PRIVATE_KEY: '-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----' }, 'JWT_PRIVATE_KEY');

@@ -1,6 +1,10 @@
 /** Loading a page's data from the API, and polling it while the page is in view. */
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import { messageOf } from './api.ts';
+import { useOrderEvents } from './live.ts';
+
+/** How long a live page waits after an order event for more before it loads again. */
+const LIVE_DEBOUNCE_MS = 250;
 
 export interface Loaded<T> {
   data: T | undefined;
@@ -11,8 +15,16 @@ export interface Loaded<T> {
   reload: () => Promise<void>;
 }
 
-/** Runs `load` when `deps` change; the answer of a load overtaken by a later one is dropped. */
-export function useData<T>(load: () => Promise<T>, deps: unknown[]): Loaded<T> {
+export interface DataOptions {
+  /** loads again on each order event (GET /api/v2/events) the user may see, a burst of them once */
+  live?: boolean;
+}
+
+/**
+ * Runs `load` when `deps` change; the answer of a load overtaken by a later one is dropped. With
+ * `live`, it runs again within LIVE_DEBOUNCE_MS of an order event.
+ */
+export function useData<T>(load: () => Promise<T>, deps: unknown[], options: DataOptions = {}): Loaded<T> {
   const [state, setState] = useState<{ data?: T; error?: string; loading: boolean }>({ loading: true });
   const latest = useRef(0);
   const loader = useRef(load);
@@ -31,6 +43,15 @@ export function useData<T>(load: () => Promise<T>, deps: unknown[]): Loaded<T> {
     setState({ loading: true });
     void reload();
   }, deps);
+  const pending = useRef<ReturnType<typeof setTimeout> | undefined>(undefined);
+  useEffect(() => () => clearTimeout(pending.current), []);
+  useOrderEvents(() => {
+    // the first event of a burst schedules the load; the ones after it are covered by it
+    pending.current ??= setTimeout(() => {
+      pending.current = undefined;
+      void reload();
+    }, LIVE_DEBOUNCE_MS);
+  }, options.live === true);
   return { data: state.data, error: state.error, loading: state.loading, reload };
 }
 

@@ -3,6 +3,7 @@ import { jsonArrayFrom } from 'kysely/helpers/postgres';
 import { countCapped, type CappedCount } from '../../db/capped-count.ts';
 import type { Db } from '../../db/database.ts';
 import type { OrderEventRow, OrderRow, OrderStatus } from '../../db/schema.ts';
+import { customerIdsByPrefix } from '../users/customers.repository.ts';
 
 /** The orders module's reads: one order, a user's pages, every order for administrators, the open orders. */
 
@@ -21,7 +22,13 @@ export async function findOrderStatus(db: Db, id: number): Promise<OrderStatus |
 
 /** An order and its lines (in line order) in one round trip; undefined when there is no such order. */
 export async function findOrderWithLines(db: Db, id: number): Promise<{ order: OrderRow; lines: OrderLineView[] } | undefined> {
-  const row = await db
+  return (await findOrdersWithLines(db, [id]))[0];
+}
+
+/** Orders (those of `ids` that exist, in no particular order) and their lines, in one round trip. */
+export async function findOrdersWithLines(db: Db, ids: readonly number[]): Promise<{ order: OrderRow; lines: OrderLineView[] }[]> {
+  if (ids.length === 0) return [];
+  const rows = await db
     .selectFrom('orders as o')
     .selectAll('o')
     .select((eb) =>
@@ -34,11 +41,9 @@ export async function findOrderWithLines(db: Db, id: number): Promise<{ order: O
           .orderBy('oi.id'),
       ).as('lines'),
     )
-    .where('o.id', '=', id)
-    .executeTakeFirst();
-  if (!row) return undefined;
-  const { lines, ...order } = row;
-  return { order, lines };
+    .where('o.id', 'in', [...ids])
+    .execute();
+  return rows.map(({ lines, ...order }) => ({ order, lines }));
 }
 
 /**
@@ -80,6 +85,9 @@ export interface OrderFilter {
   createdFrom?: Date;
   /** created before */
   createdBefore?: Date;
+  /** the search: an order number, or the start of the owner's e-mail or name */
+  id?: number;
+  customerPrefix?: string;
 }
 
 function filtered(db: Db, f: OrderFilter) {
@@ -92,6 +100,8 @@ function filtered(db: Db, f: OrderFilter) {
   if (f.externalId !== undefined) q = q.where('external_id', '=', f.externalId);
   if (f.createdFrom !== undefined) q = q.where('created_at', '>=', f.createdFrom);
   if (f.createdBefore !== undefined) q = q.where('created_at', '<', f.createdBefore);
+  if (f.id !== undefined) q = q.where('id', '=', f.id);
+  if (f.customerPrefix !== undefined) q = q.where('user_id', 'in', customerIdsByPrefix(db, f.customerPrefix));
   return q;
 }
 
@@ -102,6 +112,68 @@ export async function listOrders(db: Db, f: OrderFilter, page: { limit: number; 
     countCapped(db, filtered(db, f), page.offset + page.limit),
   ]);
   return { rows, count };
+}
+
+/**
+ * Every order that matches `f`, newest first, in batches of `size` read by keyset (created_at, id):
+ * each batch is one index range, however deep into the list, and only one batch is held at a time.
+ */
+export async function* orderBatches(db: Db, f: OrderFilter, size: number): AsyncGenerator<OrderRow[]> {
+  // the last row's created_at as the database's text: a Date would drop its microseconds
+  let after: { at: string; id: number } | undefined;
+  for (;;) {
+    let q = filtered(db, f).selectAll().select(sql<string>`created_at::text`.as('keyset_at'));
+    if (after !== undefined) q = q.where(sql<boolean>`(created_at, id) < (${after.at}::timestamptz, ${after.id})`);
+    const rows = await q.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(size).execute();
+    if (rows.length > 0) yield rows.map(({ keyset_at: _, ...order }) => order);
+    if (rows.length < size) return;
+    const last = rows[rows.length - 1];
+    after = { at: last.keyset_at, id: last.id };
+  }
+}
+
+/** The start of each UTC hour or day a time falls in (date_trunc in UTC, whatever the session's time zone). */
+const bucketOf = (bucket: 'hour' | 'day', column: string) => sql<Date>`date_trunc(${sql.lit(bucket)}, ${sql.ref(column)}, 'UTC')`;
+
+/**
+ * The orders created in [from, to) per UTC hour or day and current status, with their total:
+ * read from orders_created_idx alone (it includes status and total_amount). Empty buckets are absent.
+ */
+export async function countOrdersPerBucket(
+  db: Db,
+  opts: { bucket: 'hour' | 'day'; from: Date; to: Date },
+): Promise<{ start: Date; status: OrderStatus; orders: number; amount: string }[]> {
+  const start = bucketOf(opts.bucket, 'created_at');
+  const rows = await db
+    .selectFrom('orders')
+    .select((eb) => [start.as('start'), 'status', eb.fn.countAll<string>().as('orders'), sql<string>`sum(total_amount)::text`.as('amount')])
+    .where('created_at', '>=', opts.from)
+    .where('created_at', '<', opts.to)
+    .groupBy([start, 'status'])
+    .execute();
+  return rows.map((r) => ({ start: new Date(r.start), status: r.status, orders: Number(r.orders), amount: r.amount }));
+}
+
+/**
+ * The products most often short in the orders created in [from, to) that failed for want of stock
+ * (the short lines their `failed` event names), most first: the failed orders by
+ * orders_status_created_idx, each one's event by its (order_id, sequence) key.
+ */
+export async function mostShortProducts(db: Db, opts: { from: Date; to: Date; limit: number }): Promise<{ product_id: number; failed_orders: number }[]> {
+  const rows = await db
+    .selectFrom('orders as o')
+    .innerJoin('order_events as e', (join) => join.onRef('e.order_id', '=', 'o.id').on('e.status', '=', 'failed'))
+    .innerJoin(sql<{ product_id: number }>`jsonb_to_recordset(e.details -> 'lines')`.as(sql`line(product_id integer)`), (join) => join.onTrue())
+    .select((eb) => ['line.product_id', eb.fn.count<string>('o.id').distinct().as('failed_orders')])
+    .where('o.status', '=', 'failed')
+    .where('o.created_at', '>=', opts.from)
+    .where('o.created_at', '<', opts.to)
+    .groupBy('line.product_id')
+    .orderBy('failed_orders', 'desc')
+    .orderBy('line.product_id')
+    .limit(opts.limit)
+    .execute();
+  return rows.map((r) => ({ product_id: r.product_id, failed_orders: Number(r.failed_orders) }));
 }
 
 /** The orders not final yet, by status: a count that reads the partial index orders_open_idx only. */

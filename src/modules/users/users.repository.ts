@@ -139,21 +139,20 @@ export async function cutOffSessions(db: Db, id: number, cutoff: Date): Promise<
   return Number(res.numUpdatedRows) > 0;
 }
 
-/**
- * A page of live users (or those active or not, with `isActive`), ordered by id, and how many there
- * are: a count the live users' index serves (users_list_idx, or users_active_list_idx by is_active).
- */
-export async function listUsers(
-  db: Db,
-  opts: { limit: number; offset: number; isActive: boolean | undefined },
-): Promise<{ rows: UserRow[]; total: number }> {
-  let base = db.selectFrom('users').where('deleted_at', 'is', null);
-  if (opts.isActive !== undefined) base = base.where('is_active', '=', opts.isActive);
-  const [rows, count] = await Promise.all([
-    base.selectAll().orderBy('id', 'asc').limit(opts.limit).offset(opts.offset).execute(),
-    base.select((eb) => eb.fn.countAll<string>().as('total')).executeTakeFirstOrThrow(),
-  ]);
-  return { rows, total: Number(count.total) };
+/** A page of live users (or those active or not, with `isActive`), ordered by id. */
+export async function listUsers(db: Db, opts: { limit: number; offset: number; isActive: boolean | undefined }): Promise<UserRow[]> {
+  return liveUsers(db, opts.isActive).selectAll().orderBy('id', 'asc').limit(opts.limit).offset(opts.offset).execute();
+}
+
+/** How many live users there are (active or not, with `isActive`): users_list_idx or users_active_list_idx serves it. */
+export async function countUsers(db: Db, isActive: boolean | undefined): Promise<number> {
+  const row = await liveUsers(db, isActive).select((eb) => eb.fn.countAll<string>().as('total')).executeTakeFirstOrThrow();
+  return Number(row.total);
+}
+
+function liveUsers(db: Db, isActive: boolean | undefined) {
+  const live = db.selectFrom('users').where('deleted_at', 'is', null);
+  return isActive === undefined ? live : live.where('is_active', '=', isActive);
 }
 
 export async function anyAdminExists(db: Db): Promise<boolean> {

@@ -9,6 +9,7 @@ import type { JobQueue } from '../../jobs/queue.ts';
 import { insertEmailChange } from './email-tokens.repository.ts';
 import { assertPasswordLength, type PasswordHasher } from './passwords.ts';
 import {
+  countUsers,
   cutOffSessions,
   findPlatformCustomer,
   findRecoverableByEmail,
@@ -64,11 +65,13 @@ export class UsersService {
     if (await findUserByEmail(this.db, input.email)) throw new AppError('EMAIL_EXISTS', 'Email already registered');
     const password_hash = await this.hasher.hash(input.password);
     try {
-      return await this.db.transaction().execute(async (trx) => {
+      const user = await this.db.transaction().execute(async (trx) => {
         const user = await insertUser(trx, { email: input.email, full_name: input.full_name, password_hash, is_admin: false });
         await this.queue.send(trx, 'user-welcome-email', { userId: user.id });
         return user;
       });
+      this.userCache.evict(user.id); // the list's totals count the new user from this response on
+      return user;
     } catch (err) {
       if (isUniqueViolation(err)) throw new AppError('EMAIL_EXISTS', 'Email already registered');
       throw err;
@@ -97,11 +100,10 @@ export class UsersService {
   }
 
   async list(q: { page: number; page_size: number; is_active?: boolean }): Promise<PageResult<UserRow>> {
-    const { rows, total } = await listUsers(this.db, {
-      limit: q.page_size,
-      offset: (q.page - 1) * q.page_size,
-      isActive: q.is_active,
-    });
+    const [rows, total] = await Promise.all([
+      listUsers(this.db, { limit: q.page_size, offset: (q.page - 1) * q.page_size, isActive: q.is_active }),
+      this.userCache.total(`is_active=${q.is_active}`, () => countUsers(this.db, q.is_active)),
+    ]);
     return pageOf(rows, total, q.page, q.page_size);
   }
 

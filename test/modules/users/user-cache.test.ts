@@ -51,6 +51,32 @@ describe('user cache', () => {
     assert.equal((await api(a, user, me)).statusCode, 401);
   });
 
+  test("GET /users' totals are kept beside the rows: counted once, and right after a change here, in another process or by SQL", async (t) => {
+    const [a, b] = await twoApps(t);
+    const admin = await createUser(a, { admin: true });
+    const list = async (query = '') => (await api(a, admin, { method: 'GET', url: `/api/v1/users?page_size=1${query}` })).json<{ total: number }>().total;
+    const first = await list();
+    const logged: string[] = [];
+    const unhook = hookQueries(a, logged);
+    assert.equal(await list(), first);
+    unhook();
+    assert.equal(logged.filter((q) => /count\(\*\)/i.test(q)).length, 0, 'the second list counts nothing');
+
+    await createUser(a); // through this process: the next list counts it
+    assert.equal(await list(), first + 1);
+    await createUser(b); // through another process: its INSERT reaches a through NOTIFY
+    await a.ctx.userCache.settle();
+    assert.equal(await list(), first + 2);
+    const inactive = await list('&is_active=false');
+    const [row] = await b.ctx.db.insertInto('users').values({ email: `sql-${Date.now()}@example.com`, full_name: 'By SQL', password_hash: null, is_active: false }).returning('id').execute();
+    await a.ctx.userCache.settle();
+    assert.equal(await list('&is_active=false'), inactive + 1);
+    await b.ctx.db.updateTable('users').set({ deleted_at: new Date() }).where('id', '=', row.id).execute();
+    await a.ctx.userCache.settle();
+    assert.equal(await list('&is_active=false'), inactive);
+    assert.equal(await list(), first + 2);
+  });
+
   test('USER_CACHE_TTL_SECONDS=0 turns the cache off', async (t) => {
     const app = await buildTestApp(t, { userCacheTtlSeconds: 0 });
     const user = await createUser(app);

@@ -23,7 +23,7 @@ import {
   settleMessage,
   type MessageToSend,
 } from './messages.repository.ts';
-import { kindsOf, messageIdFor, orderEventEnvelope, testMessage, WEBHOOK_TEST_EVENT } from './message-rendering.ts';
+import { kindsOf, messageIdFor, orderEventEnvelope, testMessage, WEBHOOK_TEST_EVENT, type WebhookEventType } from './message-rendering.ts';
 import { destinationOf, sendSignedMessage, type AttemptResult } from './sender.ts';
 import { overlapEnd } from './signing.ts';
 import { lockActiveSubscriptions, lockSubscription, matchingSubscriptions, recordSubscriptionFailure, resetSubscriptionFailures, type MatchingSubscription } from './subscriptions.repository.ts';
@@ -104,15 +104,16 @@ export class WebhookDeliveryService {
   }
 
   /** A `webhook.test` message to one subscription, outside any order lane. */
-  async sendTest(subscription: WebhookSubscriptionRow): Promise<string> {
-    const { messageId, payload } = testMessage(subscription);
+  /** A sample message of `type` (default `webhook.test`), outside any order's lane. */
+  async sendTest(subscription: WebhookSubscriptionRow, type: WebhookEventType = WEBHOOK_TEST_EVENT): Promise<string> {
+    const { messageId, payload } = testMessage(subscription, type);
     await this.deps.db.transaction().execute(async (trx) => {
       const message = await insertMessage(trx, {
         messageId,
         subscriptionId: subscription.id,
         eventId: null,
         orderId: null,
-        eventType: WEBHOOK_TEST_EVENT,
+        eventType: type,
         payload,
         status: 'queued',
         traceparent: activeTraceparent(),

@@ -38,14 +38,57 @@ export function messageIdFor(eventId: number, subscriptionId: number, kind: Webh
   return kind === eventType ? `msg_${eventId}_${subscriptionId}` : `msg_${eventId}_${subscriptionId}_${kind.slice('order.'.length)}`;
 }
 
-/** A new `webhook.test` message to `subscription`: its id and body. */
-export function testMessage(subscription: Pick<WebhookSubscriptionRow, 'id'>): { messageId: string; payload: string } {
+/** Every type of message a subscription can be sent: the order event kinds and the test event. */
+export type WebhookEventType = WebhookEventKind | typeof WEBHOOK_TEST_EVENT;
+
+const SAMPLE_TIME = new Date('2026-01-15T10:30:00.000Z');
+const sampleEvent = (e: Pick<OrderEventRow, 'id' | 'type' | 'previous_status' | 'status' | 'total_amount' | 'sequence' | 'reason' | 'details'>): OrderEventRow => ({
+  ...e,
+  order_id: 1001,
+  user_id: 42,
+  created_at: SAMPLE_TIME,
+  published: true,
+  traceparent: null,
+});
+
+/** The order events the samples render: the event-type catalogue's examples and a test send of an order event. */
+const SAMPLE_EVENTS: Record<WebhookEventKind, OrderEventRow> = {
+  'order.created': sampleEvent({ id: 101, type: 'order.created', previous_status: null, status: 'pending', total_amount: '59.97', sequence: 1, reason: null, details: null }),
+  'order.status_changed': sampleEvent({
+    id: 103,
+    type: 'order.status_changed',
+    previous_status: 'processing',
+    status: 'failed',
+    total_amount: '59.97',
+    sequence: 3,
+    reason: 'INSUFFICIENT_STOCK',
+    details: { lines: [{ product_id: 7, requested: 3, available: 1 }] },
+  }),
+  'order.cancelled': sampleEvent({
+    id: 102,
+    type: 'order.status_changed',
+    previous_status: 'pending',
+    status: 'cancelled',
+    total_amount: '59.97',
+    sequence: 2,
+    reason: 'The customer ordered the wrong size',
+    details: null,
+  }),
+};
+
+/** A sample message of `type` as a subscription of `version` receives it, rendered by the code that renders real ones. */
+export function sampleEnvelope(type: WebhookEventType, version: ApiVersion, subscriptionId = 1) {
+  if (type !== WEBHOOK_TEST_EVENT) return orderEventEnvelope(SAMPLE_EVENTS[type], type, version);
+  return { id: 'evt_test_5f2b9c0d1e7a3b4c6d8e9f01', type, timestamp: iso(SAMPLE_TIME), data: { subscription_id: subscriptionId, message: 'This is a test event.' } };
+}
+
+/** A new test message of `type` (default `webhook.test`) to `subscription`: its id and body (a sample, with its own id and the time now). */
+export function testMessage(
+  subscription: Pick<WebhookSubscriptionRow, 'id' | 'api_version'>,
+  type: WebhookEventType = WEBHOOK_TEST_EVENT,
+): { messageId: string; payload: string } {
   const id = crypto.randomBytes(12).toString('hex');
-  const payload = JSON.stringify({
-    id: `evt_test_${id}`,
-    type: WEBHOOK_TEST_EVENT,
-    timestamp: new Date().toISOString(),
-    data: { subscription_id: subscription.id, message: 'This is a test event.' },
-  });
+  const sample = sampleEnvelope(type, subscription.api_version, subscription.id);
+  const payload = JSON.stringify({ ...sample, id: `evt_test_${id}`, timestamp: new Date().toISOString() });
   return { messageId: `msg_test_${id}`, payload };
 }

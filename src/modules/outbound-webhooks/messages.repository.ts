@@ -1,6 +1,7 @@
 import { sql, type Transaction } from 'kysely';
 import type { Database, WebhookDeliveryRow, WebhookMessageRow, WebhookMessageStatus, WebhookSubscriptionRow } from '../../db/schema.ts';
 import type { Db } from '../../db/database.ts';
+import { countCapped, type CappedCount } from '../../db/capped-count.ts';
 
 /** Serialises one lane's writers (two-key advisory lock, never colliding with pg-boss's single-key ones). */
 export async function lockMessageLane(trx: Transaction<Database>, subscriptionId: number, orderId: number): Promise<void> {
@@ -234,4 +235,59 @@ export async function listDeliveries(
     base.select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow(),
   ]);
   return { rows, total: Number(count.total) };
+}
+
+/**
+ * Messages of a subscription, newest first, with a count capped as the administrators' lists are
+ * (a subscription's messages grow with the shop). Served by (subscription_id, id), or the
+ * (subscription_id, event_type, id) or (subscription_id, status, id) index when filtered.
+ */
+export async function listMessages(
+  db: Db,
+  opts: { subscriptionId: number; limit: number; offset: number; status?: MessageState; eventType?: string },
+): Promise<{ rows: WebhookMessageRow[]; count: CappedCount }> {
+  let base = db.selectFrom('webhook_messages').where('subscription_id', '=', opts.subscriptionId);
+  if (opts.status !== undefined) base = base.where('status', 'in', STATUSES_OF[opts.status]);
+  if (opts.eventType !== undefined) base = base.where('event_type', '=', opts.eventType);
+  const [rows, count] = await Promise.all([
+    base.selectAll().orderBy('id', 'desc').limit(opts.limit).offset(opts.offset).execute(),
+    countCapped(db, base, opts.offset + opts.limit),
+  ]);
+  return { rows, count };
+}
+
+/** Every attempt of the given messages of one subscription, oldest first. */
+export async function listAttemptsOf(db: Db, subscriptionId: number, messageIds: string[]): Promise<WebhookDeliveryRow[]> {
+  if (messageIds.length === 0) return [];
+  return db
+    .selectFrom('webhook_deliveries')
+    .selectAll()
+    .where('message_id', 'in', messageIds)
+    .where('subscription_id', '=', subscriptionId)
+    .orderBy('id')
+    .execute();
+}
+
+/**
+ * Attempts in [from, to) counted per UTC hour or day by outcome: of one subscription (its delivery
+ * success; webhook_deliveries_subscription_time_idx), or of all when `subscriptionId` is absent.
+ * Buckets without any attempt are absent.
+ */
+export async function countAttemptsPerBucket(
+  db: Db,
+  opts: { subscriptionId?: number; bucket: 'hour' | 'day'; from: Date; to: Date },
+): Promise<{ start: Date; succeeded: number; failed: number }[]> {
+  const start = sql<Date>`date_trunc(${sql.lit(opts.bucket)}, created_at, 'UTC')`;
+  let query = db
+    .selectFrom('webhook_deliveries')
+    .select([
+      start.as('start'),
+      sql<string>`count(*) FILTER (WHERE success)`.as('succeeded'),
+      sql<string>`count(*) FILTER (WHERE NOT success)`.as('failed'),
+    ])
+    .where('created_at', '>=', opts.from)
+    .where('created_at', '<', opts.to);
+  if (opts.subscriptionId !== undefined) query = query.where('subscription_id', '=', opts.subscriptionId);
+  const rows = await query.groupBy(start).execute();
+  return rows.map((r) => ({ start: new Date(r.start), succeeded: Number(r.succeeded), failed: Number(r.failed) }));
 }

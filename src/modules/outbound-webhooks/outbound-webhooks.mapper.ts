@@ -3,6 +3,7 @@ import type { ApiVersion } from '../../http/api-version.ts';
 import { iso, isoOrNull } from '../../http/common.schemas.ts';
 import { overlapEnd } from './signing.ts';
 import type { DeliveryListRow, MessageState } from './messages.repository.ts';
+import type { BucketCounts } from './messages.service.ts';
 
 export function toSubscription(version: ApiVersion, s: WebhookSubscriptionRow) {
   return {
@@ -46,7 +47,7 @@ export function toDelivery(d: DeliveryListRow) {
   };
 }
 
-function toMessageAttempt(d: WebhookDeliveryRow) {
+function toAttemptSummary(d: WebhookDeliveryRow) {
   return {
     attempt: d.attempt,
     created_at: iso(d.created_at),
@@ -54,8 +55,41 @@ function toMessageAttempt(d: WebhookDeliveryRow) {
     duration_ms: d.duration_ms,
     success: d.success,
     error: d.error,
-    response_body: d.response_body,
-    headers: d.request_headers,
+  };
+}
+
+function toMessageAttempt(d: WebhookDeliveryRow) {
+  return { ...toAttemptSummary(d), response_body: d.response_body, headers: d.request_headers };
+}
+
+/** A message in the list: its state and its attempts, without the body and headers. */
+export function toMessageSummary({ message: m, attempts }: { message: WebhookMessageRow; attempts: WebhookDeliveryRow[] }) {
+  return {
+    message_id: m.message_id,
+    event_id: m.event_id,
+    event_type: m.event_type,
+    order_id: m.order_id,
+    status: messageState(m.status),
+    created_at: iso(m.created_at),
+    settled_at: isoOrNull(m.settled_at),
+    attempts: attempts.map(toAttemptSummary),
+  };
+}
+
+const rate = (c: { succeeded: number; failed: number }) => (c.succeeded + c.failed === 0 ? null : c.succeeded / (c.succeeded + c.failed));
+
+export function toSubscriptionStats(subscriptionId: number, s: { bucket: 'hour' | 'day'; from: Date; to: Date; buckets: BucketCounts[] }) {
+  const succeeded = s.buckets.reduce((n, b) => n + b.succeeded, 0);
+  const failed = s.buckets.reduce((n, b) => n + b.failed, 0);
+  return {
+    subscription_id: subscriptionId,
+    bucket: s.bucket,
+    from: iso(s.from),
+    to: iso(s.to),
+    succeeded,
+    failed,
+    success_rate: rate({ succeeded, failed }),
+    buckets: s.buckets.map((b) => ({ start: iso(b.start), succeeded: b.succeeded, failed: b.failed, success_rate: rate(b) })),
   };
 }
 

@@ -5,18 +5,24 @@ import { apiVersionOf } from '../../http/api-version.ts';
 import { authUser } from '../../http/auth.ts';
 import { errorResponses } from '../../http/errors.ts';
 import type { WebhookMessagesService } from './messages.service.ts';
-import { toDelivery, toMessage, toSubscription, toSubscriptionWithSecret } from './outbound-webhooks.mapper.ts';
+import { eventTypeCatalogue } from './event-types.ts';
+import { toDelivery, toMessage, toMessageSummary, toSubscription, toSubscriptionStats, toSubscriptionWithSecret } from './outbound-webhooks.mapper.ts';
 import {
   DeliveryPage,
+  EventTypeList,
   Message,
+  MessagePage,
   MessageIdParams,
   MessageQueued,
   RecoverBody,
   RecoverQueued,
   RotateSecretBody,
   SubscriptionIdParams,
+  StatsQuery,
   SubscriptionListQuery,
+  SubscriptionStats,
   subscriptionSchemas,
+  type TestBody,
 } from './outbound-webhooks.schemas.ts';
 import type { SubscriptionsService } from './subscriptions.service.ts';
 
@@ -26,7 +32,16 @@ export function registerSubscriptionRoutes(
 ): void {
   const app = root.withTypeProvider<TypeBoxTypeProvider>();
   const version = apiVersionOf(root);
-  const { DeliveryListQuery, Subscription, SubscriptionCreateBody, SubscriptionPage, SubscriptionUpdateBody, SubscriptionWithSecret } = subscriptionSchemas(version);
+  const {
+    DeliveryListQuery,
+    MessageListQuery,
+    Subscription,
+    SubscriptionCreateBody,
+    SubscriptionPage,
+    SubscriptionUpdateBody,
+    SubscriptionWithSecret,
+    TestBody,
+  } = subscriptionSchemas(version);
   const tags = ['webhooks'];
   const config = { auth: 'user' as const };
   const byId = '/webhooks/subscriptions/:subscription_id';
@@ -126,6 +141,56 @@ export function registerSubscriptionRoutes(
     },
   });
 
+  if (version === 'v2') {
+    app.get(`${byId}/messages`, {
+      config,
+      schema: {
+        tags,
+        summary: 'Messages of a subscription, newest first, each with its attempts',
+        description:
+          'One item per message (an event sent to the subscription, or a test send) with every attempt under it, oldest first. ' +
+          '`status` and `event_type` filter. The total is counted up to 10,000 (`total_exact: false` past it). ' +
+          'The body, headers and answers of one message: GET …/messages/{message_id}.',
+        params: SubscriptionIdParams,
+        querystring: MessageListQuery,
+        response: { 200: MessagePage, ...errorResponses(401, 403, 404, 422, 429) },
+      },
+      handler: async (request) => {
+        const page = await messages.messages(authUser(request), request.params.subscription_id, request.query);
+        return { ...page, items: page.items.map(toMessageSummary) };
+      },
+    });
+
+    app.get(`${byId}/stats`, {
+      config,
+      schema: {
+        tags,
+        summary: "Delivery success of a subscription: its attempts per hour or day by outcome",
+        description:
+          'Every UTC bucket of the range, oldest first, zeros included, with the success rate of each and of the whole range. ' +
+          '`from` is aligned down to its bucket. 422 `VALIDATION_ERROR` when `from` is not before `to`, or the range has more than 744 buckets.',
+        params: SubscriptionIdParams,
+        querystring: StatsQuery,
+        response: { 200: SubscriptionStats, ...errorResponses(401, 403, 404, 422, 429) },
+      },
+      handler: async (request) =>
+        toSubscriptionStats(request.params.subscription_id, await messages.stats(authUser(request), request.params.subscription_id, request.query)),
+    });
+
+    app.get('/webhooks/event-types', {
+      config,
+      schema: {
+        tags,
+        summary: 'The event types a subscription can be sent, with the schema and a sample of each',
+        description:
+          'The schemas and samples are of the v2 rendering (a subscription created under v1 receives a cancellation as a move to ' +
+          '`failed` with `reason` `CANCELLED`, and no `order.cancelled`). Each sample is rendered by the code that renders real messages.',
+        response: { 200: EventTypeList, ...errorResponses(401, 403, 429) },
+      },
+      handler: async () => ({ items: eventTypeCatalogue() }),
+    });
+  }
+
   app.get(`${byId}/messages/:message_id`, {
     config,
     schema: {
@@ -191,10 +256,19 @@ export function registerSubscriptionRoutes(
       tags,
       summary: 'Send a webhook.test event to the subscription',
       params: SubscriptionIdParams,
+      ...(version === 'v2'
+        ? {
+            description:
+              '`event_type` sends a sample of that type instead (GET /api/v2/webhooks/event-types shows each), in the subscription\'s ' +
+              'rendering, with a fresh `evt_test_…` id and the time now; its message has no order.',
+            body: TestBody,
+          }
+        : {}),
       response: { 202: MessageQueued, ...errorResponses(400, 401, 403, 404, 422, 429) },
     },
     handler: async (request, reply) => {
-      const messageId = await subscriptions.sendTest(authUser(request), request.params.subscription_id);
+      const type = version === 'v2' ? (request.body as TestBody | undefined)?.event_type : undefined;
+      const messageId = await subscriptions.sendTest(authUser(request), request.params.subscription_id, type);
       return reply.code(202).send({ status: 'queued', message: 'Test event queued for delivery', message_id: messageId });
     },
   });

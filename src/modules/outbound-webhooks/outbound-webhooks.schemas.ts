@@ -1,6 +1,6 @@
 import { Type, type Static, type TSchema } from 'typebox';
 import type { ApiVersion } from '../../http/api-version.ts';
-import { IdOf, NullableTimestamp, Page, PageQuery, Timestamp } from '../../http/common.schemas.ts';
+import { CappedPage, IdOf, NullableTimestamp, Page, PageQuery, Timestamp } from '../../http/common.schemas.ts';
 import { MAX_ID } from '../../http/path-ids.ts';
 import { WEBHOOK_EVENT_KINDS } from '../../events/order-events.ts';
 import { WEBHOOK_TEST_EVENT } from './message-rendering.ts';
@@ -16,6 +16,11 @@ const Url = Type.String({
   description: 'delivery target: an https URL on a public address',
 });
 const Description = Type.Union([Type.String({ maxLength: 500 }), Type.Null()]);
+const MessageState = Type.Union([Type.Literal('pending'), Type.Literal('delivered'), Type.Literal('failed')], {
+  description:
+    'pending: being delivered, retried, or waiting for an earlier message of its order; delivered; ' +
+    'failed: every attempt failed, or its subscription was disabled or deleted while it was pending' },
+);
 
 /**
  * The subscription schemas of one API version: the event kinds it can subscribe to (v2 adds
@@ -88,6 +93,27 @@ function buildSubscriptionSchemas(version: ApiVersion) {
       event_type: Type.Optional({ ...DeliveryEventType, examples: ['order.status_changed'] }),
       order_id: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_ID, description: 'attempts of the messages of this order', examples: [1] })),
     }),
+    MessageListQuery: Type.Object({
+      ...PageQuery,
+      status: Type.Optional({ ...MessageState, description: 'only messages now in this state', examples: ['failed'] }),
+      event_type: Type.Optional({ ...DeliveryEventType, description: 'only messages of this event type', examples: ['order.status_changed'] }),
+    }),
+    TestBody: Type.Union(
+      [
+        Type.Object(
+          {
+            event_type: Type.Optional({
+              ...DeliveryEventType,
+              default: WEBHOOK_TEST_EVENT,
+              description: 'the type to send a sample of (GET /api/v2/webhooks/event-types shows each sample); a v1 subscription cannot be sent `order.cancelled`',
+            }),
+          },
+          { additionalProperties: false },
+        ),
+        Type.Null(),
+      ],
+      { description: 'optional: no body sends `webhook.test`', examples: [{ event_type: 'order.status_changed' }] },
+    ),
   };
 }
 
@@ -101,17 +127,14 @@ export function subscriptionSchemas(version: ApiVersion) {
 export type SubscriptionCreateBody = Static<ReturnType<typeof buildSubscriptionSchemas>['SubscriptionCreateBody']>;
 export type SubscriptionUpdateBody = Static<ReturnType<typeof buildSubscriptionSchemas>['SubscriptionUpdateBody']>;
 export type DeliveryListQuery = Static<ReturnType<typeof buildSubscriptionSchemas>['DeliveryListQuery']>;
+export type MessageListQuery = Static<ReturnType<typeof buildSubscriptionSchemas>['MessageListQuery']>;
+export type TestBody = Static<ReturnType<typeof buildSubscriptionSchemas>['TestBody']>;
 
 export const SubscriptionIdParams = Type.Object({ subscription_id: IdOf(1) });
 
 export const SubscriptionListQuery = Type.Object({ ...PageQuery });
 export type SubscriptionListQuery = Static<typeof SubscriptionListQuery>;
 
-const MessageState = Type.Union([Type.Literal('pending'), Type.Literal('delivered'), Type.Literal('failed')], {
-  description:
-    'pending: being delivered, retried, or waiting for an earlier message of its order; delivered; ' +
-    'failed: every attempt failed, or its subscription was disabled or deleted while it was pending' },
-);
 /** The first KiB of what the receiver answered. */
 const ResponseBody = Type.Union([Type.String(), Type.Null()], { description: 'the first KiB of the response body; null when no response came' });
 const AttemptError = Type.Union([Type.String(), Type.Null()], {
@@ -212,4 +235,60 @@ export const RecoverQueued = Type.Object({
   message: Type.String(),
   queued: Type.Integer({ description: 'how many messages were queued again' }),
   since: Timestamp,
+});
+
+const AttemptSummary = Type.Object({
+  attempt: Type.Integer({ description: 'counts every attempt of the message, resends and recoveries included' }),
+  created_at: Timestamp,
+  status_code: Type.Union([Type.Integer(), Type.Null()], { description: 'null when no response came' }),
+  duration_ms: Type.Union([Type.Integer(), Type.Null()]),
+  success: Type.Boolean(),
+  error: AttemptError,
+});
+
+export const MessageSummary = Type.Object({
+  message_id: Type.String({ description: 'the `webhook-id` header' }),
+  event_id: Type.Union([Type.Integer(), Type.Null()], { description: 'null for a test send' }),
+  event_type: Type.String(),
+  order_id: Type.Union([Type.Integer(), Type.Null()], { description: 'the order of the event; null for a test send' }),
+  status: MessageState,
+  created_at: Timestamp,
+  settled_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], { description: 'when it was delivered or failed for good' }),
+  attempts: Type.Array(AttemptSummary, { description: 'every attempt, oldest first (the body, headers and answers: GET …/messages/{message_id})' }),
+});
+
+export const MessagePage = CappedPage(MessageSummary, "A page of the subscription's messages, newest first, each with its attempts");
+
+const StatsBucket = Type.Union([Type.Literal('hour'), Type.Literal('day')], { description: 'UTC hours or days', default: 'hour' });
+export const StatsQuery = Type.Object({
+  bucket: Type.Optional({ ...StatsBucket, examples: ['hour'] }),
+  from: Type.Optional(Type.String({ format: 'date-time', maxLength: 64, description: 'default: `to` − 24 h (hour) or − 30 days (day); aligned down to its bucket' })),
+  to: Type.Optional(Type.String({ format: 'date-time', maxLength: 64, description: 'default: now; the range ends before it' })),
+});
+export type StatsQuery = Static<typeof StatsQuery>;
+
+const SuccessRate = Type.Union([Type.Number({ minimum: 0, maximum: 1 }), Type.Null()], { description: 'succeeded / (succeeded + failed); null when there was no attempt' });
+const StatsCounts = {
+  succeeded: Type.Integer({ description: 'attempts the receiver answered with 2xx' }),
+  failed: Type.Integer({ description: 'attempts that failed (an answer other than 2xx, or none)' }),
+  success_rate: SuccessRate,
+};
+export const SubscriptionStats = Type.Object({
+  subscription_id: Type.Integer(),
+  bucket: StatsBucket,
+  from: Timestamp,
+  to: Timestamp,
+  ...StatsCounts,
+  buckets: Type.Array(Type.Object({ start: Timestamp, ...StatsCounts }), { description: 'every bucket of the range, oldest first, zeros included' }),
+});
+
+export const EventTypeList = Type.Object({
+  items: Type.Array(
+    Type.Object({
+      name: Type.String({ examples: ['order.status_changed'] }),
+      description: Type.String(),
+      schema: Type.Unknown({ description: 'the JSON Schema of the message body as a v2 subscription receives it' }),
+      example: Type.Unknown({ description: 'a sample body, rendered as real messages are' }),
+    }),
+  ),
 });

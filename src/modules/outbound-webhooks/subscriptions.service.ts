@@ -7,6 +7,7 @@ import type { ApiVersion } from '../../http/api-version.ts';
 import { pageOf, type PageResult } from '../../http/common.schemas.ts';
 import { AppError } from '../../http/errors.ts';
 import type { WebhookDeliveryService } from './delivery.service.ts';
+import { WEBHOOK_TEST_EVENT, type WebhookEventType } from './message-rendering.ts';
 import { newSubscriptionSecret } from './signing.ts';
 import { targetUrlProblem } from './ssrf.ts';
 import {
@@ -58,15 +59,14 @@ export class SubscriptionsService {
     if (same) throw new AppError('SUBSCRIPTION_URL_EXISTS', `You already have a subscription to this URL (subscription ${same.id})`);
   }
 
-  /** A subscription can subscribe only to the kinds its own version has (also when changed through v2). */
-  private static assertKindsOf(version: ApiVersion, events: readonly string[]): void {
+  /** A subscription can subscribe only to (and be sent samples of) the kinds its own version has (also when changed through v2). */
+  private static assertKindsOf(version: ApiVersion, events: readonly string[], field: 'events' | 'event_type' = 'events'): void {
     const known = WEBHOOK_EVENT_KINDS[version] as readonly string[];
     const index = events.findIndex((e) => !known.includes(e));
     if (index === -1) return;
     const msg = `a ${version} subscription receives only ${known.join(', ')}; create a v2 subscription for ${events[index]}`;
-    throw new AppError('VALIDATION_ERROR', `Validation failed: body.events.${index}: ${msg}`, {
-      errors: [{ loc: ['body', 'events', index], msg, type: 'enum' }],
-    });
+    const loc = field === 'events' ? ['body', 'events', index] : ['body', field];
+    throw new AppError('VALIDATION_ERROR', `Validation failed: ${loc.join('.')}: ${msg}`, { errors: [{ loc, msg, type: 'enum' }] });
   }
 
   async create(owner: UserRow, input: SubscriptionCreateBody, apiVersion: ApiVersion): Promise<WebhookSubscriptionRow> {
@@ -160,9 +160,11 @@ export class SubscriptionsService {
     return updated;
   }
 
-  async sendTest(actor: UserRow, id: number): Promise<string> {
+  /** A sample of `type` (default `webhook.test`) in the subscription's rendering; the type must be one its version has. */
+  async sendTest(actor: UserRow, id: number, type: WebhookEventType = WEBHOOK_TEST_EVENT): Promise<string> {
     const subscription = await this.get(actor, id);
+    if (type !== WEBHOOK_TEST_EVENT) SubscriptionsService.assertKindsOf(subscription.api_version, [type], 'event_type');
     if (!subscription.is_active) throw new AppError('INVALID_STATE', 'Subscription is disabled; enable it before sending a test event');
-    return this.deps.delivery.sendTest(subscription);
+    return this.deps.delivery.sendTest(subscription, type);
   }
 }

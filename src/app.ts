@@ -34,6 +34,7 @@ import { createOrdersModule } from './modules/orders/orders.module.ts';
 import { createOutboundWebhooksModule } from './modules/outbound-webhooks/outbound-webhooks.module.ts';
 import type { Resolver } from './modules/outbound-webhooks/ssrf.ts';
 import { createProductsModule } from './modules/products/products.module.ts';
+import { createStatsModule } from './modules/stats/stats.module.ts';
 import { createUsersModule } from './modules/users/users.module.ts';
 
 declare module 'fastify' {
@@ -90,6 +91,7 @@ export async function buildApp(config: Config, opts: BuildOptions = {}): Promise
     inbound,
     createOutboundWebhooksModule(ctx, { resolve: opts.webhookResolver }),
     operations,
+    createStatsModule(ctx),
   ];
 
   // The request pipeline. Response headers and CORS come before rate limiting and authentication,

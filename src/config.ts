@@ -114,6 +114,8 @@ function readEnv(env: Env) {
     inboundPayloadRetentionDays: int(env, 'INBOUND_PAYLOAD_RETENTION_DAYS', 30, 0, 3650),
     jobRetentionDays: int(env, 'JOB_RETENTION_DAYS', 7, 0, 3650),
     metricsCacheSeconds: num(env, 'METRICS_CACHE_SECONDS', 5, 0),
+    /** how long an API process reuses an answer of GET /admin/stats for the same range (0: never) */
+    statsCacheSeconds: num(env, 'STATS_CACHE_SECONDS', 10, 0),
     /** the OTLP traces endpoint; unset: no tracing, the SDK not loaded (it reads the other OTEL_* itself) */
     otelEndpoint: url(env, 'OTEL_EXPORTER_OTLP_ENDPOINT', ['http:', 'https:']) ?? url(env, 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', ['http:', 'https:']),
     otelServiceName: str(env, 'OTEL_SERVICE_NAME') ?? 'order-account-service',

@@ -92,6 +92,13 @@ export const ErrorBody = Type.Object(
 );
 export type ErrorBody = Static<typeof ErrorBody>;
 
+/** The 422 of a query parameter that passed its schema but not a rule between values (`to` before `from`). */
+export function invalidQuery(field: string, msg: string): AppError {
+  return new AppError('VALIDATION_ERROR', `Validation failed: querystring.${field}: ${msg}`, {
+    errors: [{ loc: ['querystring', field], msg, type: 'value_error' }],
+  });
+}
+
 /** Response-schema entries for the error statuses a route can return. */
 export function errorResponses(...statuses: number[]): Record<number, unknown> {
   const out: Record<number, unknown> = {};

@@ -126,6 +126,20 @@ export async function countUnprocessedInboundWebhooks(db: Db): Promise<Record<'r
   return counts;
 }
 
+/** The platform webhooks received in [from, to), counted per status (inbound_webhooks_received_idx alone). */
+export async function countInboundWebhooksByStatus(db: Db, from: Date, to: Date): Promise<Record<InboundWebhookStatus, number>> {
+  const rows = await db
+    .selectFrom('inbound_webhooks')
+    .select((eb) => ['status', eb.fn.countAll<string>().as('n')])
+    .where('received_at', '>=', from)
+    .where('received_at', '<', to)
+    .groupBy('status')
+    .execute();
+  const counts: Record<InboundWebhookStatus, number> = { received: 0, processed: 0, failed: 0 };
+  for (const r of rows) counts[r.status] = Number(r.n);
+  return counts;
+}
+
 /** Removes the body and headers of up to `limit` events processed before `before`; the row stays. */
 export async function purgeProcessedPayloads(db: Db, before: Date, limit: number): Promise<number> {
   const res = await db

@@ -1,6 +1,6 @@
 import type { Db } from '../../db/database.ts';
 import type { OrderEventRow, OrderRow, OrderStatus } from '../../db/schema.ts';
-import { AppError } from '../../http/errors.ts';
+import { AppError, invalidQuery } from '../../http/errors.ts';
 import { cappedPageOf, type CappedPageResult } from '../../http/common.schemas.ts';
 import { findUserByEmail } from '../users/users.repository.ts';
 import { findOrderWithLines, listOrderEvents, listOrders, type OrderFilter, type OrderLineView } from './orders.reads.repository.ts';
@@ -18,12 +18,6 @@ export interface OrderRecord {
   events: OrderEventRow[];
 }
 
-function badFilter(field: string, msg: string): AppError {
-  return new AppError('VALIDATION_ERROR', `Validation failed: querystring.${field}: ${msg}`, {
-    errors: [{ loc: ['querystring', field], msg, type: 'value_error' }],
-  });
-}
-
 /**
  * The creation-time filters, both inclusive: a date-time to the millisecond the API shows times in
  * (the database keeps microseconds), a date the whole of that UTC day.
@@ -38,10 +32,10 @@ function timeRange(q: AdminOrderListQuery): Pick<OrderFilter, 'createdFrom' | 'c
     if (!(to >= END_OF_RANGE_MS)) range.createdBefore = new Date(to);
   }
   for (const [field, d] of [['created_from', range.createdFrom], ['created_to', range.createdBefore]] as const) {
-    if (d !== undefined && Number.isNaN(d.getTime())) throw badFilter(field, 'not a valid date or date-time');
+    if (d !== undefined && Number.isNaN(d.getTime())) throw invalidQuery(field, 'not a valid date or date-time');
   }
   if (range.createdFrom !== undefined && range.createdFrom.getTime() >= (range.createdBefore?.getTime() ?? END_OF_RANGE_MS)) {
-    throw badFilter('created_to', 'is before created_from');
+    throw invalidQuery('created_to', 'is before created_from');
   }
   return range;
 }

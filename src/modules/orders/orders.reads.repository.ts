@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import { jsonArrayFrom } from 'kysely/helpers/postgres';
 import { countCapped, type CappedCount } from '../../db/capped-count.ts';
 import type { Db } from '../../db/database.ts';
+import { utcBucket } from '../../db/time-buckets.ts';
 import type { OrderEventRow, OrderRow, OrderStatus } from '../../db/schema.ts';
 import { customerIdsByPrefix } from '../users/customers.repository.ts';
 
@@ -132,9 +133,6 @@ export async function* orderBatches(db: Db, f: OrderFilter, size: number): Async
   }
 }
 
-/** The start of each UTC hour or day a time falls in (date_trunc in UTC, whatever the session's time zone). */
-const bucketOf = (bucket: 'hour' | 'day', column: string) => sql<Date>`date_trunc(${sql.lit(bucket)}, ${sql.ref(column)}, 'UTC')`;
-
 /**
  * The orders created in [from, to) per UTC hour or day and current status, with their total:
  * read from orders_created_idx alone (it includes status and total_amount). Empty buckets are absent.
@@ -143,13 +141,13 @@ export async function countOrdersPerBucket(
   db: Db,
   opts: { bucket: 'hour' | 'day'; from: Date; to: Date },
 ): Promise<{ start: Date; status: OrderStatus; orders: number; amount: string }[]> {
-  const start = bucketOf(opts.bucket, 'created_at');
+  const { group, start } = utcBucket(opts.bucket, 'created_at');
   const rows = await db
     .selectFrom('orders')
     .select((eb) => [start.as('start'), 'status', eb.fn.countAll<string>().as('orders'), sql<string>`sum(total_amount)::text`.as('amount')])
     .where('created_at', '>=', opts.from)
     .where('created_at', '<', opts.to)
-    .groupBy([start, 'status'])
+    .groupBy([group, 'status'])
     .execute();
   return rows.map((r) => ({ start: new Date(r.start), status: r.status, orders: Number(r.orders), amount: r.amount }));
 }
@@ -160,19 +158,16 @@ export async function countOrdersPerBucket(
  * orders_status_created_idx, each one's event by its (order_id, sequence) key.
  */
 export async function mostShortProducts(db: Db, opts: { from: Date; to: Date; limit: number }): Promise<{ product_id: number; failed_orders: number }[]> {
-  const rows = await db
-    .selectFrom('orders as o')
-    .innerJoin('order_events as e', (join) => join.onRef('e.order_id', '=', 'o.id').on('e.status', '=', 'failed'))
-    .innerJoin(sql<{ product_id: number }>`jsonb_to_recordset(e.details -> 'lines')`.as(sql`line(product_id integer)`), (join) => join.onTrue())
-    .select((eb) => ['line.product_id', eb.fn.count<string>('o.id').distinct().as('failed_orders')])
-    .where('o.status', '=', 'failed')
-    .where('o.created_at', '>=', opts.from)
-    .where('o.created_at', '<', opts.to)
-    .groupBy('line.product_id')
-    .orderBy('failed_orders', 'desc')
-    .orderBy('line.product_id')
-    .limit(opts.limit)
-    .execute();
+  const { rows } = await sql<{ product_id: number; failed_orders: string }>`
+    SELECT line.product_id, count(DISTINCT o.id) AS failed_orders
+    FROM orders o
+    JOIN order_events e ON e.order_id = o.id AND e.status = 'failed'
+    CROSS JOIN jsonb_to_recordset(e.details -> 'lines') AS line(product_id integer)
+    WHERE o.status = 'failed' AND o.created_at >= ${opts.from} AND o.created_at < ${opts.to}
+    GROUP BY line.product_id
+    ORDER BY failed_orders DESC, line.product_id
+    LIMIT ${opts.limit}
+  `.execute(db);
   return rows.map((r) => ({ product_id: r.product_id, failed_orders: Number(r.failed_orders) }));
 }
 

@@ -1,0 +1,99 @@
+import type { Db } from '../../db/database.ts';
+import type { OrderStatus } from '../../db/schema.ts';
+import { iso } from '../../http/common.schemas.ts';
+import { invalidQuery } from '../../http/errors.ts';
+import { countInboundWebhooksByStatus } from '../inbound-webhooks/inbound-webhooks.repository.ts';
+import { countOrdersPerBucket, mostShortProducts } from '../orders/orders.reads.repository.ts';
+import { countAllAttemptsPerBucket } from '../outbound-webhooks/attempts.stats.repository.ts';
+import { findProductStates, findSkus } from '../products/products.repository.ts';
+import { MAX_BUCKETS, type Stats, type StatsQuery } from './stats.schemas.ts';
+
+type Bucket = StatsQuery['bucket'];
+
+const UNIT_MS: Record<Bucket, number> = { hour: 3_600_000, day: 86_400_000 };
+const DEFAULT_BUCKETS: Record<Bucket, number> = { hour: 24, day: 30 };
+/** the range PostgreSQL and the API's ISO strings share: years 1 to 9999 */
+const FIRST_MS = Date.parse('0001-01-01T00:00:00Z');
+const END_MS = Date.UTC(10000, 0, 1);
+/** distinct ranges kept at once: the overview asks for two, a few admins' own ranges fit beside them */
+const CACHE_ENTRIES = 64;
+
+/** The whole buckets that hold [from, to): from rounded down, to up, both in UTC. */
+function bucketRange(q: StatsQuery): { from: number; to: number; count: number } {
+  const unit = UNIT_MS[q.bucket];
+  const to = q.to === undefined ? Date.now() : Date.parse(q.to);
+  const from = q.from === undefined ? to - DEFAULT_BUCKETS[q.bucket] * unit : Date.parse(q.from);
+  if (from >= to) throw invalidQuery('to', 'is not after from');
+  const range = { from: Math.floor(from / unit) * unit, to: Math.ceil(to / unit) * unit };
+  if (range.from < FIRST_MS) throw invalidQuery('from', 'is before the year 1');
+  if (range.to >= END_MS) throw invalidQuery('to', 'is after the year 9999');
+  const count = (range.to - range.from) / unit;
+  if (count > MAX_BUCKETS) throw invalidQuery('from', `the range holds ${count} ${q.bucket}s, more than ${MAX_BUCKETS}`);
+  return { ...range, count };
+}
+
+/** The overview's figures, each read from the module that owns its table, by queries an index serves. */
+export class StatsService {
+  private readonly cache = new Map<string, { expires: number; stats: Promise<Stats> }>();
+
+  private readonly deps: { db: Db; currency: string; cacheSeconds: number };
+
+  constructor(deps: { db: Db; currency: string; cacheSeconds: number }) {
+    this.deps = deps;
+  }
+
+  /** The figures of the buckets `q` names; the same buckets within cacheSeconds share one reading. */
+  read(q: StatsQuery): Promise<Stats> {
+    const range = bucketRange(q);
+    const key = `${q.bucket} ${range.from} ${range.to}`;
+    const now = Date.now();
+    const kept = this.cache.get(key);
+    if (kept !== undefined && kept.expires > now) return kept.stats;
+    const stats = this.compute(q.bucket, range);
+    if (this.deps.cacheSeconds > 0) {
+      this.cache.delete(key);
+      this.cache.set(key, { expires: now + this.deps.cacheSeconds * 1000, stats });
+      // a failed reading is not kept
+      stats.catch(() => this.cache.get(key)?.stats === stats && this.cache.delete(key));
+      if (this.cache.size > CACHE_ENTRIES) this.cache.delete(this.cache.keys().next().value as string);
+    }
+    return stats;
+  }
+
+  private async compute(bucket: Bucket, range: { from: number; to: number; count: number }): Promise<Stats> {
+    const { db } = this.deps;
+    const unit = UNIT_MS[bucket];
+    const between = { bucket, from: new Date(range.from), to: new Date(range.to) };
+    const [orderRows, short, inbound, attempts] = await Promise.all([
+      countOrdersPerBucket(db, between),
+      mostShortProducts(db, { ...between, limit: 10 }),
+      countInboundWebhooksByStatus(db, between.from, between.to),
+      countAllAttemptsPerBucket(db, between),
+    ]);
+    const ids = short.map((s) => s.product_id);
+    const [products, skus] = await Promise.all([findProductStates(db, ids), findSkus(db, ids)]);
+    const names = new Map(products.map((p) => [p.id, p.name]));
+
+    const starts = Array.from({ length: range.count }, (_, i) => iso(new Date(range.from + i * unit)));
+    const slot = (d: Date) => (d.getTime() - range.from) / unit;
+    const orders = starts.map((start) => ({ start, pending: 0, processing: 0, completed: 0, failed: 0, cancelled: 0 }) satisfies Record<OrderStatus, number> & { start: string });
+    const revenue = starts.map((start) => ({ start, amount: '0.00' }));
+    for (const r of orderRows) {
+      orders[slot(r.start)][r.status] = r.orders;
+      if (r.status === 'completed') revenue[slot(r.start)].amount = r.amount;
+    }
+    const deliveries = starts.map((start) => ({ start, succeeded: 0, failed: 0 }));
+    for (const r of attempts) Object.assign(deliveries[slot(r.start)], { succeeded: r.succeeded, failed: r.failed });
+    return {
+      from: iso(between.from),
+      to: iso(between.to),
+      bucket,
+      currency: this.deps.currency,
+      orders,
+      revenue,
+      short_products: short.map((s) => ({ ...s, sku: skus.get(s.product_id) ?? '', name: names.get(s.product_id) ?? '' })),
+      inbound_webhooks: Object.entries(inbound).map(([status, count]) => ({ status: status as keyof typeof inbound, count })),
+      deliveries,
+    };
+  }
+}

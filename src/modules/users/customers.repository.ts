@@ -1,0 +1,33 @@
+import { sql } from 'kysely';
+import type { Db } from '../../db/database.ts';
+
+/** A customer as the administrators' order list and export name it. */
+export interface Customer {
+  id: number;
+  email: string;
+  name: string;
+}
+
+/**
+ * The ids of users (deleted ones too: their orders stay) whose e-mail or name starts with `prefix`,
+ * in any case: a subquery for the order search, served by users_email_prefix_idx and users_name_prefix_idx.
+ */
+export function customerIdsByPrefix(db: Db, prefix: string) {
+  // LIKE's wildcards and its escape character in the text stand for themselves
+  const pattern = `${prefix.toLowerCase().replace(/[\\%_]/g, '\\$&')}%`;
+  return db
+    .selectFrom('users')
+    .select('id')
+    .where((eb) => eb.or([eb(sql<string>`lower(email)`, 'like', pattern), eb(sql<string>`lower(full_name)`, 'like', pattern)]));
+}
+
+/** The customers with these ids, by id (one statement, the primary key's index). */
+export async function findCustomers(db: Db, ids: readonly number[]): Promise<Map<number, Customer>> {
+  if (ids.length === 0) return new Map();
+  const rows = await db
+    .selectFrom('users')
+    .select(['id', 'email', 'full_name as name'])
+    .where(sql<boolean>`id = ANY(${[...new Set(ids)]}::integer[])`)
+    .execute();
+  return new Map(rows.map((r) => [r.id, r]));
+}

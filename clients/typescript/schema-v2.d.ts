@@ -7569,6 +7569,495 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v2/webhooks/subscriptions/{subscription_id}/messages": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Messages of a subscription, newest first, each with its attempts
+         * @description One item per message (an event sent to the subscription, or a test send) with every attempt under it, oldest first. `status` and `event_type` filter. The total is counted up to 10,000 (`total_exact: false` past it). The body, headers and answers of one message: GET …/messages/{message_id}.
+         */
+        get: {
+            parameters: {
+                query?: {
+                    page?: number;
+                    page_size?: number;
+                    /**
+                     * @description only messages now in this state
+                     * @example failed
+                     */
+                    status?: "pending" | "delivered" | "failed";
+                    /**
+                     * @description only messages of this event type
+                     * @example order.status_changed
+                     */
+                    event_type?: "order.created" | "order.status_changed" | "order.cancelled" | "webhook.test";
+                };
+                header?: never;
+                path: {
+                    /** @example 1 */
+                    subscription_id: number;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description A page of the subscription's messages, newest first, each with its attempts */
+                200: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            items: {
+                                /** @description the `webhook-id` header */
+                                message_id: string;
+                                /** @description null for a test send */
+                                event_id: number | null;
+                                event_type: string;
+                                /** @description the order of the event; null for a test send */
+                                order_id: number | null;
+                                /** @description pending: being delivered, retried, or waiting for an earlier message of its order; delivered; failed: every attempt failed, or its subscription was disabled or deleted while it was pending */
+                                status: "pending" | "delivered" | "failed";
+                                /** Format: date-time */
+                                created_at: string;
+                                /** @description when it was delivered or failed for good */
+                                settled_at: string | null;
+                                /** @description every attempt, oldest first (the body, headers and answers: GET …/messages/{message_id}) */
+                                attempts: {
+                                    /** @description counts every attempt of the message, resends and recoveries included */
+                                    attempt: number;
+                                    /** Format: date-time */
+                                    created_at: string;
+                                    /** @description null when no response came */
+                                    status_code: number | null;
+                                    duration_ms: number | null;
+                                    success: boolean;
+                                    /** @description why the attempt failed: `HTTP <status>: <start of the body>`, or a reason such as "timeout after 15 s", "connection refused", "host not found", "target address not allowed" */
+                                    error: string | null;
+                                }[];
+                            }[];
+                            total: number;
+                            page: number;
+                            page_size: number;
+                            has_next: boolean;
+                            /** @description false: more match than `total` (counted up to 10,000 or the end of this page) */
+                            total_exact: boolean;
+                        };
+                    };
+                };
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
+                401: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Forbidden (`INACTIVE_USER`) */
+                403: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Not found (`NOT_FOUND`) */
+                404: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                422: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
+                429: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        /** @description seconds to wait before trying again */
+                        "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/webhooks/subscriptions/{subscription_id}/stats": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Delivery success of a subscription: its attempts per hour or day by outcome
+         * @description Every UTC bucket of the range, oldest first, zeros included, with the success rate of each and of the whole range. `from` is aligned down to its bucket. 422 `VALIDATION_ERROR` when `from` is not before `to`, or the range has more than 744 buckets.
+         */
+        get: {
+            parameters: {
+                query?: {
+                    /**
+                     * @description UTC hours or days
+                     * @example hour
+                     */
+                    bucket?: "hour" | "day";
+                    /**
+                     * @description default: `to` − 24 h (hour) or − 30 days (day); aligned down to its bucket
+                     * @example 2026-01-15T00:00:00Z
+                     */
+                    from?: string;
+                    /**
+                     * @description default: now; the range ends before it
+                     * @example 2026-01-16T00:00:00Z
+                     */
+                    to?: string;
+                };
+                header?: never;
+                path: {
+                    /** @example 1 */
+                    subscription_id: number;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description OK */
+                200: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            subscription_id: number;
+                            /**
+                             * @description UTC hours or days
+                             * @default hour
+                             */
+                            bucket: "hour" | "day";
+                            /** Format: date-time */
+                            from: string;
+                            /** Format: date-time */
+                            to: string;
+                            /** @description attempts the receiver answered with 2xx */
+                            succeeded: number;
+                            /** @description attempts that failed (an answer other than 2xx, or none) */
+                            failed: number;
+                            /** @description succeeded / (succeeded + failed); null when there was no attempt */
+                            success_rate: number | null;
+                            /** @description every bucket of the range, oldest first, zeros included */
+                            buckets: {
+                                /** Format: date-time */
+                                start: string;
+                                /** @description attempts the receiver answered with 2xx */
+                                succeeded: number;
+                                /** @description attempts that failed (an answer other than 2xx, or none) */
+                                failed: number;
+                                /** @description succeeded / (succeeded + failed); null when there was no attempt */
+                                success_rate: number | null;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
+                401: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Forbidden (`INACTIVE_USER`) */
+                403: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Not found (`NOT_FOUND`) */
+                404: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                422: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
+                429: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        /** @description seconds to wait before trying again */
+                        "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/webhooks/event-types": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The event types a subscription can be sent, with the schema and a sample of each
+         * @description The schemas and samples are of the v2 rendering (a subscription created under v1 receives a cancellation as a move to `failed` with `reason` `CANCELLED`, and no `order.cancelled`). Each sample is rendered by the code that renders real messages.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description OK */
+                200: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            items: {
+                                /** @example order.status_changed */
+                                name: string;
+                                description: string;
+                                /** @description the JSON Schema of the message body as a v2 subscription receives it */
+                                schema: unknown;
+                                /** @description a sample body, rendered as real messages are */
+                                example: unknown;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
+                401: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Forbidden (`INACTIVE_USER`) */
+                403: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
+                429: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        /** @description seconds to wait before trying again */
+                        "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v2/webhooks/subscriptions/{subscription_id}/messages/{message_id}": {
         parameters: {
             query?: never;
@@ -8158,7 +8647,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Send a webhook.test event to the subscription */
+        /**
+         * Send a webhook.test event to the subscription
+         * @description `event_type` sends a sample of that type instead (GET /api/v2/webhooks/event-types shows each), in the subscription's rendering, with a fresh `evt_test_…` id and the time now; its message has no order.
+         */
         post: {
             parameters: {
                 query?: never;
@@ -8169,7 +8661,23 @@ export interface paths {
                 };
                 cookie?: never;
             };
-            requestBody?: never;
+            /** @description optional: no body sends `webhook.test` */
+            requestBody?: {
+                content: {
+                    /**
+                     * @example {
+                     *       "event_type": "order.status_changed"
+                     *     }
+                     */
+                    "application/json": {
+                        /**
+                         * @description the type to send a sample of (GET /api/v2/webhooks/event-types shows each sample); a v1 subscription cannot be sent `order.cancelled`
+                         * @default webhook.test
+                         */
+                        event_type?: "order.created" | "order.status_changed" | "order.cancelled" | "webhook.test";
+                    } | null;
+                };
+            };
             responses: {
                 /** @description Accepted */
                 202: {

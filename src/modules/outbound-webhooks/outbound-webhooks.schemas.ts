@@ -262,8 +262,8 @@ export const MessagePage = CappedPage(MessageSummary, "A page of the subscriptio
 const StatsBucket = Type.Union([Type.Literal('hour'), Type.Literal('day')], { description: 'UTC hours or days', default: 'hour' });
 export const StatsQuery = Type.Object({
   bucket: Type.Optional({ ...StatsBucket, examples: ['hour'] }),
-  from: Type.Optional(Type.String({ format: 'date-time', maxLength: 64, description: 'default: `to` − 24 h (hour) or − 30 days (day); aligned down to its bucket' })),
-  to: Type.Optional(Type.String({ format: 'date-time', maxLength: 64, description: 'default: now; the range ends before it' })),
+  from: Type.Optional(Type.String({ format: 'date-time', maxLength: 64, description: 'default: `to` − 24 h (hour) or − 30 days (day); aligned down to its bucket', examples: ['2026-01-15T00:00:00Z'] })),
+  to: Type.Optional(Type.String({ format: 'date-time', maxLength: 64, description: 'default: now; the range ends before it', examples: ['2026-01-16T00:00:00Z'] })),
 });
 export type StatsQuery = Static<typeof StatsQuery>;
 

@@ -39,6 +39,8 @@ export interface QueueDefinition extends Pick<QueueOptions, 'retryLimit' | 'retr
   batchSize?: number;
   /** A defined queue that pg-boss copies a job of this one into when it gives up on it for good. */
   deadLetter?: JobName;
+  /** `stately`: at most one job waiting and one running (pg-boss drops a send while one waits), for a queue that only wakes a worker. */
+  policy?: 'stately';
 }
 
 /** Queues of earlier versions: `order-counts-fold` folded the counter rows decision 011 removed. */
@@ -59,14 +61,20 @@ export async function syncQueues(boss: PgBoss, definitions: readonly QueueDefini
     const { name: _name, batchSize: _batchSize, ...own } = def;
     const options = { ...INTERNAL_RETRY, ...JOB_LIVENESS, deleteAfterSeconds: retentionDays * 86400, ...own, notify: true };
     const current = existing.get(def.name);
-    if (!current) {
+    // pg-boss cannot change a queue's policy: one whose definition names another is made anew
+    if (current && current.policy !== (def.policy ?? 'standard')) {
+      await boss.deleteQueue(def.name);
+      log.info({ queue: def.name, policy: def.policy }, 'job queue made anew with its new policy');
+    }
+    if (!current || current.policy !== (def.policy ?? 'standard')) {
       await boss.createQueue(def.name, options);
       touched.push(def.name);
       continue;
     }
-    const changed = Object.entries(options).filter(([key, value]) => current[key] !== value);
+    const { policy: _policy, ...updatable } = options;
+    const changed = Object.entries(updatable).filter(([key, value]) => current[key] !== value);
     if (changed.length === 0) continue;
-    await boss.updateQueue(def.name, options);
+    await boss.updateQueue(def.name, updatable);
     touched.push(def.name);
     log.info({ queue: def.name, changed: changed.map(([key]) => key) }, 'job queue settings updated');
   }

@@ -75,6 +75,8 @@ export class JobQueue {
   /** One line when the database stops answering and one when it is back, for the whole process (the error handler reports to it too). */
   readonly databaseOutage: OutageLog;
   private readonly lapsedHeartbeats: LapsedHeartbeats;
+  /** Per queue woken: the send on its way, and whether another was asked for meanwhile (`wake`). */
+  private readonly waking = new Map<JobName, { sent: Promise<void>; again: boolean }>();
 
   constructor(handle: DatabaseHandle, config: Config, log: FastifyBaseLogger) {
     this.handle = handle;
@@ -217,6 +219,35 @@ export class JobQueue {
     return this.handle.db.transaction().execute((trx) => this.send(trx, name, data, options));
   }
 
+  /**
+   * Has a worker run the `stately` queue `name` (a payload-less job) after everything this process
+   * has committed so far. The send is its own statement, after the caller's commit: inside the
+   * transaction, the policy's unique index would make concurrent transactions wait for each other.
+   * pg-boss drops the send while a job waits already. Sends of one queue do not overlap: one asked
+   * for while another is on its way follows it, so a burst of commits costs two sends, not one each.
+   * Not awaited; a send lost to a crash or an outage is made up by the queue's schedule.
+   */
+  wake(name: JobName): void {
+    if (!this.started) return;
+    const current = this.waking.get(name);
+    if (current) {
+      current.again = true;
+      return;
+    }
+    const send = async () => {
+      await this.boss.send(name, {}).catch((err: unknown) => {
+        if (isDatabaseUnavailable(err)) this.databaseOutage.failed(err, 'job queue');
+        else this.log.warn({ err, queue: name }, 'waking a job queue failed; its schedule runs it');
+      });
+    };
+    const entry = { sent: send(), again: false };
+    this.waking.set(name, entry);
+    void entry.sent.finally(() => {
+      this.waking.delete(name);
+      if (entry.again) this.wake(name);
+    });
+  }
+
   /** Per queue: jobs waiting (new, or waiting for a retry), running, and failed and still kept, as pg-boss's supervision last counted them. */
   async counts(): Promise<QueueJobCounts[]> {
     const queues = await this.boss.getQueues([...this.definitions.keys()]);
@@ -269,6 +300,7 @@ export class JobQueue {
     this.databaseOutage.stop();
     if (!this.started) return;
     this.started = false;
+    while (this.waking.size > 0) await Promise.all([...this.waking.values()].map((w) => w.sent));
     await this.boss.stop({ graceful: true, timeout: timeoutMs, close: true });
     this.lapsedHeartbeats.flush();
   }

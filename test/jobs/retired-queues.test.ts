@@ -19,4 +19,16 @@ describe('retired queues', () => {
     // a second pass finds nothing to delete
     await syncQueues(boss, [], 7, app.ctx.log);
   });
+
+  it('a queue whose definition names another policy is made anew with it (order-events-publish: standard before, stately now)', async (t) => {
+    const app = await buildTestApp(t);
+    const boss = app.ctx.queue.boss;
+    const name = 'order-events-publish';
+    assert.equal((await boss.getQueue(name))?.policy, 'stately');
+    // as an earlier version left it
+    await boss.deleteQueue(name);
+    await boss.createQueue(name, { policy: 'standard' });
+    await syncQueues(boss, [{ name, policy: 'stately' }], 7, app.ctx.log);
+    assert.equal((await boss.getQueue(name))?.policy, 'stately');
+  });
 });

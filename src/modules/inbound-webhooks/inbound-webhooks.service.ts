@@ -243,6 +243,7 @@ export class InboundWebhookService {
         await linkInboundWebhook(trx, waiting.inbound_webhook_id, order.id);
       }
     });
+    this.deps.orders.publishCommitted();
   }
 
   /** A platform cancellation: cancels the linked order as the API does, or records it for the creation to apply. */
@@ -258,5 +259,6 @@ export class InboundWebhookService {
       }
       await settleInboundWebhook(trx, inboundId, { status: 'processed', orderId: result?.orderId ?? null, error: null });
     });
+    this.deps.orders.publishCommitted();
   }
 }

@@ -8,11 +8,24 @@ import { countStatusChanges } from './orders.metrics.ts';
 import { changeStatuses, insertOrder, markPublished, orderDemand, unpublishedEvents, type LinePrice, type NewOrder, type StatusChange } from './orders.changes.repository.ts';
 
 /**
- * Every change of an order, one function each, each in the caller's transaction: the change, its
- * event and the job that publishes the event commit together, so a committed event always has a job
- * to publish it. The listeners run after the commit, in that job (`publishEvents`), from the
- * `order_events` rows: the outbox. One job publishes every event waiting.
+ * Every change of an order, one function each, each in the caller's transaction: the change and its
+ * event commit together. The listeners run after the commit, from the `order_events` rows (the
+ * outbox), in the publishing job (`publishEvents`), which the transaction's owner wakes once it has
+ * committed (`inOrderTransaction`, or `wakePublisher` for a transaction another module owns).
  */
+export const PUBLISH_QUEUE = 'order-events-publish';
+
+/** Wakes the publishing job: what was committed so far gets published. */
+export function wakePublisher(queue: JobQueue): void {
+  queue.wake(PUBLISH_QUEUE);
+}
+
+/** Runs `change` in a transaction of its own, then wakes the publishing job for the events it committed. */
+export async function inOrderTransaction<T>(db: Db, queue: JobQueue, change: (trx: Transaction<Database>) => Promise<T>): Promise<T> {
+  const result = await db.transaction().execute(change);
+  wakePublisher(queue);
+  return result;
+}
 
 /** The statuses an order can be cancelled from: not yet final, or completed (its stock goes back). */
 export const CANCELLABLE: readonly OrderStatus[] = ['pending', 'processing', 'completed'];
@@ -26,7 +39,6 @@ export async function placeOrder(trx: Transaction<Database>, queue: JobQueue, in
   const { order, products } = await insertOrder(trx, input);
   if (!order) return { order: undefined, products };
   await queue.send(trx, 'order-process', { orderId: order.id });
-  await queue.send(trx, 'order-events-publish', {});
   countStatusChanges([order]);
   return { order, products };
 }
@@ -37,19 +49,17 @@ export async function placeOrder(trx: Transaction<Database>, queue: JobQueue, in
  */
 export async function changeOrders(
   trx: Transaction<Database>,
-  queue: JobQueue,
   changes: readonly StatusChange[],
   linePrices: readonly LinePrice[] = [],
 ): Promise<OrderRow[]> {
   const changed = await changeStatuses(trx, changes, linePrices);
-  if (changed.length > 0) await queue.send(trx, 'order-events-publish', {});
   countStatusChanges(changed);
   return changed;
 }
 
 /** `changeOrders` for one order; undefined when it was no longer in `change.from`. */
-export async function changeOrder(trx: Transaction<Database>, queue: JobQueue, change: StatusChange): Promise<OrderRow | undefined> {
-  const [changed] = await changeOrders(trx, queue, [change]);
+export async function changeOrder(trx: Transaction<Database>, change: StatusChange): Promise<OrderRow | undefined> {
+  const [changed] = await changeOrders(trx, [change]);
   return changed;
 }
 
@@ -58,14 +68,14 @@ export async function changeOrder(trx: Transaction<Database>, queue: JobQueue, c
  * order's units go back to stock; a pending or processing one has reserved nothing, and its
  * processing re-reads the status under the same row lock, so never reserves it afterwards.
  */
-export async function cancelOrder(trx: Transaction<Database>, queue: JobQueue, order: OrderRow, reason: string | null): Promise<OrderRow> {
+export async function cancelOrder(trx: Transaction<Database>, order: OrderRow, reason: string | null): Promise<OrderRow> {
   if (order.status === 'completed') {
     const demand = await orderDemand(trx, order.id);
     // the lock order: the order row, then its products by id (docs/architecture.md, Locks)
     await lockProducts(trx, demand.map((d) => d.productId));
     await changeStock(trx, demand.map((d) => ({ productId: d.productId, delta: d.quantity })));
   }
-  const cancelled = await changeOrder(trx, queue, { id: order.id, from: order.status, to: 'cancelled', reason });
+  const cancelled = await changeOrder(trx, { id: order.id, from: order.status, to: 'cancelled', reason });
   if (!cancelled) throw new Error(`order ${order.id}: not ${order.status} under its lock`);
   return cancelled;
 }

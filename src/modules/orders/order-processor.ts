@@ -5,7 +5,7 @@ import { givenUpJob, isLastAttempt, type JobQueue } from '../../jobs/queue.ts';
 import type { Job } from '../../jobs/registry.ts';
 import { exactTotal, MAX_MONEY } from '../products/money.ts';
 import { changeStock, type LockedProduct } from '../products/products.repository.ts';
-import { changeOrder, changeOrders } from './order-lifecycle.ts';
+import { changeOrder, changeOrders, inOrderTransaction } from './order-lifecycle.ts';
 import { lockOrder, lockOrders, lockOrdersWithProducts, requeuedSince, type ProductDemand, type StatusChange } from './orders.changes.repository.ts';
 import { findOrderStatus } from './orders.reads.repository.ts';
 import type { FailureDetails } from './orders.schemas.ts';
@@ -105,12 +105,12 @@ export class OrderProcessor {
   private async processOrders(items: readonly { orderId: number; attempt: number }[]): Promise<void> {
     const ids = [...new Set(items.map((i) => i.orderId))].sort((a, b) => a - b);
     // pending → processing, two or more orders locked in id order first; one processing already (an earlier attempt moved it) stays as it is
-    await this.db.transaction().execute(async (trx) => {
+    await inOrderTransaction(this.db, this.queue, async (trx) => {
       if (ids.length > 1) await lockOrders(trx, ids);
-      await changeOrders(trx, this.queue, ids.map((id) => ({ id, from: 'pending', to: 'processing' })));
+      await changeOrders(trx, ids.map((id) => ({ id, from: 'pending', to: 'processing' })));
     });
     for (const item of items) await this.hooks.beforeReserve?.(item.orderId, item.attempt);
-    await this.db.transaction().execute(async (trx) => {
+    await inOrderTransaction(this.db, this.queue, async (trx) => {
       const locked = await lockOrdersWithProducts(trx, ids, 'processing');
       const products = new Map(locked.products.map((p) => [p.id, p]));
       // what each product has left for the next order, once the orders before it took their units
@@ -129,7 +129,7 @@ export class OrderProcessor {
       }
       const stock = [...left].map(([productId, units]) => ({ productId, delta: units - products.get(productId)!.stock }));
       await changeStock(trx, stock.filter((c) => c.delta !== 0));
-      await changeOrders(trx, this.queue, changes, locked.products);
+      await changeOrders(trx, changes, locked.products);
     });
   }
 
@@ -153,12 +153,12 @@ export class OrderProcessor {
    * first, in the same transaction: subscribers see every transition. Returns whether it failed it.
    */
   private async failUnlessFinal(orderId: number, requeuedAfter?: Date): Promise<boolean> {
-    return this.db.transaction().execute(async (trx) => {
+    return inOrderTransaction(this.db, this.queue, async (trx) => {
       const order = await lockOrder(trx, orderId);
       if (!order || (order.status !== 'pending' && order.status !== 'processing')) return false;
       if (requeuedAfter && (await requeuedSince(trx, orderId, requeuedAfter))) return false;
-      if (order.status === 'pending') await changeOrder(trx, this.queue, { id: orderId, from: 'pending', to: 'processing' });
-      await changeOrder(trx, this.queue, { id: orderId, from: 'processing', to: 'failed', failureReason: 'PROCESSING_ERROR', reason: 'PROCESSING_ERROR' });
+      if (order.status === 'pending') await changeOrder(trx, { id: orderId, from: 'pending', to: 'processing' });
+      await changeOrder(trx, { id: orderId, from: 'processing', to: 'failed', failureReason: 'PROCESSING_ERROR', reason: 'PROCESSING_ERROR' });
       return true;
     });
   }

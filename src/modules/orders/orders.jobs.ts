@@ -3,16 +3,13 @@ import type { Db } from '../../db/database.ts';
 import { HOUSEKEEPING_RETRY, type JobQueue } from '../../jobs/queue.ts';
 import { purgeExpiredIdempotencyKeys } from './idempotency.repository.ts';
 import type { OrderEventBus } from '../../events/order-events.ts';
-import { publishEvents } from './order-lifecycle.ts';
+import { PUBLISH_QUEUE, publishEvents } from './order-lifecycle.ts';
 import type { OrderProcessor } from './order-processor.ts';
-
-/** Publishing jobs fetched at once: one run publishes for all of them. */
-const PUBLISH_JOBS_FETCHED = 100;
 
 /**
  * The orders' processing (a fetched batch together) and its dead letter, the publishing of order
- * events (a fetched batch of jobs is one run; a run every minute too, so events whose own job gave
- * up do not wait for the next change), and the hourly purge of expired Idempotency-Key responses.
+ * events (woken after each change's commit; a run every minute too, so events whose wake was lost do
+ * not wait for the next change), and the hourly purge of expired Idempotency-Key responses.
  */
 export function registerOrderJobs(
   queue: JobQueue,
@@ -25,12 +22,12 @@ export function registerOrderJobs(
     await processor.abandon(job);
   });
 
-  queue.define({ name: 'order-events-publish', batchSize: PUBLISH_JOBS_FETCHED });
-  const publish = async () => {
+  // one job waiting and one running at most: a run publishes every event committed before it starts
+  queue.define({ name: PUBLISH_QUEUE, policy: 'stately', batchSize: 1 });
+  queue.work(PUBLISH_QUEUE, async () => {
     await publishEvents(deps.db, deps.orderEvents);
-  };
-  queue.work('order-events-publish', publish, 1, { together: publish });
-  queue.scheduleCron('order-events-publish', '* * * * *');
+  });
+  queue.scheduleCron(PUBLISH_QUEUE, '* * * * *');
 
   queue.define({ name: 'idempotency-keys-purge', ...HOUSEKEEPING_RETRY });
   queue.work('idempotency-keys-purge', async () => {

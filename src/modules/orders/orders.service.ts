@@ -9,7 +9,7 @@ import { MAX_ID } from '../../http/path-ids.ts';
 import type { JobQueue } from '../../jobs/queue.ts';
 import { findProductStates } from '../products/products.repository.ts';
 import { findIdempotencyKey, saveIdempotencyKey, type IdempotentResponse } from './idempotency.repository.ts';
-import { CANCELLABLE, cancelOrder, changeOrder, placeOrder } from './order-lifecycle.ts';
+import { CANCELLABLE, cancelOrder, changeOrder, inOrderTransaction, placeOrder, wakePublisher } from './order-lifecycle.ts';
 import { lockOrder, type NewOrder } from './orders.changes.repository.ts';
 import { toOrderCreated } from './orders.mapper.ts';
 import { findOrderIdByExternalId, findOrderWithLines, listOrderEvents, listUserOrders, type OrderLineView } from './orders.reads.repository.ts';
@@ -88,7 +88,7 @@ export class OrdersService {
     }
     const input = { userId: actor.id, shippingAddress: body.shipping_address, lines };
     try {
-      const created = await this.db.transaction().execute(async (trx) => {
+      const created = await inOrderTransaction(this.db, this.queue, async (trx) => {
         const placed = await placeOrder(trx, this.queue, input);
         if (!placed.order) throw invalidProduct(body, placed.products);
         const response = toOrderCreated(placed.order, lines);
@@ -131,6 +131,11 @@ export class OrdersService {
     return (await placeOrder(trx, this.queue, input)).order;
   }
 
+  /** Once the caller's transaction in which `place` or `cancelByExternalId` ran has committed: its events get published. */
+  publishCommitted(): void {
+    wakePublisher(this.queue);
+  }
+
   /** The id of the order a platform knows by `externalId`, if it exists. */
   async findIdByExternalId(trx: Transaction<Database>, source: string, externalId: string): Promise<number | undefined> {
     return findOrderIdByExternalId(trx, source, externalId);
@@ -171,7 +176,7 @@ export class OrdersService {
 
   /** A failed order back to pending, queued for processing again (owner or administrator). */
   async retry(actor: UserRow, id: number): Promise<OrderRow> {
-    return this.db.transaction().execute(async (trx) => {
+    return inOrderTransaction(this.db, this.queue, async (trx) => {
       const order = await lockOrder(trx, id);
       if (!order) throw orderNotFound();
       if (order.user_id !== actor.id && !actor.is_admin) throw notYourOrder();
@@ -180,7 +185,7 @@ export class OrdersService {
         const now = order.status === 'cancelled' ? 'will not be fulfilled' : `is ${order.status}`;
         throw new AppError('INVALID_STATE', `Only failed orders can be retried; this order ${now}`);
       }
-      const pending = await changeOrder(trx, this.queue, { id: order.id, from: 'failed', to: 'pending', failureReason: null, total: '0' });
+      const pending = await changeOrder(trx, { id: order.id, from: 'failed', to: 'pending', failureReason: null, total: '0' });
       if (!pending) throw new Error(`order ${order.id}: not failed under its lock`);
       await this.queue.send(trx, 'order-process', { orderId: order.id });
       return pending;
@@ -192,7 +197,7 @@ export class OrdersService {
    * the two never interleave. Returns the order as cancelled, with its lines.
    */
   async cancel(actor: UserRow, id: number, reason: string | null): Promise<{ order: OrderRow; lines: OrderLineView[] }> {
-    await this.db.transaction().execute(async (trx) => {
+    await inOrderTransaction(this.db, this.queue, async (trx) => {
       const order = await lockOrder(trx, id);
       if (!order) throw orderNotFound();
       if (order.user_id !== actor.id && !actor.is_admin) throw notYourOrder();
@@ -200,7 +205,7 @@ export class OrdersService {
       if (!CANCELLABLE.includes(order.status)) {
         throw new AppError('ORDER_NOT_CANCELLABLE', `Only pending, processing or completed orders can be cancelled; this order is ${order.status}`);
       }
-      await cancelOrder(trx, this.queue, order, reason);
+      await cancelOrder(trx, order, reason);
     });
     const found = await findOrderWithLines(this.db, id);
     if (!found) throw orderNotFound();
@@ -223,7 +228,7 @@ export class OrdersService {
     const order = await lockOrder(trx, id);
     if (!order) return undefined;
     if (!CANCELLABLE.includes(order.status)) return { orderId: id, cancelled: false };
-    await cancelOrder(trx, this.queue, order, reason);
+    await cancelOrder(trx, order, reason);
     return { orderId: id, cancelled: true };
   }
 }

@@ -8,6 +8,7 @@ import { createProduct } from '../helpers/products.ts';
 import { waitForFinal } from '../helpers/orders.ts';
 import { sendInbound, SHOPIFY_SECRET, startReceiver, type Receiver } from '../helpers/webhooks.ts';
 import { registerOperationsMetrics } from '../../src/modules/operations/operations.metrics.ts';
+import { inOrderTransaction, placeOrder } from '../../src/modules/orders/order-lifecycle.ts';
 
 /** The samples of /metrics as `name{labels}` → value. */
 function parse(text: string): Map<string, number> {
@@ -112,6 +113,23 @@ describe('/metrics: jobs, orders and webhooks', () => {
     await db.deleteFrom('orders').where('user_id', '=', owner).where('status', 'in', ['pending', 'processing']).execute();
     // the cancelled order's order.created message is delivered before the next test reads the undelivered age
     await waitFor(async () => ((await count(`SELECT count(*) AS n FROM webhook_messages WHERE status = 'delivered'`)) === 3 ? true : undefined));
+  });
+
+  it('a change whose transaction rolls back is not counted', async () => {
+    const before = (await scrape()).samples;
+    const product = await createProduct(app, { stock: 5 });
+    const { queue, db } = app.ctx;
+    await assert.rejects(
+      inOrderTransaction(db, queue, async (trx) => {
+        const { order } = await placeOrder(trx, queue, { userId: alice.user.id, shippingAddress: 'x', lines: [{ productId: product.id, quantity: 1 }] });
+        assert.ok(order);
+        throw new Error('rolled back');
+      }),
+      /rolled back/,
+    );
+    const after = (await scrape()).samples;
+    assert.equal(after.get('order_status_transitions_total{status="pending"}'), before.get('order_status_transitions_total{status="pending"}'));
+    assert.equal(await count(`SELECT count(*) AS n FROM orders WHERE user_id = ${alice.user.id} AND status = 'pending'`), 0);
   });
 
   it('queued, running and failed jobs per queue, as pg-boss last counted them', async () => {

@@ -210,7 +210,7 @@ export class InboundWebhookService {
   }
 
   private async createOrLinkOrder(inboundId: number, mapped: MappedShopifyOrder): Promise<void> {
-    await this.deps.db.transaction().execute(async (trx) => {
+    await this.deps.orders.inTransaction(async (trx) => {
       // one processor per stored event at a time; a repeated job finds it settled
       const status = await lockForPlatformOrder(trx, inboundId, SHOPIFY_SOURCE, mapped.externalId);
       if (status !== 'received') return;
@@ -243,12 +243,11 @@ export class InboundWebhookService {
         await linkInboundWebhook(trx, waiting.inbound_webhook_id, order.id);
       }
     });
-    this.deps.orders.publishCommitted();
   }
 
   /** A platform cancellation: cancels the linked order as the API does, or records it for the creation to apply. */
   private async applyCancellation(inboundId: number, mapped: MappedShopifyCancellation): Promise<void> {
-    await this.deps.db.transaction().execute(async (trx) => {
+    await this.deps.orders.inTransaction(async (trx) => {
       const status = await lockForPlatformOrder(trx, inboundId, SHOPIFY_SOURCE, mapped.externalId);
       if (status !== 'received') return;
       const result = await this.deps.orders.cancelByExternalId(trx, SHOPIFY_SOURCE, mapped.externalId, mapped.reason);
@@ -259,6 +258,5 @@ export class InboundWebhookService {
       }
       await settleInboundWebhook(trx, inboundId, { status: 'processed', orderId: result?.orderId ?? null, error: null });
     });
-    this.deps.orders.publishCommitted();
   }
 }

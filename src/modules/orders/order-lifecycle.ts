@@ -9,21 +9,36 @@ import { changeStatuses, insertOrder, markPublished, orderDemand, unpublishedEve
 
 /**
  * Every change of an order, one function each, each in the caller's transaction: the change and its
- * event commit together. The listeners run after the commit, from the `order_events` rows (the
- * outbox), in the publishing job (`publishEvents`), which the transaction's owner wakes once it has
- * committed (`inOrderTransaction`, or `wakePublisher` for a transaction another module owns).
+ * event commit together. Once the transaction has committed, its owner calls `committed` (or runs
+ * it through `inOrderTransaction`): the status counters count what it changed, and the publishing
+ * job (`publishEvents`) is woken to hand the events, the `order_events` outbox, to the listeners.
  */
 export const PUBLISH_QUEUE = 'order-events-publish';
 
-/** Wakes the publishing job: what was committed so far gets published. */
-export function wakePublisher(queue: JobQueue): void {
+/** The orders each open transaction changed; a rolled-back transaction's go with it, uncounted. */
+const changedIn = new WeakMap<Transaction<Database>, OrderRow[]>();
+
+function changedInTransaction(trx: Transaction<Database>, orders: readonly OrderRow[]): void {
+  const list = changedIn.get(trx);
+  if (list) list.push(...orders);
+  else changedIn.set(trx, [...orders]);
+}
+
+/** After `trx` has committed: counts the status changes it made and wakes the publishing job. */
+export function committed(trx: Transaction<Database>, queue: JobQueue): void {
+  countStatusChanges(changedIn.get(trx) ?? []);
+  changedIn.delete(trx);
   queue.wake(PUBLISH_QUEUE);
 }
 
-/** Runs `change` in a transaction of its own, then wakes the publishing job for the events it committed. */
+/** Runs `change` in a transaction of its own and calls `committed` once it has committed. */
 export async function inOrderTransaction<T>(db: Db, queue: JobQueue, change: (trx: Transaction<Database>) => Promise<T>): Promise<T> {
-  const result = await db.transaction().execute(change);
-  wakePublisher(queue);
+  let ran: Transaction<Database> | undefined;
+  const result = await db.transaction().execute((trx) => {
+    ran = trx;
+    return change(trx);
+  });
+  committed(ran!, queue);
   return result;
 }
 
@@ -39,7 +54,7 @@ export async function placeOrder(trx: Transaction<Database>, queue: JobQueue, in
   const { order, products } = await insertOrder(trx, input);
   if (!order) return { order: undefined, products };
   await queue.send(trx, 'order-process', { orderId: order.id });
-  countStatusChanges([order]);
+  changedInTransaction(trx, [order]);
   return { order, products };
 }
 
@@ -53,7 +68,7 @@ export async function changeOrders(
   linePrices: readonly LinePrice[] = [],
 ): Promise<OrderRow[]> {
   const changed = await changeStatuses(trx, changes, linePrices);
-  countStatusChanges(changed);
+  changedInTransaction(trx, changed);
   return changed;
 }
 

@@ -9,7 +9,7 @@ import { MAX_ID } from '../../http/path-ids.ts';
 import type { JobQueue } from '../../jobs/queue.ts';
 import { findProductStates } from '../products/products.repository.ts';
 import { findIdempotencyKey, saveIdempotencyKey, type IdempotentResponse } from './idempotency.repository.ts';
-import { CANCELLABLE, cancelOrder, changeOrder, inOrderTransaction, placeOrder, wakePublisher } from './order-lifecycle.ts';
+import { CANCELLABLE, cancelOrder, changeOrder, inOrderTransaction, placeOrder } from './order-lifecycle.ts';
 import { lockOrder, type NewOrder } from './orders.changes.repository.ts';
 import { toOrderCreated } from './orders.mapper.ts';
 import { findOrderIdByExternalId, findOrderWithLines, listOrderEvents, listUserOrders, type OrderLineView } from './orders.reads.repository.ts';
@@ -124,16 +124,16 @@ export class OrdersService {
   }
 
   /**
-   * `placeOrder` in the caller's transaction (an inbound platform order is placed in the one that
-   * records its webhook as processed); undefined when a line's product is unknown or inactive.
+   * `placeOrder` in the caller's transaction, one of `inTransaction` (an inbound platform order is
+   * placed in the one that records its webhook as processed); undefined when a line's product is unknown or inactive.
    */
   async place(trx: Transaction<Database>, input: NewOrder): Promise<OrderRow | undefined> {
     return (await placeOrder(trx, this.queue, input)).order;
   }
 
-  /** Once the caller's transaction in which `place` or `cancelByExternalId` ran has committed: its events get published. */
-  publishCommitted(): void {
-    wakePublisher(this.queue);
+  /** Runs `change` in a transaction in which `place` and `cancelByExternalId` may run; their changes are counted and published once it has committed. */
+  async inTransaction<T>(change: (trx: Transaction<Database>) => Promise<T>): Promise<T> {
+    return inOrderTransaction(this.db, this.queue, change);
   }
 
   /** The id of the order a platform knows by `externalId`, if it exists. */

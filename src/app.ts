@@ -28,6 +28,7 @@ import { createAuthModule } from './modules/auth/auth.module.ts';
 import { createInboundWebhooksModule } from './modules/inbound-webhooks/inbound-webhooks.module.ts';
 import type { InboundProcessHooks } from './modules/inbound-webhooks/inbound-webhooks.service.ts';
 import { createItemsModule } from './modules/items/items.module.ts';
+import { createLiveModule, type LiveOptions } from './modules/live/live.module.ts';
 import { createOperationsModule } from './modules/operations/operations.module.ts';
 import type { OrderProcessorHooks } from './modules/orders/order-processor.ts';
 import { createOrdersModule } from './modules/orders/orders.module.ts';
@@ -54,6 +55,8 @@ export interface BuildOptions {
   webhookResolver?: Resolver;
   /** the built console to serve at /console (default build/console; tests build their own) */
   consoleDir?: string;
+  /** the live event stream's timings and limits (tests: a short heartbeat) */
+  live?: LiveOptions;
 }
 
 /** Builds the whole service: database (migrated), queue (started), every module registered. */
@@ -92,6 +95,7 @@ export async function buildApp(config: Config, opts: BuildOptions = {}): Promise
     createOutboundWebhooksModule(ctx, { resolve: opts.webhookResolver }),
     operations,
     createStatsModule(ctx),
+    createLiveModule(ctx, { loadUser: users.loadUser }, opts.live),
   ];
 
   // The request pipeline. Response headers and CORS come before rate limiting and authentication,

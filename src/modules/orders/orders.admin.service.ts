@@ -2,11 +2,15 @@ import type { Db } from '../../db/database.ts';
 import type { OrderEventRow, OrderRow, OrderStatus } from '../../db/schema.ts';
 import { AppError, invalidQuery } from '../../http/errors.ts';
 import { cappedPageOf, type CappedPageResult } from '../../http/common.schemas.ts';
+import { MAX_ID } from '../../http/path-ids.ts';
+import { findCustomers, type Customer } from '../users/customers.repository.ts';
 import { findUserByEmail } from '../users/users.repository.ts';
-import { findOrderWithLines, listOrderEvents, listOrders, type OrderFilter, type OrderLineView } from './orders.reads.repository.ts';
-import type { AdminOrderListQuery } from './orders.schemas.ts';
+import { findOrderWithLines, listOrderEvents, listOrders, orderBatches, type OrderFilter, type OrderLineView } from './orders.reads.repository.ts';
+import type { AdminOrderFilterQuery, AdminOrderListQuery } from './orders.schemas.ts';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
+/** orders per read of the export: one index range each, a bounded part of the list in memory */
+const EXPORT_BATCH = 1000;
 const DATE_ONLY = /^\d{4}-\d{2}-\d{2}$/;
 /** The first instant after the range the API accepts (years 1–9999, UTC). */
 const END_OF_RANGE_MS = Date.UTC(10000, 0, 1);
@@ -22,7 +26,7 @@ export interface OrderRecord {
  * The creation-time filters, both inclusive: a date-time to the millisecond the API shows times in
  * (the database keeps microseconds), a date the whole of that UTC day.
  */
-function timeRange(q: AdminOrderListQuery): Pick<OrderFilter, 'createdFrom' | 'createdBefore'> {
+function timeRange(q: AdminOrderFilterQuery): Pick<OrderFilter, 'createdFrom' | 'createdBefore'> {
   const range: Pick<OrderFilter, 'createdFrom' | 'createdBefore'> = {};
   if (q.created_from !== undefined) range.createdFrom = new Date(DATE_ONLY.test(q.created_from) ? `${q.created_from}T00:00:00Z` : q.created_from);
   if (q.created_to !== undefined) {
@@ -40,6 +44,11 @@ function timeRange(q: AdminOrderListQuery): Pick<OrderFilter, 'createdFrom' | 'c
   return range;
 }
 
+export interface ExportRow {
+  order: OrderRow;
+  customer: Customer | undefined;
+}
+
 /** The administrators' view of orders: every user's, with their origin, failure and history. */
 export class OrdersAdminService {
   private readonly db: Db;
@@ -48,22 +57,55 @@ export class OrdersAdminService {
     this.db = deps.db;
   }
 
-  /** `statuses`: those the caller's status filter stands for in its API version (mappers' `statusesFor`). */
-  async list(q: AdminOrderListQuery, statuses: OrderStatus[] | undefined): Promise<CappedPageResult<OrderRow>> {
+  /**
+   * The filter `q` names (`statuses`: those its status filter stands for in the caller's API version,
+   * mappers' `statusesFor`); undefined when no order can match.
+   */
+  private async filterOf(q: AdminOrderFilterQuery, statuses: OrderStatus[] | undefined): Promise<OrderFilter | undefined> {
     const userId = q.customer_email === undefined ? q.user_id : (await findUserByEmail(this.db, q.customer_email))?.id;
     // no user has that e-mail, or another user than `user_id` names has it: no order matches
-    if (q.customer_email !== undefined && (userId === undefined || (q.user_id !== undefined && q.user_id !== userId))) {
-      return cappedPageOf([], { total: 0, exact: true }, q.page, q.page_size);
-    }
-    const filter: OrderFilter = {
+    if (q.customer_email !== undefined && (userId === undefined || (q.user_id !== undefined && q.user_id !== userId))) return undefined;
+    const search = q.q?.trim();
+    // all digits: an order number, and one no order can have matches none
+    const id = search !== undefined && /^\d+$/.test(search) ? Number(search) : undefined;
+    if (id !== undefined && !(id >= 1 && id <= MAX_ID)) return undefined;
+    return {
       statuses,
       userId,
       platform: q.source === undefined ? undefined : q.source === 'platform',
       externalId: q.external_id,
       ...timeRange(q),
+      id,
+      customerPrefix: id === undefined ? search : undefined,
     };
+  }
+
+  /** A page of the orders `q` selects, newest first, with (`withCustomers`, v2) their owners. */
+  async list(q: AdminOrderListQuery, statuses: OrderStatus[] | undefined, withCustomers: boolean): Promise<CappedPageResult<OrderRow> & { customers: Map<number, Customer> }> {
+    const filter = await this.filterOf(q, statuses);
+    if (filter === undefined) return { ...cappedPageOf([], { total: 0, exact: true }, q.page, q.page_size), customers: new Map() };
     const { rows, count } = await listOrders(this.db, filter, { limit: q.page_size, offset: (q.page - 1) * q.page_size });
-    return cappedPageOf(rows, count, q.page, q.page_size);
+    const customers = withCustomers ? await findCustomers(this.db, rows.map((o) => o.user_id)) : new Map<number, Customer>();
+    return { ...cappedPageOf(rows, count, q.page, q.page_size), customers };
+  }
+
+  /**
+   * Every order `q` selects, newest first, a batch at a time with the batch's owners. The filter is
+   * checked and the first batch read before this returns, so their errors are answered as errors
+   * (not as a response cut short).
+   */
+  async export(q: AdminOrderFilterQuery, statuses: OrderStatus[] | undefined): Promise<AsyncIterable<ExportRow[]> | Iterable<ExportRow[]>> {
+    const filter = await this.filterOf(q, statuses);
+    if (filter === undefined) return [];
+    const batches = orderBatches(this.db, filter, EXPORT_BATCH);
+    const first = await batches.next();
+    const db = this.db;
+    return (async function* () {
+      for (let next = first; !next.done; next = await batches.next()) {
+        const customers = await findCustomers(db, next.value.map((o) => o.user_id));
+        yield next.value.map((order) => ({ order, customer: customers.get(order.user_id) }));
+      }
+    })();
   }
 
   /** Any order, whoever owns it, with its lines and events; 404 when there is no such order. */

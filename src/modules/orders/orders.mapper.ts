@@ -5,6 +5,7 @@ import { iso, isoOrNull } from '../../http/common.schemas.ts';
 import { moneyToNumber } from '../products/money.ts';
 import type { OrderLineView } from './orders.reads.repository.ts';
 import type { FailureDetails, OrderCreated } from './orders.schemas.ts';
+import type { Customer } from '../users/customers.repository.ts';
 
 /** The statuses a `version` client's status filter stands for: v1's `failed` includes the cancelled orders. */
 export function statusesFor(version: ApiVersion, status: OrderStatus | undefined): OrderStatus[] | undefined {
@@ -85,8 +86,31 @@ function adminFields(version: ApiVersion, o: OrderRow) {
   return { source: o.source === 'api' ? 'api' : 'platform', external_id: o.external_id, failure_reason: failureReasonIn(version, o) };
 }
 
-export function toAdminOrderSummary(version: ApiVersion, o: OrderRow) {
-  return { ...toOrderSummary(version, o), ...adminFields(version, o) };
+/** A row of the administrators' list; v2's names its owner (`customer`). */
+export function toAdminOrderSummary(version: ApiVersion, o: OrderRow, customer?: Customer) {
+  const owner = version === 'v2' && customer !== undefined ? { customer } : {};
+  return { ...toOrderSummary(version, o), ...adminFields(version, o), ...owner };
+}
+
+export const EXPORT_COLUMNS = [
+  'id',
+  'status',
+  'total_amount',
+  'currency',
+  'customer_id',
+  'customer_email',
+  'customer_name',
+  'source',
+  'external_id',
+  'failure_reason',
+  'created_at',
+  'updated_at',
+] as const;
+
+/** An order as a record of the v2 export, in EXPORT_COLUMNS' order: its total exact, as stored. */
+export function toExportRecord(o: OrderRow, customer: Customer | undefined, currency: string): (string | number | null)[] {
+  const read = toAdminOrderSummary('v2', o);
+  return [o.id, read.status, o.total_amount, currency, o.user_id, customer?.email ?? null, customer?.name ?? null, read.source, o.external_id, read.failure_reason, read.created_at, read.updated_at];
 }
 
 export function toAdminOrderDetail(version: ApiVersion, o: OrderRow, lines: OrderLineView[], events: OrderEventRow[]) {

@@ -23,7 +23,7 @@ export function createOrdersModule(ctx: AppContext, opts: { hooks?: OrderProcess
     admin,
     routes: (api) => {
       registerOrderRoutes(api, service);
-      registerOrderAdminRoutes(api, admin);
+      registerOrderAdminRoutes(api, admin, ctx.config.currency);
     },
   };
 }

@@ -100,6 +100,16 @@ const Source = Type.Union([Type.Literal('api'), Type.Literal('platform')], {
 const Instant = (description: string, example: string) =>
   Type.Union([Type.String({ format: 'date-time' }), Type.String({ format: 'date' })], { description, examples: [example] });
 
+/** The owner of an order, in v2's administrators' list. */
+const Customer = Type.Object(
+  { id: Type.Integer(), email: Type.String(), name: Type.String() },
+  { description: "the order's owner (the user `user_id` names)" },
+);
+
+const SEARCH =
+  'an order number (all digits: that order), or the start of the customer\'s e-mail or name, in any case ' +
+  '(`jane` finds jane.doe@example.com and Jane Doe); 1 to 200 characters';
+
 /** What v2 adds to an order read. */
 const V2_ORDER_FIELDS = {
   failure_reason: NullableText('why the order failed (`INSUFFICIENT_STOCK`, `PRODUCT_UNAVAILABLE`, `TOTAL_TOO_LARGE`, `PROCESSING_ERROR`); null unless it is `failed`'),
@@ -153,12 +163,16 @@ function buildOrderSchemas(version: ApiVersion) {
     ),
     ...(version === 'v2' ? { cancelled_at: V2_ORDER_FIELDS.cancelled_at } : {}),
   };
-  const AdminOrderSummary = Type.Object({ ...head, ...AdminOrderFields, ...times });
+  const AdminOrderSummary = Type.Object({ ...head, ...AdminOrderFields, ...times, ...(version === 'v2' ? { customer: Customer } : {}) });
   const statusFilter = Type.Optional({
     ...Status,
     description: version === 'v1' ? '`failed` includes the orders that will not be fulfilled for any reason' : 'one status',
     examples: ['completed'],
   });
+  // v2: one box for an order number, or the start of the customer's e-mail or name
+  const v2Search = { q: Type.Optional(NonBlank({ maxLength: 200, description: SEARCH })) };
+  // typed as v2's in both versions, as the queries are (an optional field v1 never receives)
+  const search = version === 'v2' ? v2Search : ({} as typeof v2Search);
   return {
     OrderPage: Page(OrderSummary, "A page of the caller's orders, newest first") as TSchema,
     OrderDetail: OrderDetail as TSchema,
@@ -168,6 +182,7 @@ function buildOrderSchemas(version: ApiVersion) {
     OrderListQuery: Type.Object({ ...PageQuery, status: statusFilter }),
     AdminOrderListQuery: Type.Object({
       ...PageQuery,
+      ...search,
       status: statusFilter,
       user_id: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_ID, description: "the owner's id", examples: [1] })),
       customer_email: Type.Optional(
@@ -183,7 +198,12 @@ function buildOrderSchemas(version: ApiVersion) {
   };
 }
 
-const SCHEMAS = { v1: buildOrderSchemas('v1'), v2: buildOrderSchemas('v2') };
+/** The list's filters without its paging: the export's query. */
+function withExport<T extends ReturnType<typeof buildOrderSchemas>>(schemas: T) {
+  return { ...schemas, AdminOrderExportQuery: Type.Omit(schemas.AdminOrderListQuery, ['page', 'page_size']) };
+}
+
+const SCHEMAS = { v1: withExport(buildOrderSchemas('v1')), v2: withExport(buildOrderSchemas('v2')) };
 
 /** The order schemas of `version` (built once per version). */
 export function orderSchemas(version: ApiVersion) {
@@ -192,6 +212,7 @@ export function orderSchemas(version: ApiVersion) {
 
 export type OrderListQuery = Static<ReturnType<typeof buildOrderSchemas>['OrderListQuery']>;
 export type AdminOrderListQuery = Static<ReturnType<typeof buildOrderSchemas>['AdminOrderListQuery']>;
+export type AdminOrderFilterQuery = Omit<AdminOrderListQuery, 'page' | 'page_size'>;
 
 export const OrderCancelBody = Type.Union(
   [

@@ -1,0 +1,20 @@
+/** CSV (RFC 4180) for the exports: one record per line, CRLF-terminated. */
+
+/** A cell that a spreadsheet would run as a formula starts with one of these (OWASP's CSV injection list). */
+const FORMULA_START = /^[=+\-@\t\r]/;
+
+/**
+ * One cell: null and undefined are empty; text a spreadsheet would read as a formula gets a leading
+ * `'` (shown, never run); a cell with a comma, quote or line break is quoted, its quotes doubled.
+ */
+function cell(value: string | number | null | undefined): string {
+  if (value === null || value === undefined) return '';
+  let text = String(value);
+  if (FORMULA_START.test(text)) text = `'${text}`;
+  return /[",\r\n]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
+}
+
+/** One record, its line break included. */
+export function csvRecord(values: readonly (string | number | null | undefined)[]): string {
+  return `${values.map(cell).join(',')}\r\n`;
+}

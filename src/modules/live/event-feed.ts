@@ -1,0 +1,196 @@
+import type { FastifyBaseLogger } from 'fastify';
+import type { Db } from '../../db/database.ts';
+import type { OrderEventRow } from '../../db/schema.ts';
+import { latestOrderEventId, readOrderEventsAfter, replayOrderEvents } from '../orders/order-feed.repository.ts';
+import { toOrderDetail } from '../orders/orders.mapper.ts';
+import { findOrdersWithLines } from '../orders/orders.reads.repository.ts';
+
+/** An event ready to send: its SSE frame, and whose order it is. */
+export interface LiveEvent {
+  id: number;
+  userId: number;
+  frame: string;
+}
+
+/** One open stream: the events its user may see are handed to `send`. */
+export interface Subscriber {
+  userId: number;
+  admin: boolean;
+  send(event: LiveEvent): void;
+  /** ends the stream (the server is shutting down) */
+  end(): void;
+}
+
+export interface FeedOptions {
+  db: Db;
+  log: FastifyBaseLogger;
+  /** how often the outbox is read while a stream is open */
+  pollMs: number;
+  /** how long an id missing below a newer one holds the newer ones back (a transaction still committing) */
+  holdMs: number;
+  /** how long such an id is still looked for, and sent when it appears (a long transaction) */
+  watchMs: number;
+}
+
+const PAGE = 1000;
+/** more missing ids than this at once are not looked for (a jump of the sequence, not transactions in flight) */
+const MAX_MISSING = 10_000;
+
+/** The event's name on the stream: a cancellation is `order.cancelled`, as v2's webhooks call it. */
+export function eventName(e: OrderEventRow): string {
+  if (e.status === 'cancelled') return 'order.cancelled';
+  return e.type === 'order.created' ? 'order.created' : 'order.status_changed';
+}
+
+/**
+ * The process's one reader of the `order_events` outbox, shared by every open stream: it reads the
+ * events after the newest it has seen every `pollMs` while a stream is open, and reads again the ids
+ * it found missing below a newer one (an identity value is taken when a row is inserted, so a
+ * transaction that took a lower id may commit after one that took a higher id). A newer event
+ * waits for a missing one for up to `holdMs`, so a stream's ids ascend; a missing id is then looked
+ * for until `watchMs` and sent late if it appears. See docs/decisions/144-live-events.md.
+ */
+export class OrderEventFeed {
+  private readonly subscribers = new Set<Subscriber>();
+  private readonly perUser = new Map<number, number>();
+  /** the newest id read */
+  private after = 0;
+  /** ids not read yet below `after`, with when they were found missing */
+  private readonly missing = new Map<number, number>();
+  /** events read, waiting for a missing id below them */
+  private held: OrderEventRow[] = [];
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+  private generation = 0;
+  /** the order's JSON as GET /api/v2/orders/{id} serializes it (the route's serializer, set by the route) */
+  serialize: ((order: unknown) => string) | undefined;
+
+  private readonly opts: FeedOptions;
+
+  constructor(opts: FeedOptions) {
+    this.opts = opts;
+  }
+
+  /** Open streams of `userId` in this process. */
+  streamsOf(userId: number): number {
+    return this.perUser.get(userId) ?? 0;
+  }
+
+  subscribe(s: Subscriber): void {
+    this.subscribers.add(s);
+    this.perUser.set(s.userId, this.streamsOf(s.userId) + 1);
+    if (this.subscribers.size === 1) this.start();
+  }
+
+  unsubscribe(s: Subscriber): void {
+    if (!this.subscribers.delete(s)) return;
+    const n = this.streamsOf(s.userId) - 1;
+    if (n > 0) this.perUser.set(s.userId, n);
+    else this.perUser.delete(s.userId);
+    if (this.subscribers.size === 0) this.stop();
+  }
+
+  /** Ends every stream and stops reading (shutdown: an open stream must not hold the server up). */
+  async close(): Promise<void> {
+    for (const s of [...this.subscribers]) s.end();
+    this.stop();
+    await this.running;
+  }
+
+  /** Up to `limit` events after `after` that a user may see, as frames, oldest first (Last-Event-ID). */
+  async replay(after: number, viewer: { userId: number; admin: boolean }, limit: number): Promise<LiveEvent[]> {
+    const rows = await replayOrderEvents(this.opts.db, { after, userId: viewer.admin ? undefined : viewer.userId, limit });
+    return this.framesOf(rows);
+  }
+
+  private start(): void {
+    const generation = ++this.generation;
+    this.running = (async () => {
+      try {
+        // a stream opened now begins with the events committed from now on (older ones: Last-Event-ID)
+        this.after = await latestOrderEventId(this.opts.db);
+      } catch (err) {
+        this.opts.log.warn({ err }, 'live events: the newest event id could not be read; trying again');
+      }
+      this.schedule(generation, this.opts.pollMs);
+    })();
+  }
+
+  private stop(): void {
+    this.generation++;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.missing.clear();
+    this.held = [];
+  }
+
+  private schedule(generation: number, ms: number): void {
+    if (generation !== this.generation) return;
+    this.timer = setTimeout(() => {
+      this.running = this.tick(generation);
+    }, ms);
+  }
+
+  private async tick(generation: number): Promise<void> {
+    let full = false;
+    try {
+      const rows = await readOrderEventsAfter(this.opts.db, this.after, [...this.missing.keys()], PAGE);
+      if (generation !== this.generation) return;
+      full = rows.length === PAGE;
+      const ready = this.take(rows, Date.now());
+      const events = await this.framesOf(ready);
+      if (generation !== this.generation) return;
+      for (const e of events) for (const s of this.subscribers) if (s.admin || s.userId === e.userId) s.send(e);
+    } catch (err) {
+      this.opts.log.warn({ err }, 'live events: reading the order events failed; trying again');
+    }
+    this.schedule(generation, full ? 0 : this.opts.pollMs);
+  }
+
+  /** Records what `rows` (oldest first) fill and leave missing; returns the events to send now, oldest first. */
+  private take(rows: OrderEventRow[], now: number): OrderEventRow[] {
+    for (const row of rows) {
+      if (this.missing.delete(row.id)) {
+        this.held.push(row);
+        continue;
+      }
+      if (row.id <= this.after) continue;
+      if (row.id - this.after - 1 <= MAX_MISSING - this.missing.size) {
+        for (let id = this.after + 1; id < row.id; id++) this.missing.set(id, now);
+      }
+      this.after = row.id;
+      this.held.push(row);
+    }
+    let holdBelow = Infinity;
+    for (const [id, since] of this.missing) {
+      if (now - since >= this.opts.watchMs) this.missing.delete(id);
+      else if (now - since < this.opts.holdMs && id < holdBelow) holdBelow = id;
+    }
+    this.held.sort((a, b) => a.id - b.id);
+    const cut = this.held.findIndex((e) => e.id > holdBelow);
+    const ready = cut < 0 ? this.held : this.held.slice(0, cut);
+    this.held = cut < 0 ? [] : this.held.slice(cut);
+    return ready;
+  }
+
+  /** The events as frames, each with its order as it is now (one read for all of them). */
+  private async framesOf(rows: readonly OrderEventRow[]): Promise<LiveEvent[]> {
+    if (rows.length === 0) return [];
+    const serialize = this.serialize;
+    if (!serialize) throw new Error('live events: no serializer set before the first stream');
+    const orders = new Map((await findOrdersWithLines(this.opts.db, [...new Set(rows.map((e) => e.order_id))])).map((o) => [o.order.id, o]));
+    const json = new Map<number, string>();
+    const events: LiveEvent[] = [];
+    for (const e of rows) {
+      const found = orders.get(e.order_id);
+      if (!found) continue;
+      let data = json.get(e.order_id);
+      if (data === undefined) {
+        data = serialize(toOrderDetail('v2', found.order, found.lines));
+        json.set(e.order_id, data);
+      }
+      events.push({ id: e.id, userId: e.user_id, frame: `id: ${e.id}\nevent: ${eventName(e)}\ndata: ${data}\n\n` });
+    }
+    return events;
+  }
+}

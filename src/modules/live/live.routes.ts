@@ -142,7 +142,10 @@ export function registerLiveRoutes(root: FastifyInstance, deps: LiveDeps): void 
         try {
           const missed = await feed.replay(Number(lastEventId), { userId: user.id, admin: user.is_admin }, limits.replayLimit);
           const sent = new Set<number>();
-          for (const e of missed) (write(e.frame), sent.add(e.id));
+          for (const e of missed) {
+            write(e.frame);
+            sent.add(e.id);
+          }
           // the events the feed handed over meanwhile, without those the replay sent
           for (const e of replaying ?? []) if (!sent.has(e.id)) write(e.frame);
         } catch (err) {

@@ -39,6 +39,8 @@ export const ORDERS_CANCELLED_TOPIC = 'orders/cancelled';
 export interface InboundProcessHooks {
   /** runs in every attempt before the stored payload is read; a throw is a transient failure */
   beforeProcess?: (inboundWebhookId: number, lastAttempt: boolean) => void | Promise<void>;
+  /** runs when an attempt has ended, whatever its outcome (also one the queue gave up on while it ran) */
+  afterProcess?: (inboundWebhookId: number) => void;
 }
 
 export interface Receipt {
@@ -188,6 +190,8 @@ export class InboundWebhookService {
         await settleInboundWebhook(this.deps.db, row.id, { status: 'failed', orderId: null, error: `processing error: ${message}`.slice(0, 1000) });
       }
       throw err;
+    } finally {
+      this.deps.hooks?.afterProcess?.(inboundWebhookId);
     }
   }
 

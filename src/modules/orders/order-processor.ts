@@ -18,6 +18,8 @@ export interface OrderProcessorHooks {
   beforeReserve?: (orderId: number, attempt: number) => void | Promise<void>;
   /** runs when the job's last attempt records the failure; a throw is a failure the handler cannot record */
   beforeFail?: (orderId: number) => void | Promise<void>;
+  /** runs when an attempt's processing has ended, whatever its outcome (also one the queue gave up on while it ran) */
+  afterProcess?: (orderIds: readonly number[]) => void;
 }
 
 /**
@@ -104,6 +106,15 @@ export class OrderProcessor {
 
   private async processOrders(items: readonly { orderId: number; attempt: number }[]): Promise<void> {
     const ids = [...new Set(items.map((i) => i.orderId))].sort((a, b) => a - b);
+    try {
+      await this.reserve(ids, items);
+    } finally {
+      this.hooks.afterProcess?.(ids);
+    }
+  }
+
+  /** pending → processing, then each order completed from stock or failed, in two transactions. */
+  private async reserve(ids: readonly number[], items: readonly { orderId: number; attempt: number }[]): Promise<void> {
     // pending → processing, two or more orders locked in id order first; one processing already (an earlier attempt moved it) stays as it is
     await inOrderTransaction(this.db, this.queue, async (trx) => {
       if (ids.length > 1) await lockOrders(trx, ids);

@@ -69,8 +69,9 @@ describe('inbound events whose job pg-boss gives up on', () => {
       assert.equal((await deadLetterJobs(row.id)).length, 1);
 
       // the abandoned attempt wakes up late: the event is settled, so it creates nothing
+      const ended = new Promise<void>((resolve) => (hooks.afterProcess = (inboundId) => inboundId === row.id && resolve()));
       release();
-      await new Promise((r) => setTimeout(r, 300));
+      await ended;
       assert.equal((await eventOf('expired-last-attempt')).status, 'failed');
       assert.equal((await ordersFor(id)).length, 0);
     } finally {

@@ -98,6 +98,8 @@ describe('orders whose job pg-boss gives up on', () => {
       if (attempt < 3) throw new Error('injected transient fault');
       await hung; // the last attempt never returns while the job is live: a stuck or lost worker
     };
+    let lateEnded: () => void = () => {};
+    const ended = new Promise<void>((resolve) => (lateEnded = resolve));
     try {
       const id = await place(product.id);
       const order = await waitForFinal(app, id, 30000);
@@ -110,8 +112,11 @@ describe('orders whose job pg-boss gives up on', () => {
       assert.equal(dead?.sourceId, job?.id, 'the given-up job was copied to the dead-letter queue');
 
       // the abandoned attempt wakes up late: it finds the order failed and changes nothing
+      hooks.afterProcess = (ids) => {
+        if (ids.includes(id)) lateEnded();
+      };
       release();
-      await new Promise((r) => setTimeout(r, 300));
+      await ended;
       clearHooks(hooks);
       await assertFailedThenRetried(id, product.id);
     } finally {

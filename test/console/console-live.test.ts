@@ -1,0 +1,81 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import pg from 'pg';
+import { buildConsole } from '../../scripts/build-console.ts';
+import { waitFor } from '../helpers/app.ts';
+import { ADMIN_EMAIL, ADMIN_PASSWORD, freePort, serverEnv, start, untilHealthy } from '../helpers/server-process.ts';
+import { openEvents, orderEvents } from '../helpers/sse.ts';
+import { assertAccessible, assertNoTrouble, launchBrowser, newConsolePage, signIn, skipWithoutChromium } from './console.helpers.ts';
+
+/** How soon a change a worker made shows on the API process's stream and console page (the issue's 2 s). */
+const LIVE_MS = 2000;
+
+describe('live updates across processes (PostgreSQL): a ROLE=worker process changes, a ROLE=api process streams', {
+  skip: (!process.env.TEST_DATABASE_URL && 'needs TEST_DATABASE_URL') || skipWithoutChromium,
+  timeout: 300000,
+}, () => {
+  it('an order the worker processes shows its events on the API process\'s stream, and its final status on the console\'s order page without a reload, within 2 s', async (t) => {
+    // the console as `npm ci` builds it into build/console, from this checkout's sources, which the processes serve
+    await buildConsole();
+    const apiPort = await freePort();
+    const base = `http://127.0.0.1:${apiPort}`;
+    const apiEnv = await serverEnv(t, { PORT: String(apiPort), ROLE: 'api', BCRYPT_ROUNDS: '4' });
+    const apiProc = start(t, 'src/server.ts', apiEnv);
+    await untilHealthy(base, apiProc);
+
+    const call = async <T>(method: string, path: string, token: string | undefined, body?: unknown): Promise<T> => {
+      const res = await fetch(`${base}${path}`, {
+        method,
+        headers: { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...(token ? { authorization: `Bearer ${token}` } : {}) },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+      assert.ok(res.ok, `${method} ${path}: ${res.status} ${await res.clone().text()}`);
+      return (await res.json()) as T;
+    };
+    const { access_token: token } = await call<{ access_token: string }>('POST', '/api/v2/auth/login', undefined, { username: ADMIN_EMAIL, password: ADMIN_PASSWORD });
+    const product = await call<{ id: number }>('POST', '/api/v2/products', token, { name: 'Live lamp', sku: 'LIVE-1', price: 12.5, stock: 10 });
+    // no worker yet: the order waits, pending, while the page and the stream open
+    const order = await call<{ id: number }>('POST', '/api/v2/orders', token, { items: [{ product_id: product.id, quantity: 1 }], shipping_address: '1 Live Street' });
+
+    const stream = await openEvents(base, token);
+    assert.equal(stream.status, 200);
+    t.after(() => stream.close());
+    const browser = await launchBrowser();
+    const { page, trouble } = await newConsolePage(browser, base);
+    await signIn(page, base, ADMIN_EMAIL, ADMIN_PASSWORD);
+    await page.goto(`${base}/console/orders/${order.id}`);
+    const status = page.getByRole('status', { name: 'Order status' });
+    await status.getByText('pending').waitFor();
+
+    const workerEnv = await serverEnv(t, { ROLE: 'worker', BCRYPT_ROUNDS: '4', PORT: String(await freePort()) });
+    workerEnv.DATABASE_URL = apiEnv.DATABASE_URL;
+    const worker = start(t, 'src/server.ts', workerEnv);
+
+    // the clock starts when the worker's final change is committed (seen in the database)
+    const db = new pg.Client({ connectionString: apiEnv.DATABASE_URL });
+    await db.connect();
+    db.on('error', () => {});
+    t.after(() => db.end());
+    await waitFor(async () => {
+      if (worker.child.exitCode !== null) throw new Error(`worker exited: ${worker.stderr()}`);
+      const { rows } = await db.query<{ status: string }>('SELECT status FROM orders WHERE id = $1', [order.id]);
+      return rows[0]?.status === 'completed' ? true : undefined;
+    }, 120_000, 20);
+    const committed = Date.now();
+
+    const events = await stream.until((frames) => {
+      const mine = orderEvents(frames, order.id);
+      return mine.some((e) => e.order.status === 'completed') && mine.length >= 2 ? mine : undefined;
+    }, LIVE_MS);
+    const streamed = Date.now() - committed;
+    // the stream began after the placement: its processing and completion (Last-Event-ID would send the creation)
+    assert.ok(events.every((e) => e.event === 'order.status_changed'), JSON.stringify(events.map((e) => e.event)));
+    assert.equal(events.at(-1)?.order.status, 'completed');
+
+    await status.getByText('completed').waitFor({ timeout: Math.max(100, committed + LIVE_MS - Date.now()) });
+    const shown = Date.now() - committed;
+    t.diagnostic(`after the commit: on the stream in ${streamed} ms, on the page in ${shown} ms`);
+    await assertAccessible(page, 'the order page, updated live');
+    assertNoTrouble(trouble);
+  });
+});

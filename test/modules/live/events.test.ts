@@ -6,6 +6,7 @@ import type { ProductRow } from '../../../src/db/schema.ts';
 import { api, buildTestApp, createUser, errorBody, type TestUser } from '../../helpers/app.ts';
 import { createProduct } from '../../helpers/products.ts';
 import { openEvents, orderEvents, type SseStream } from '../../helpers/sse.ts';
+import { insertOrder } from '../../../src/modules/orders/orders.changes.repository.ts';
 import { cancel, pendingOrder } from '../orders/cancel.helpers.ts';
 
 describe('GET /api/v2/events', () => {
@@ -154,6 +155,40 @@ describe('GET /api/v2/events', () => {
     const again = await waitForStatus(async () => (await open(dave)).status, 200);
     assert.equal(again, 200);
     for (const s of held) s.close();
+  });
+});
+
+describe('GET /api/v2/events and transactions that commit out of id order (PostgreSQL)', { skip: !process.env.TEST_DATABASE_URL && 'needs TEST_DATABASE_URL (PGlite runs one transaction at a time)' }, () => {
+  it('an event whose transaction commits after a later id\'s still reaches the stream', async (t) => {
+    const app = await buildTestApp(t);
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    const admin = await createUser(app, { admin: true });
+    const owner = await createUser(app);
+    const product = await createProduct(app, { stock: 10 });
+    const s = await openEvents(`http://127.0.0.1:${(app.server.address() as AddressInfo).port}`, admin.token);
+    t.after(() => s.close());
+    await s.until((f) => (f.length > 0 ? true : undefined));
+
+    // the first order's transaction takes its event id and stays open while a second order commits
+    let commitFirst!: () => void;
+    const held = new Promise<void>((resolve) => (commitFirst = resolve));
+    let tookId!: () => void;
+    const taken = new Promise<void>((resolve) => (tookId = resolve));
+    const first = app.ctx.db.transaction().execute(async (trx) => {
+      const { order } = await insertOrder(trx, { userId: owner.user.id, shippingAddress: '1 Slow St', lines: [{ productId: product.id, quantity: 1 }] });
+      tookId();
+      await held;
+      return order!;
+    });
+    await taken;
+    const second = await pendingOrder(app, owner, [{ productId: product.id, quantity: 1 }]);
+    const later = await s.until((frames) => orderEvents(frames, second.id)[0]);
+    commitFirst();
+    const firstOrder = await first;
+    assert.ok(firstOrder.id < second.id);
+    const late = await s.until((frames) => orderEvents(frames, firstOrder.id)[0]);
+    assert.equal(late.event, 'order.created');
+    assert.ok(late.id < later.id, 'the lower id, sent after the higher one: it was read again');
   });
 });
 

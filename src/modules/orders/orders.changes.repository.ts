@@ -1,8 +1,8 @@
-import { sql, type RawBuilder, type Transaction } from 'kysely';
+import { sql, type Transaction } from 'kysely';
 import type { Database, OrderRow, OrderStatus } from '../../db/schema.ts';
 import type { OrderEventOf } from '../../events/order-events.ts';
 import { activeTraceparent, traceIdOf } from '../../jobs/job-tracing.ts';
-import { lockProductsQuery, productStatesQuery, type LockedProduct, type ProductState } from '../products/products.repository.ts';
+import { lockProducts, productStatesQuery, type LockedProduct, type ProductState } from '../products/products.repository.ts';
 
 /**
  * The orders module's writes. Every change of an order writes its numbered event in the same
@@ -138,41 +138,41 @@ export interface LockedOrder {
   demand: ProductDemand[];
 }
 
-/** An order's demand, one row per product, in product id order; `orderId` is a value or a column. */
-function demandRows(orderId: number | RawBuilder<unknown>): RawBuilder<ProductDemand> {
-  return sql<ProductDemand>`
-    SELECT product_id AS "productId", sum(quantity)::integer AS quantity
-    FROM order_items WHERE order_id = ${orderId} GROUP BY product_id ORDER BY product_id`;
-}
-
 /**
  * The order rows of `ids` that exist, locked in id order, each with its status and demand, then
- * the products of those in `status`, locked in id order, in one statement: the order's lock comes
- * before its products' (the lock order of docs/architecture.md).
+ * the products of those in `status`, locked in id order: the order's lock comes before its
+ * products' (the lock order of docs/architecture.md).
  */
 export async function lockOrdersWithProducts(
   trx: Transaction<Database>,
   ids: readonly number[],
   status: OrderStatus,
 ): Promise<{ orders: LockedOrder[]; products: LockedProduct[] }> {
-  const ready = sql`SELECT id FROM o WHERE status = ${status}`;
-  const products = lockProductsQuery(sql`SELECT product_id FROM order_items WHERE order_id IN (${ready})`, sql<boolean>`EXISTS (${ready})`);
-  const { rows } = await sql<{ orders: LockedOrder[] | null; products: LockedProduct[] | null }>`
-    WITH o AS MATERIALIZED (SELECT id, status FROM orders WHERE id = ANY(${[...ids]}::integer[]) ORDER BY id FOR UPDATE),
-    p AS MATERIALIZED (${products})
-    SELECT
-      (SELECT json_agg(json_build_object(
-         'id', o.id, 'status', o.status,
-         'demand', coalesce((SELECT json_agg(d) FROM (${demandRows(sql.ref('o.id'))}) AS d), '[]'::json)
-       ) ORDER BY o.id) FROM o) AS orders,
-      (SELECT json_agg(p) FROM p) AS products`.execute(trx);
-  return { orders: rows[0]?.orders ?? [], products: rows[0]?.products ?? [] };
+  const { rows } = await sql<{ id: number; status: OrderStatus; product_id: number | null; quantity: number | null }>`
+    WITH o AS MATERIALIZED (SELECT id, status FROM orders WHERE id = ANY(${[...ids]}::integer[]) ORDER BY id FOR UPDATE)
+    SELECT o.id, o.status, i.product_id, sum(i.quantity)::integer AS quantity
+    FROM o LEFT JOIN order_items AS i ON i.order_id = o.id
+    GROUP BY o.id, o.status, i.product_id
+    ORDER BY o.id, i.product_id`.execute(trx);
+  const orders = new Map<number, LockedOrder>();
+  for (const row of rows) {
+    const order = orders.get(row.id) ?? { id: row.id, status: row.status, demand: [] };
+    orders.set(row.id, order);
+    if (row.product_id !== null) order.demand.push({ productId: row.product_id, quantity: row.quantity! });
+  }
+  const wanted = [...orders.values()].filter((o) => o.status === status).flatMap((o) => o.demand.map((d) => d.productId));
+  return { orders: [...orders.values()], products: await lockProducts(trx, [...new Set(wanted)]) };
 }
 
-/** An order's demand, in product id order. */
+/** An order's demand, one row per product, in product id order. */
 export async function orderDemand(trx: Transaction<Database>, orderId: number): Promise<ProductDemand[]> {
-  const { rows } = await demandRows(orderId).execute(trx);
-  return rows;
+  return trx
+    .selectFrom('order_items')
+    .select(['product_id as productId', (eb) => sql<number>`sum(${eb.ref('quantity')})::integer`.as('quantity')])
+    .where('order_id', '=', orderId)
+    .groupBy('product_id')
+    .orderBy('product_id')
+    .execute();
 }
 
 /** True when the order went back to `pending` (a retry) after `since`, so a job created before is stale. */

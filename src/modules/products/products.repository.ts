@@ -1,4 +1,4 @@
-import { sql, type Insertable, type RawBuilder, type Transaction, type Updateable } from 'kysely';
+import { sql, type Insertable, type Transaction, type Updateable } from 'kysely';
 import type { Database, ProductRow, ProductsTable } from '../../db/schema.ts';
 import type { Db } from '../../db/database.ts';
 
@@ -52,20 +52,15 @@ export interface LockedProduct {
  * UPDATE does not conflict with the KEY SHARE locks order lines' foreign keys take, so creating an
  * order never waits for another's processing.
  */
-export async function lockProducts(trx: Transaction<Database>, ids: number[]): Promise<LockedProduct[]> {
+export async function lockProducts(trx: Transaction<Database>, ids: readonly number[]): Promise<LockedProduct[]> {
   if (ids.length === 0) return [];
-  const { rows } = await lockProductsQuery(sql`SELECT unnest(${ids}::integer[])`, sql<boolean>`true`).execute(trx);
-  return rows;
-}
-
-/** `lockProducts` as a query to embed: the products `ids` selects, locked only when `when` holds. */
-export function lockProductsQuery(ids: RawBuilder<unknown>, when: RawBuilder<boolean>): RawBuilder<LockedProduct> {
-  return sql<LockedProduct>`
-    SELECT id, name, stock, is_active, price::text AS price
-    FROM products WHERE id IN (${ids}) AND ${when}
-    ORDER BY id
-    FOR NO KEY UPDATE
-  `;
+  return trx
+    .selectFrom('products')
+    .select(['id', 'name', 'stock', 'is_active', sql<string>`price::text`.as('price')])
+    .where('id', 'in', [...ids])
+    .orderBy('id')
+    .forNoKeyUpdate()
+    .execute();
 }
 
 /** A change of one product's stock, in units: negative takes them, positive puts them back. */

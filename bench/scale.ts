@@ -2,7 +2,8 @@
  * The scale phase, on a database and a service of its own: GET /orders and GET /users at `scaleSmall`
  * rows, then at `scaleLarge` (informative ratios); at `scaleLarge`, the administrators'
  * GET /admin/orders with each of its filters, on its first page and on a later one (issue 53's
- * guard: p95 ≤ 100 ms each); the main queries timed idle and their plans at each size.
+ * guard: p95 ≤ 100 ms each), and GET /api/v2/admin/stats by hour and by day (issue 55: p95 ≤ 200 ms);
+ * the main queries timed idle and their plans at each size.
  */
 import bcrypt from 'bcrypt';
 import type pg from 'pg';
@@ -46,6 +47,7 @@ export async function scalePhase(b: Bench): Promise<Record<string, unknown>> {
     const large = await measure(b, client, users, scaleLarge);
     const label = scaleLarge >= 1_000_000 ? `${scaleLarge / 1_000_000}M` : `${scaleLarge / 1000}k`;
     const admin = await adminOrders(b, client, users, label);
+    const adminStatsResults = await adminStats(b, client, users, label);
     const queries = await sampleQueries(dbUrl(ctx, name), users, { iterations: 200 });
     log(`  DB queries @ ${scaleLarge.toLocaleString('en-US')} (idle, sequential): ${summaryLine(queries.overall)}`);
     log(
@@ -54,7 +56,7 @@ export async function scalePhase(b: Bench): Promise<Record<string, unknown>> {
         Object.entries(queries.perQuery).map(([n, q]) => [n, q.p50.toFixed(2), q.p95.toFixed(2), q.p99.toFixed(2)]),
       ),
     );
-    Object.assign(out, { small, large, adminOrders: admin, queriesAtLarge: queries });
+    Object.assign(out, { small, large, adminOrders: admin, adminStats: adminStatsResults, queriesAtLarge: queries });
     const o10 = small.results['GET /orders'].latency.p95;
     const o1m = large.results['GET /orders'].latency.p95;
     const u10 = small.results['GET /users'].latency.p95;
@@ -177,6 +179,45 @@ async function adminOrders(b: Bench, client: pg.Client, users: Session[], label:
         pass: r.latency.p95 <= ADMIN_ORDERS_P95_GOAL_MS && bad === '',
       });
     }
+  }
+  return out;
+}
+
+/** The administrators' overview at the large size (issue 55). */
+export const ADMIN_STATS_P95_GOAL_MS = 200;
+
+/**
+ * GET /api/v2/admin/stats by hour (24 buckets, 8,640 orders at the bench's pace) and by day (30
+ * buckets, 259,200 orders), each a scenario of its own at the run's connections, ending at the
+ * newest order (the seeded orders end months before now). Its plans, idle, are logged beside.
+ */
+async function adminStats(b: Bench, client: pg.Client, users: Session[], label: string): Promise<Record<string, LoadResult>> {
+  const { ctx, targets } = b;
+  const { connections, scaleDuration } = ctx.opts;
+  const admin = users[0];
+  const newest = await client.query<{ t: Date }>('SELECT max(created_at) AS t FROM orders');
+  const to = newest.rows[0].t.toISOString();
+  const days = await explain(
+    client,
+    `SELECT date_trunc('day', created_at AT TIME ZONE 'UTC'), status, count(*), sum(total_amount)
+     FROM orders WHERE created_at >= $1::timestamptz - interval '30 days' AND created_at < $1 GROUP BY 1, 2`,
+    [to],
+  );
+  log(`[${elapsed(ctx)}] GET /api/v2/admin/stats @ ${label}, ending ${to}; EXPLAIN orders per day: ${days.ms.toFixed(2)} ms — ${days.plan}`);
+  const out: Record<string, LoadResult> = {};
+  for (const bucket of ['hour', 'day']) {
+    const name = `GET /admin/stats bucket=${bucket}`;
+    const pattern: Pattern = { kind: 'get', entries: [{ token: admin.token, paths: [`/api/v2/admin/stats?bucket=${bucket}&to=${encodeURIComponent(to)}`] }] };
+    const [r] = await b.loader.run([{ name, url: ctx.serviceUrl, connections, durationSec: scaleDuration, warmupSec: 1, pattern }]);
+    out[name] = r;
+    const bad = failures(r);
+    log(`  bucket=${bucket}: ${Math.round(r.okRps)} req/s ${summaryLine(r.latency)} ${bad}`);
+    targets.push({
+      name: `GET /admin/stats p95 @ ${label}, bucket=${bucket}`,
+      value: `${f1(r.latency.p95)} ms${bad ? ` (${bad})` : ''}`,
+      target: `≤ ${ADMIN_STATS_P95_GOAL_MS} ms`,
+      pass: r.latency.p95 <= ADMIN_STATS_P95_GOAL_MS && bad === '',
+    });
   }
   return out;
 }

@@ -3,7 +3,7 @@ import type { OrderEventRow, OrderRow, OrderStatus } from '../../db/schema.ts';
 import { AppError, invalidQuery } from '../../http/errors.ts';
 import { cappedPageOf, type CappedPageResult } from '../../http/common.schemas.ts';
 import { MAX_ID } from '../../http/path-ids.ts';
-import { findCustomers, type Customer } from '../users/customers.repository.ts';
+import { findCustomerIdsByPrefix, findCustomers, type Customer } from '../users/customers.repository.ts';
 import { findUserByEmail } from '../users/users.repository.ts';
 import { findOrderWithLines, listOrderEvents, listOrders, orderBatches, type OrderFilter, type OrderLineView } from './orders.reads.repository.ts';
 import type { AdminOrderFilterQuery, AdminOrderListQuery } from './orders.schemas.ts';
@@ -11,6 +11,8 @@ import type { AdminOrderFilterQuery, AdminOrderListQuery } from './orders.schema
 const DAY_MS = 24 * 60 * 60 * 1000;
 /** orders per read of the export: one index range each, a bounded part of the list in memory */
 const EXPORT_BATCH = 1000;
+/** customers a search passes to the orders' query by id; more match a prefix so common that the orders' newest-first walk finds them soon */
+const SEARCH_CUSTOMERS = 1000;
 const DATE_ONLY = /^\d{4}-\d{2}-\d{2}$/;
 /** The first instant after the range the API accepts (years 1–9999, UTC). */
 const END_OF_RANGE_MS = Date.UTC(10000, 0, 1);
@@ -65,19 +67,28 @@ export class OrdersAdminService {
     const userId = q.customer_email === undefined ? q.user_id : (await findUserByEmail(this.db, q.customer_email))?.id;
     // no user has that e-mail, or another user than `user_id` names has it: no order matches
     if (q.customer_email !== undefined && (userId === undefined || (q.user_id !== undefined && q.user_id !== userId))) return undefined;
-    const search = q.q?.trim();
-    // all digits: an order number, and one no order can have matches none
-    const id = search !== undefined && /^\d+$/.test(search) ? Number(search) : undefined;
-    if (id !== undefined && !(id >= 1 && id <= MAX_ID)) return undefined;
-    return {
+    const filter: OrderFilter = {
       statuses,
       userId,
       platform: q.source === undefined ? undefined : q.source === 'platform',
       externalId: q.external_id,
       ...timeRange(q),
-      id,
-      customerPrefix: id === undefined ? search : undefined,
     };
+    const search = q.q?.trim();
+    if (search === undefined) return filter;
+    // all digits: an order number, and one no order can have matches none
+    if (/^\d+$/.test(search)) {
+      const id = Number(search);
+      return id >= 1 && id <= MAX_ID ? { ...filter, id } : undefined;
+    }
+    // one owner already chosen: the prefix only has to hold for them
+    if (userId !== undefined) return { ...filter, customerPrefix: search };
+    // The customers first: the orders' query then knows how many (a subquery's count is a guess,
+    // which at a million orders chose to walk them all for a prefix nobody has).
+    const matches = await findCustomerIdsByPrefix(this.db, search, SEARCH_CUSTOMERS + 1);
+    if (matches.length === 0) return undefined;
+    if (matches.length === 1) return { ...filter, userId: matches[0] };
+    return matches.length <= SEARCH_CUSTOMERS ? { ...filter, userIds: matches } : { ...filter, customerPrefix: search };
   }
 
   /** A page of the orders `q` selects, newest first, with (`withCustomers`, v2) their owners. */

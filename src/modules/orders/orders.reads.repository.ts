@@ -79,6 +79,8 @@ export interface OrderFilter {
   /** orders in any of these statuses */
   statuses?: readonly OrderStatus[];
   userId?: number;
+  /** orders of any of these users */
+  userIds?: readonly number[];
   /** true: orders from an inbound platform (any source but the API); false: orders placed through the API */
   platform?: boolean;
   externalId?: string;
@@ -95,6 +97,7 @@ function filtered(db: Db, f: OrderFilter) {
   let q = db.selectFrom('orders');
   if (f.statuses !== undefined) q = q.where('status', 'in', [...f.statuses]);
   if (f.userId !== undefined) q = q.where('user_id', '=', f.userId);
+  if (f.userIds !== undefined) q = q.where(sql<boolean>`user_id = ANY(${f.userIds}::integer[])`);
   // `source <> 'api'` is the predicate of the platform orders' partial index
   if (f.platform === true) q = q.where('source', '<>', 'api');
   if (f.platform === false) q = q.where('source', '=', 'api');

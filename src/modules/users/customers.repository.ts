@@ -10,7 +10,7 @@ export interface Customer {
 
 /**
  * The ids of users (deleted ones too: their orders stay) whose e-mail or name starts with `prefix`,
- * in any case: a subquery for the order search, served by users_email_prefix_idx and users_name_prefix_idx.
+ * in any case, as a subquery for the order search: served by users_email_prefix_idx and users_name_prefix_idx.
  */
 export function customerIdsByPrefix(db: Db, prefix: string) {
   // LIKE's wildcards and its escape character in the text stand for themselves
@@ -19,6 +19,12 @@ export function customerIdsByPrefix(db: Db, prefix: string) {
     .selectFrom('users')
     .select('id')
     .where((eb) => eb.or([eb(sql<string>`lower(email)`, 'like', pattern), eb(sql<string>`lower(full_name)`, 'like', pattern)]));
+}
+
+/** Up to `limit` of those ids (the search passes a few to the orders' query as values: see the admin orders service). */
+export async function findCustomerIdsByPrefix(db: Db, prefix: string, limit: number): Promise<number[]> {
+  const rows = await customerIdsByPrefix(db, prefix).limit(limit).execute();
+  return rows.map((r) => r.id);
 }
 
 /** The customers with these ids, by id (one statement, the primary key's index). */

@@ -1,6 +1,7 @@
 import { describe, it, before } from 'node:test';
 import assert from 'node:assert/strict';
 import type { FastifyInstance } from 'fastify';
+import { sql } from 'kysely';
 import { api, buildTestApp, createUser, errorBody, type TestUser } from '../../helpers/app.ts';
 import { createProduct } from '../../helpers/products.ts';
 import { pendingOrder } from './cancel.helpers.ts';
@@ -81,6 +82,22 @@ describe('GET /api/v2/admin/orders?q= (search) and each item\'s customer', () =>
     assert.ok(all.items.every((o) => o.customer?.id === o.user_id));
     const v1 = await list('?page_size=100', 'v1');
     assert.ok(v1.items.length > 0 && v1.items.every((o) => !('customer' in o)));
+  });
+
+  it('a prefix more than 1,000 customers share, or one combined with user_id, finds the same orders', async () => {
+    const { rows } = await sql<{ id: number }>`
+      INSERT INTO users (email, full_name, password_hash) SELECT 'crowd' || g || '@example.com', 'Crowd ' || g, 'x' FROM generate_series(1, 1001) AS g RETURNING id
+    `.execute(app.ctx.db);
+    const product = await createProduct(app, { stock: 10 });
+    const placed: number[] = [];
+    for (const row of [rows[0], rows[1000]]) {
+      const owner = { user: { id: row.id } } as TestUser;
+      placed.unshift((await pendingOrder(app, owner, [{ productId: product.id, quantity: 1 }])).id);
+    }
+    assert.deepEqual(await ids('crowd'), placed);
+    assert.deepEqual(await ids('CROWD 1001'), [placed[0]]);
+    assert.deepEqual((await list(`?q=crowd&user_id=${rows[1000].id}`)).items.map((o) => o.id), [placed[0]]);
+    assert.deepEqual((await list(`?q=ada&user_id=${rows[1000].id}`)).items, []);
   });
 
   it('422 VALIDATION_ERROR for an empty, blank or too long q', async () => {

@@ -239,8 +239,10 @@ export async function listDeliveries(
 
 /**
  * Messages of a subscription, newest first, with a count capped as the administrators' lists are
- * (a subscription's messages grow with the shop). Served by (subscription_id, id), or the
- * (subscription_id, event_type, id) or (subscription_id, status, id) index when filtered.
+ * (a subscription's messages grow with the shop). The page's ids come from the subscription's
+ * index alone ((subscription_id, id), or by event_type or status), then the rows by primary key:
+ * asked for the rows at once, PostgreSQL may walk the primary key backwards past every newer
+ * message of other subscriptions (0.7 s against 7 ms, decision 145).
  */
 export async function listMessages(
   db: Db,
@@ -250,7 +252,12 @@ export async function listMessages(
   if (opts.status !== undefined) base = base.where('status', 'in', STATUSES_OF[opts.status]);
   if (opts.eventType !== undefined) base = base.where('event_type', '=', opts.eventType);
   const [rows, count] = await Promise.all([
-    base.selectAll().orderBy('id', 'desc').limit(opts.limit).offset(opts.offset).execute(),
+    db
+      .selectFrom('webhook_messages')
+      .selectAll()
+      .where('id', 'in', base.select('id').orderBy('id', 'desc').limit(opts.limit).offset(opts.offset))
+      .orderBy('id', 'desc')
+      .execute(),
     countCapped(db, base, opts.offset + opts.limit),
   ]);
   return { rows, count };

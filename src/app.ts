@@ -117,8 +117,10 @@ export async function buildApp(config: Config, opts: BuildOptions = {}): Promise
   registerSecurity(app);
   registerPathIds(app);
   await app.register(formbody, { bodyLimit: config.bodyLimitBytes });
-  await registerDocs(app);
-  registerConsole(app, { dir: opts.consoleDir });
+  // a worker serves HTTP only for its own /health, /ready and /metrics (METRICS_PORT)
+  const servesApi = config.role !== 'worker';
+  if (servesApi) await registerDocs(app);
+  if (servesApi) registerConsole(app, { dir: opts.consoleDir, currency: config.currency });
 
   // Operations, and the routes.
   ctx.readiness.push(
@@ -127,9 +129,9 @@ export async function buildApp(config: Config, opts: BuildOptions = {}): Promise
   );
   const metrics = registerObservability(app, ctx.readiness, { metricsToken: config.metricsToken });
   operations.registerMetrics(metrics);
-  for (const module of modules) module.rootRoutes?.(app);
+  for (const module of modules) if (servesApi) module.rootRoutes?.(app);
   // Every version serves every module's routes; a route reads its scope's version for schemas and mappers.
-  for (const version of API_VERSIONS) {
+  for (const version of servesApi ? API_VERSIONS : []) {
     await app.register(
       async (api) => {
         api.decorate('apiVersion', version);

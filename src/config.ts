@@ -51,6 +51,8 @@ function readEnv(env: Env) {
 
   return {
     port: int(env, 'PORT', 8000, 0, 65535),
+    /** ROLE=worker: where its /health, /ready and /metrics are served (unset: it serves no HTTP) */
+    metricsPort: str(env, 'METRICS_PORT') === undefined ? undefined : int(env, 'METRICS_PORT', 0, 1, 65535),
     host: str(env, 'HOST') ?? '127.0.0.1',
     dataDir: path.resolve(str(env, 'DATA_DIR') ?? './data'),
     /** unset → embedded PGlite under dataDir; ':memory:' → in-memory PGlite (tests) */

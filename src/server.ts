@@ -59,7 +59,8 @@ closeWithGrace({ delay: 30000 }, async ({ signal, err }) => {
 
 await app.ready();
 if (config.role === 'worker') {
-  app.log.info('worker started (ROLE=worker): processing jobs, not serving HTTP');
+  if (config.metricsPort !== undefined) await app.listen({ port: config.metricsPort, host: config.host });
+  app.log.info(config.metricsPort === undefined ? 'worker started (ROLE=worker): processing jobs, not serving HTTP' : `worker started (ROLE=worker): processing jobs; /health, /ready and /metrics on port ${config.metricsPort}`);
   if (!process.stdout.isTTY) process.stdout.write('Worker started: processing jobs\n');
 } else {
   await app.listen({ port: config.port, host: config.host });

@@ -156,7 +156,7 @@ describe('ROLE=worker and ROLE=api as separate processes (PostgreSQL)', { skip: 
     const workerPort = await freePort();
     const apiPort = await freePort();
     const api = `http://127.0.0.1:${apiPort}`;
-    const apiEnv = await serverEnv(t, { PORT: String(apiPort), ROLE: 'api', BCRYPT_ROUNDS: '4' });
+    const apiEnv = await serverEnv(t, { PORT: String(apiPort), ROLE: 'api', BCRYPT_ROUNDS: '4', SEED_DEMO_CATALOG: 'true' });
     const apiProc = start(t, 'src/server.ts', apiEnv);
     await untilHealthy(api, apiProc);
     // only a process that fetches jobs listens to the job queue's channel (src/jobs/queue.ts)
@@ -169,14 +169,21 @@ describe('ROLE=worker and ROLE=api as separate processes (PostgreSQL)', { skip: 
     assert.equal(await listeners(), 0, 'the API process does not listen for jobs');
 
     // the worker: the same database, its own data directory (its outbox is where its mail lands)
-    const workerEnv = await serverEnv(t, { PORT: String(workerPort), ROLE: 'worker', LOG_LEVEL: 'info', BCRYPT_ROUNDS: '4' });
+    const metricsPort = await freePort();
+    const workerEnv = await serverEnv(t, { PORT: String(workerPort), METRICS_PORT: String(metricsPort), ROLE: 'worker', LOG_LEVEL: 'info', BCRYPT_ROUNDS: '4' });
     workerEnv.DATABASE_URL = apiEnv.DATABASE_URL;
     const worker = start(t, 'src/server.ts', workerEnv);
     await waitFor(async () => {
       if (worker.child.exitCode !== null) throw new Error(`worker exited: ${worker.stderr()}`);
       return worker.stdout().includes('worker started') ? true : undefined;
     }, 30000, 50);
-    await assert.rejects(request(`http://127.0.0.1:${workerPort}/health`), /ECONNREFUSED/, 'the worker serves no HTTP');
+    await assert.rejects(request(`http://127.0.0.1:${workerPort}/health`), /ECONNREFUSED/, 'the worker does not listen on PORT');
+    // on METRICS_PORT: its operations routes, nothing else
+    const workerOps = `http://127.0.0.1:${metricsPort}`;
+    assert.equal((await request(`${workerOps}/ready`)).statusCode, 200);
+    const notServed = await request(`${workerOps}/api/v1/auth/me`);
+    assert.equal(notServed.statusCode, 404);
+    assert.equal(((await notServed.body.json()) as { error_code: string }).error_code, 'NOT_FOUND');
     assert.equal(await listeners(), 1, "the worker's job queue listens");
     await db.end();
 
@@ -203,6 +210,16 @@ describe('ROLE=worker and ROLE=api as separate processes (PostgreSQL)', { skip: 
     assert.match(await fs.readFile(path.join(outbox, mail[0]), 'utf8'), /split-roles@example\.com/);
     const apiOutbox = await fs.readdir(path.join(apiEnv.DATA_DIR, 'outbox')).catch(() => []);
     assert.deepEqual(apiOutbox, [], 'the API process (ROLE=api) runs no jobs');
+
+    // an order placed through the API process is processed, and counted, by the worker
+    const placed = await request(`${api}/api/v1/orders`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+      body: JSON.stringify({ items: [{ product_id: 1, quantity: 1 }], shipping_address: '1 Split Street' }),
+    });
+    assert.equal(placed.statusCode, 201, await placed.body.text());
+    const processedByWorker = /order_status_transitions_total\{status="(completed|failed)"\} 1/;
+    await waitFor(async () => (processedByWorker.test(await (await request(`${workerOps}/metrics`)).body.text()) ? true : undefined), 30000, 100);
 
     worker.child.kill('SIGTERM');
     apiProc.child.kill('SIGTERM');

@@ -74,7 +74,11 @@ class OrderStream {
   private retryMs = FIRST_RETRY_MS;
   private timer: ReturnType<typeof setTimeout> | undefined;
 
-  constructor(private readonly client: Console) {}
+  private readonly client: Console;
+
+  constructor(client: Console) {
+    this.client = client;
+  }
 
   start(): void {
     if (this.abort || this.timer) return;

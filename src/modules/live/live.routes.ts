@@ -125,7 +125,7 @@ export function registerLiveRoutes(root: FastifyInstance, deps: LiveDeps): void 
         if (!stream.writableEnded) stream.end();
       }
       stream.once('close', end);
-      request.raw.once('close', end);
+      reply.raw.once('close', end);
 
       feed.subscribe(subscriber);
       // the stream is the body, not a value of the (documentation-only) text/event-stream schema

@@ -4540,6 +4540,8 @@ export interface paths {
                 query?: {
                     page?: number;
                     page_size?: number;
+                    /** @description an order number (all digits: that order), or the start of the customer's e-mail or name, in any case (`jane` finds jane.doe@example.com and Jane Doe); 1 to 200 characters */
+                    q?: string;
                     /**
                      * @description one status
                      * @example completed
@@ -4612,6 +4614,12 @@ export interface paths {
                                 created_at: string;
                                 /** Format: date-time */
                                 updated_at: string;
+                                /** @description the order's owner (the user `user_id` names) */
+                                customer: {
+                                    id: number;
+                                    email: string;
+                                    name: string;
+                                };
                             }[];
                             total: number;
                             page: number;
@@ -4620,6 +4628,166 @@ export interface paths {
                             /** @description false: more match than `total` (counted up to 10,000 or the end of this page) */
                             total_exact: boolean;
                         };
+                    };
+                };
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
+                401: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Forbidden (`INACTIVE_USER`, `ADMIN_REQUIRED`) */
+                403: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                422: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
+                429: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        /** @description seconds to wait before trying again */
+                        "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/admin/orders/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Export every order the filters select as CSV, newest first (administrators)
+         * @description The filters of GET /admin/orders (no paging). A `text/csv` attachment, streamed as it is read, with a header row: `id,status,total_amount,currency,customer_id,customer_email,customer_name,source,external_id,failure_reason,created_at,updated_at`. RFC 4180 quoting; a cell that starts with `=`, `+`, `-`, `@`, a tab or a carriage return gets a leading `'` so that a spreadsheet shows it rather than running it. `total_amount` is exact, in `currency`.
+         */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description an order number (all digits: that order), or the start of the customer's e-mail or name, in any case (`jane` finds jane.doe@example.com and Jane Doe); 1 to 200 characters */
+                    q?: string;
+                    /**
+                     * @description one status
+                     * @example completed
+                     */
+                    status?: "pending" | "processing" | "completed" | "failed" | "cancelled";
+                    /**
+                     * @description the owner's id
+                     * @example 1
+                     */
+                    user_id?: number;
+                    /**
+                     * @description the owner's e-mail, in any case
+                     * @example admin@example.com
+                     */
+                    customer_email?: string;
+                    /**
+                     * @description `platform`: orders from any inbound platform
+                     * @example api
+                     */
+                    source?: "api" | "platform";
+                    /**
+                     * @description a platform's order id
+                     * @example 820982911946154508
+                     */
+                    external_id?: string;
+                    /**
+                     * @description created at or after: `2026-01-31T08:00:00Z`, or a date for the start of that day (UTC)
+                     * @example 2026-01-01
+                     */
+                    created_from?: string;
+                    /**
+                     * @description created at or before: `2026-01-31T18:00:00+02:00`, or a date for the whole of that day (UTC)
+                     * @example 2030-12-31
+                     */
+                    created_to?: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description the orders, one CSV record each */
+                200: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "text/csv": string;
                     };
                 };
                 /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
@@ -9279,6 +9447,341 @@ export interface paths {
                 };
                 /** @description Not found (`NOT_FOUND`) */
                 404: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                422: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
+                429: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        /** @description seconds to wait before trying again */
+                        "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/admin/stats": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * How the shop is doing: orders, revenue, short products, platform webhooks and deliveries per hour or day (administrators)
+         * @description Buckets are whole UTC hours or days from the one holding `from` to the one holding `to`, every one present (zeros too), oldest first. 422 when `from` is not before `to`, or the range holds more than 744 buckets. An answer may be up to STATS_CACHE_SECONDS (10 s) old: the same buckets asked again within that time are answered from memory.
+         */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description the width of each bucket; buckets start at whole UTC hours or days */
+                    bucket?: "hour" | "day";
+                    /** @description the start, rounded down to its bucket; default `to` − 24 hours (`hour`) or − 30 days (`day`) */
+                    from?: string;
+                    /** @description the end, rounded up to the end of its bucket; default now */
+                    to?: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The figures of the overview, over whole UTC buckets */
+                200: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /**
+                             * Format: date-time
+                             * @description the first bucket's start
+                             */
+                            from: string;
+                            /**
+                             * Format: date-time
+                             * @description the last bucket's end
+                             */
+                            to: string;
+                            bucket: "hour" | "day";
+                            /**
+                             * @description the ISO 4217 code of every amount (the `CURRENCY` setting)
+                             * @example USD
+                             */
+                            currency: string;
+                            /** @description the orders created in each bucket, by their status now; every bucket, oldest first */
+                            orders: {
+                                /**
+                                 * Format: date-time
+                                 * @description the bucket's start (UTC)
+                                 */
+                                start: string;
+                                pending: number;
+                                processing: number;
+                                completed: number;
+                                failed: number;
+                                cancelled: number;
+                            }[];
+                            /** @description the completed orders' totals per bucket of their creation; every bucket, oldest first */
+                            revenue: {
+                                /**
+                                 * Format: date-time
+                                 * @description the bucket's start (UTC)
+                                 */
+                                start: string;
+                                /**
+                                 * @description decimal, two places
+                                 * @example 123.45
+                                 */
+                                amount: string;
+                            }[];
+                            /** @description the 10 products most often short in orders that failed for want of stock, most first */
+                            short_products: {
+                                product_id: number;
+                                sku: string;
+                                name: string;
+                                /** @description orders created in the range that failed with this product short */
+                                failed_orders: number;
+                            }[];
+                            /** @description the platform's webhooks received in the range, by their status now */
+                            inbound_webhooks: {
+                                status: "received" | "processed" | "failed";
+                                count: number;
+                            }[];
+                            /** @description the outgoing delivery attempts (to every subscription) per bucket, by outcome; every bucket, oldest first */
+                            deliveries: {
+                                /**
+                                 * Format: date-time
+                                 * @description the bucket's start (UTC)
+                                 */
+                                start: string;
+                                succeeded: number;
+                                failed: number;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
+                401: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Forbidden (`INACTIVE_USER`, `ADMIN_REQUIRED`) */
+                403: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                422: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Too many requests: retry after `Retry-After` seconds (`RATE_LIMITED`) */
+                429: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        /** @description seconds to wait before trying again */
+                        "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Service unavailable: retry after `Retry-After` seconds (`SERVICE_UNAVAILABLE`) */
+                503: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Follow the changes of your orders (every order, for an administrator) as Server-Sent Events
+         * @description A stream of Server-Sent Events (`text/event-stream`) of the order changes the caller may see: their own orders, every order for an administrator.
+         *     Authenticated by the `Authorization: Bearer` header only (a token never goes in a URL; use fetch, or an EventSource that can send headers).
+         *
+         *     Each change is one frame:
+         *     ```
+         *     id: 1042
+         *     event: order.status_changed
+         *     data: {"id":17,"user_id":6,"status":"completed",...}
+         *     ```
+         *     `id` is the order event's id (increasing); `event` is `order.created`, `order.status_changed`, or `order.cancelled` (a change to `cancelled`);
+         *     `data` is the order as `GET /api/v2/orders/{order_id}` returns it when the event is sent (it may be further along than the event).
+         *     Comment lines keep the stream open: `: heartbeat` every 15 seconds.
+         *
+         *     Reconnect with `Last-Event-ID` (the last `id` received) to get the events after it first, up to 1,000, oldest first; events stay readable for at least 5 minutes (in fact as long as the order exists).
+         *     The stream ends when the access token expires, the user is deactivated or signed out everywhere, or the server shuts down: reconnect (after refreshing the token).
+         *     A user may hold 5 streams at once per server process; a sixth is 429 `RATE_LIMITED`. The stream counts as one request for rate limiting.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: {
+                    /** @description the `id` of the last event received: the stream sends the events after it first (up to 1,000, oldest first) */
+                    "last-event-id"?: string;
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description the event stream (frames as described above) */
+                200: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "text/event-stream": string;
+                    };
+                };
+                /** @description Not authenticated (`NOT_AUTHENTICATED`, `INVALID_TOKEN`) */
+                401: {
+                    headers: {
+                        /** @description requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description seconds until the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Forbidden (`INACTIVE_USER`) */
+                403: {
                     headers: {
                         /** @description requests allowed in the window */
                         "X-RateLimit-Limit"?: number;

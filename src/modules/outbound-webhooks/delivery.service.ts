@@ -7,6 +7,7 @@ import type { Db } from '../../db/database.ts';
 import type { Database, OrderEventRow, WebhookMessageRow, WebhookSubscriptionRow } from '../../db/schema.ts';
 import { ORDER_EVENT_TYPES, type OrderEventOf, type WebhookEventKind } from '../../events/order-events.ts';
 import type { ApiVersion } from '../../http/api-version.ts';
+import { AppError } from '../../http/errors.ts';
 import { activeTraceparent } from '../../jobs/job-tracing.ts';
 import type { JobQueue } from '../../jobs/queue.ts';
 import type { JobPayloads } from '../../jobs/registry.ts';
@@ -125,13 +126,22 @@ export class WebhookDeliveryService {
 
   /**
    * Puts settled messages of `subscription` back into delivery with a fresh retry schedule, each into
-   * its lane. Returns the ids re-queued and, among them, those sent at once.
+   * its lane. Returns the ids re-queued and, among them, those sent at once. Refused (INVALID_STATE)
+   * when the subscription is disabled or deleted by the time its row is share-locked, after the
+   * lanes and before the messages (the lock order of docs/architecture.md).
    */
   async requeue(
     trx: Transaction<Database>,
     subscription: WebhookSubscriptionRow,
     messages: readonly { id: number; order_id: number | null }[],
   ): Promise<{ requeued: number[]; sentNow: number[] }> {
+    const lanes = new Map<number, number[]>();
+    for (const m of messages) if (m.order_id !== null) lanes.set(m.order_id, [...(lanes.get(m.order_id) ?? []), m.id]);
+    const orderIds = [...lanes.keys()].sort((a, b) => a - b);
+    for (const orderId of orderIds) await lockMessageLane(trx, subscription.id, orderId);
+    if (!(await lockActiveSubscriptions(trx, [subscription.id])).has(subscription.id)) {
+      throw new AppError('INVALID_STATE', 'Subscription is disabled; enable it before sending its messages again');
+    }
     const requeued: number[] = [];
     const sentNow: number[] = [];
     const laneless = messages.filter((m) => m.order_id === null).map((m) => m.id);
@@ -140,11 +150,7 @@ export class WebhookDeliveryService {
       requeued.push(row.id);
       sentNow.push(row.id);
     }
-    const lanes = new Map<number, number[]>();
-    for (const m of messages) if (m.order_id !== null) lanes.set(m.order_id, [...(lanes.get(m.order_id) ?? []), m.id]);
-    // lane locks in one order, so two requeues of one subscription never wait on each other in a cycle
-    for (const orderId of [...lanes.keys()].sort((a, b) => a - b)) {
-      await lockMessageLane(trx, subscription.id, orderId);
+    for (const orderId of orderIds) {
       const rows = await requeueMessages(trx, lanes.get(orderId) ?? [], 'held');
       requeued.push(...rows.map((r) => r.id));
       if (rows.length === 0 || (await laneHas(trx, subscription.id, orderId, ['queued']))) continue;

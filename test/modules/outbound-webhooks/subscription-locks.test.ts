@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import pg from 'pg';
-import { api, buildTestApp, createUser, waitFor } from '../../helpers/app.ts';
+import { api, buildTestApp, createUser, untilWaitingForLock, waitFor } from '../../helpers/app.ts';
 import { createProduct } from '../../helpers/products.ts';
 import { freePort } from '../../helpers/server-process.ts';
 import { BASE, placeOrder, subscribe } from './outbound-webhooks.helpers.ts';
@@ -67,5 +67,30 @@ describe('outgoing webhooks: disabling a subscription while its messages fail (P
     // the app's connections end with it, and each backend's counts reach the statistics as it exits
     await app.close();
     assert.equal(await deadlocks(databaseUrl), before, `answers ${answers.join(' ')}`);
+  });
+
+  it('a resend that meets a disabling in flight waits for it and is refused; nothing goes back into delivery', async (t) => {
+    const app = await buildTestApp(t, { webhookRetrySchedule: [0.1] });
+    const owner = await createUser(app);
+    const sub = await subscribe(app, owner, `http://127.0.0.1:${await freePort()}/hook`, ['order.created']);
+    await placeOrder(app, owner, (await createProduct(app, { stock: 5, price: '1.00' })).id);
+    const message = await waitFor(async () =>
+      app.ctx.db.selectFrom('webhook_messages').select(['id', 'message_id']).where('subscription_id', '=', sub.id).where('status', '=', 'failed').executeTakeFirst(),
+    30_000);
+    // a disabling that has taken the subscription's row and not committed yet
+    const disabling = new pg.Client({ connectionString: app.ctx.config.databaseUrl! });
+    await disabling.connect();
+    disabling.on('error', () => {}); // the test database is dropped, its sessions ended, when the test ends
+    await disabling.query('BEGIN');
+    await disabling.query('UPDATE webhook_subscriptions SET is_active = false WHERE id = $1', [sub.id]);
+    const resend = api(app, owner, { method: 'POST', url: `${BASE}/${sub.id}/messages/${message.message_id}/resend` });
+    await untilWaitingForLock(app);
+    await disabling.query('COMMIT');
+    await disabling.end();
+    const res = await resend;
+    assert.equal(res.statusCode, 400, res.body);
+    assert.equal(res.json<{ error_code: string }>().error_code, 'INVALID_STATE');
+    const after = await app.ctx.db.selectFrom('webhook_messages').select('status').where('id', '=', message.id).executeTakeFirstOrThrow();
+    assert.equal(after.status, 'failed');
   });
 });

@@ -70,6 +70,7 @@ export function problemOf(status: number, body: unknown, retryAfter: string | nu
     RATE_LIMITED: `Too many requests in a short time. Wait ${retryAfter ?? 'a few'} seconds and try again.`,
     LOGIN_THROTTLED: `Too many failed sign-ins. Wait ${retryAfter ?? 'a little'} seconds and try again.`,
     INTERNAL_ERROR: 'The service failed to answer. Try again; if it keeps failing, tell the operators.',
+    SERVICE_UNAVAILABLE: 'The service is not available at the moment. Try again in a few seconds.',
   };
   if (code === 'VALIDATION_ERROR' && Array.isArray(b.errors) && b.errors.length > 0) {
     const issues = b.errors.map((e) => `${String(e.loc?.at(-1) ?? 'value')} ${String(e.msg ?? '')}`.trim());

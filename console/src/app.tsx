@@ -1,12 +1,17 @@
 import type { ComponentChildren } from 'preact';
-import { useEffect, useRef, useState } from 'preact/hooks';
-import { forgetSession, ok, onSessionEnded, serviceClient, type Console } from './api.ts';
+import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
+import { forgetSession, messageOf, ok, onSessionEnded, Problem, serviceClient, type Console } from './api.ts';
+import { ErrorNotice } from './components/notice.tsx';
+import { Page } from './components/page.tsx';
+import { Toasts } from './components/toast.tsx';
+import { usePoll } from './use-data.ts';
 import { BASE, href, navigate, useLocation } from './router.ts';
 import { pageFor } from './routes.tsx';
 import { SessionContext, type SignedIn } from './session.ts';
 import { SignIn } from './pages/sign-in.tsx';
 
 const STAFF_LINKS = [
+  ['/overview', 'Overview'],
   ['/orders', 'Orders'],
   ['/inbound-webhooks', 'Inbound webhooks'],
   ['/users', 'Users'],
@@ -17,8 +22,10 @@ const USER_LINKS = [
   ['/my-orders', 'My orders'],
 ] as const;
 
-/** Where a user lands after signing in: staff on every order, others on their own. */
-const homeOf = (isAdmin: boolean) => href(isAdmin ? '/orders' : '/my-orders');
+/** Where a user lands after signing in: staff on the overview, others on their own orders. */
+const homeOf = (isAdmin: boolean) => href(isAdmin ? '/overview' : '/my-orders');
+/** While the service does not answer a reload's GET /auth/me, how often it is asked again. */
+const RESTORE_RETRY_MS = 5000;
 
 export function App() {
   const [session, setSession] = useState<SignedIn | null | 'restoring'>('restoring');
@@ -31,17 +38,24 @@ export function App() {
     else document.getElementById('page-title')?.focus();
   }, [url.pathname]);
 
-  // a session kept in this tab (a reload) is taken up again if its tokens still work
-  useEffect(() => {
+  // A session kept in this tab (a reload) is taken up again if its tokens still work. Only a 401
+  // (after the client's refresh) ends it; a service that is restarting or unreachable is asked again.
+  const [unreachable, setUnreachable] = useState<string>();
+  const restore = useCallback(async () => {
     const client = serviceClient();
     if (!client.session) return setSession(null);
-    ok(client.api.GET('/api/v2/auth/me'))
-      .then((me) => setSession({ client, me }))
-      .catch(() => {
+    try {
+      setSession({ client, me: await ok(client.api.GET('/api/v2/auth/me')) });
+      setUnreachable(undefined);
+    } catch (err) {
+      if (err instanceof Problem && err.status === 401) {
         forgetSession();
         setSession(null);
-      });
+      } else setUnreachable(messageOf(err));
+    }
   }, []);
+  useEffect(() => void restore(), []);
+  usePoll(restore, RESTORE_RETRY_MS, session === 'restoring' && unreachable !== undefined);
   useEffect(
     () =>
       onSessionEnded(() => {
@@ -52,7 +66,20 @@ export function App() {
     [],
   );
 
-  if (session === 'restoring') return <p class="loading">Loading…</p>;
+  if (session === 'restoring') {
+    if (unreachable === undefined) return <p class="loading">Loading…</p>;
+    return (
+      <Frame>
+        <Page title="Waiting for the service">
+          <ErrorNotice message={unreachable} />
+          <p>You are still signed in. The console asks the service again every few seconds and goes on where you were.</p>
+          <button type="button" class="primary" onClick={() => void restore()}>
+            Try again now
+          </button>
+        </Page>
+      </Frame>
+    );
+  }
   if (!session) {
     const signedIn = (client: Console, me: SignedIn['me']) => {
       setNotice(undefined);
@@ -95,7 +122,15 @@ function Frame(props: {
 }) {
   return (
     <>
-      <a class="skip" href="#main">
+      <a
+        class="skip"
+        href="#main"
+        onClick={(e) => {
+          // the main content takes the focus, so the next Tab goes on from there
+          e.preventDefault();
+          document.getElementById('main')?.focus();
+        }}
+      >
         Skip to content
       </a>
       <header class="top">
@@ -131,7 +166,10 @@ function Frame(props: {
           </ul>
         </nav>
       )}
-      <main id="main">{props.children}</main>
+      <main id="main" tabIndex={-1}>
+        {props.children}
+      </main>
+      <Toasts />
     </>
   );
 }

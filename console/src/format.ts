@@ -7,9 +7,41 @@ export function when(iso: string | null | undefined): string {
   return iso ? dateTime.format(new Date(iso)) : '';
 }
 
-/** An amount of money with its two decimals. */
-export function money(amount: number): string {
-  return amount.toFixed(2);
+/** The currency of every amount: the service's CURRENCY setting, which it writes into the page. */
+export const CURRENCY = document.querySelector('meta[name="currency"]')?.getAttribute('content') || 'USD';
+
+const moneyFormat = (() => {
+  try {
+    return new Intl.NumberFormat(undefined, { style: 'currency', currency: CURRENCY });
+  } catch {
+    // a code this browser does not know: the amount with the code beside it
+    return { format: (n: number) => `${n.toFixed(2)} ${CURRENCY}` };
+  }
+})();
+
+/** An amount of money (a number, or the API's decimal string) in the service's currency, e.g. $1,234.50. */
+export function money(amount: number | string): string {
+  return moneyFormat.format(Number(amount));
+}
+
+const relative = new Intl.RelativeTimeFormat(undefined, { numeric: 'auto' });
+const UNITS: [Intl.RelativeTimeFormatUnit, number][] = [
+  ['second', 60],
+  ['minute', 60],
+  ['hour', 24],
+  ['day', 30],
+  ['month', 12],
+  ['year', Infinity],
+];
+
+/** How long ago (or how far ahead) a moment is, in words: "5 minutes ago", "yesterday". */
+export function ago(iso: string, now = Date.now()): string {
+  let n = (new Date(iso).getTime() - now) / 1000;
+  for (const [unit, size] of UNITS) {
+    if (Math.abs(n) < size) return relative.format(Math.round(n), unit);
+    n /= size;
+  }
+  return when(iso);
 }
 
 export function plural(n: number, one: string, many = `${one}s`): string {

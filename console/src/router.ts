@@ -38,6 +38,8 @@ export function interceptLinks(root: HTMLElement): void {
     if (!link || link.target || link.hasAttribute('download')) return;
     const url = new URL(link.href, location.href);
     if (url.origin !== location.origin || (url.pathname !== BASE && !url.pathname.startsWith(`${BASE}/`))) return;
+    // a link within this page (#main) is the browser's to follow
+    if (url.hash && url.pathname === location.pathname && url.search === location.search) return;
     event.preventDefault();
     navigate(url.pathname + url.search);
   });

@@ -8,6 +8,8 @@ import { MyOrdersPage } from './pages/my-orders.tsx';
 import { OrderPage } from './pages/order.tsx';
 import { OrdersPage } from './pages/orders.tsx';
 import { ProductsPage } from './pages/products.tsx';
+import { NewProductPage } from './pages/product-new.tsx';
+import { OverviewPage } from './pages/overview.tsx';
 import { MessagePage } from './pages/message.tsx';
 import { SubscriptionPage } from './pages/subscription.tsx';
 import { UsersPage } from './pages/users.tsx';
@@ -21,6 +23,7 @@ type Route = [pattern: RegExp, render: (m: RegExpExecArray) => VNode, who: 'staf
  * for their convenience only: the API refuses their token on every staff route all the same.
  */
 const ROUTES: Route[] = [
+  [/^\/overview$/, () => <OverviewPage />, 'staff'],
   [/^\/orders$/, () => <OrdersPage />, 'staff'],
   [/^\/orders\/(\d+)$/, (m) => <OrderPage id={Number(m[1])} />, 'user'],
   [/^\/my-orders$/, () => <MyOrdersPage />, 'user'],
@@ -28,6 +31,7 @@ const ROUTES: Route[] = [
   [/^\/inbound-webhooks\/(\d+)$/, (m) => <InboundPage id={Number(m[1])} />, 'staff'],
   [/^\/users$/, () => <UsersPage />, 'staff'],
   [/^\/products$/, () => <ProductsPage />, 'staff'],
+  [/^\/products\/new$/, () => <NewProductPage />, 'staff'],
   [/^\/webhooks$/, () => <WebhooksPage />, 'user'],
   [/^\/webhooks\/(\d+)$/, (m) => <SubscriptionPage id={Number(m[1])} />, 'user'],
   [/^\/webhooks\/(\d+)\/messages\/(msg_[A-Za-z0-9_]+)$/, (m) => <MessagePage subscriptionId={Number(m[1])} messageId={m[2]} />, 'user'],

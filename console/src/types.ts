@@ -15,6 +15,7 @@ export type InboundDetail = Read<'/api/v2/admin/inbound-webhooks/{id}'>;
 export type Subscription = Read<'/api/v2/webhooks/subscriptions/{subscription_id}'>;
 export type Delivery = Read<'/api/v2/webhooks/subscriptions/{subscription_id}/deliveries'>['items'][number];
 export type Product = Read<'/api/v2/products/{product_id}'>;
+export type Stats = Read<'/api/v2/admin/stats'>;
 
 type JsonBody<R> = R extends { requestBody?: { content: { 'application/json': infer B } } } ? B : never;
 export type SubscriptionCreateBody = JsonBody<paths['/api/v2/webhooks/subscriptions']['post']>;

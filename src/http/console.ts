@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import zlib from 'node:zlib';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { FAVICON } from './docs-page.ts';
 import { AppError } from './errors.ts';
@@ -45,15 +46,28 @@ function readFile(file: string, cache: string): StaticFile {
   };
 }
 
+/**
+ * The page with this service's settings written in (`<meta name="currency">`, which the console
+ * formats every amount with), compressed once here: the built copies cannot know the setting.
+ */
+function settledPage(file: string, currency: string): StaticFile {
+  const html = Buffer.from(fs.readFileSync(file, 'utf8').replaceAll('%CURRENCY%', currency.replace(/[^A-Z]/g, '')));
+  return {
+    type: TYPES['.html'],
+    cache: 'no-cache',
+    bodies: { identity: html, br: zlib.brotliCompressSync(html), gzip: zlib.gzipSync(html, { level: 9 }) },
+  };
+}
+
 /** The build in `dir`: its page and its assets by file name; undefined when it was not built. */
-function loadBuild(dir: string): { index: StaticFile; assets: Map<string, StaticFile> } | undefined {
+function loadBuild(dir: string, currency: string): { index: StaticFile; assets: Map<string, StaticFile> } | undefined {
   if (!fs.existsSync(path.join(dir, 'index.html'))) return undefined;
   const assets = new Map<string, StaticFile>();
   const assetDir = path.join(dir, 'assets');
   for (const name of fs.readdirSync(assetDir)) {
     if (TYPES[path.extname(name)]) assets.set(name, readFile(path.join(assetDir, name), IMMUTABLE));
   }
-  return { index: readFile(path.join(dir, 'index.html'), 'no-cache'), assets };
+  return { index: settledPage(path.join(dir, 'index.html'), currency), assets };
 }
 
 /** Whether `accept-encoding` admits `coding` (named, and not with q=0). */
@@ -84,9 +98,9 @@ const NOT_BUILT =
  * The console: one page for every /console address, its hashed assets precompressed. Public and not
  * rate-limited: the page holds no data; the API it calls checks every request.
  */
-export function registerConsole(app: FastifyInstance, opts: { dir?: string } = {}): void {
+export function registerConsole(app: FastifyInstance, opts: { dir?: string; currency?: string } = {}): void {
   const dir = opts.dir ?? CONSOLE_DIR;
-  const build = loadBuild(dir);
+  const build = loadBuild(dir, opts.currency ?? 'USD');
   if (!build) app.log.warn({ dir }, 'console not built: /console answers 503 (npm ci with dev dependencies builds it)');
   const config = { auth: 'public' as const, rateLimitBucket: 'none' as const };
   const schema = { hide: true };

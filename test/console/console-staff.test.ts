@@ -88,8 +88,8 @@ describe('the console for staff, in Chromium', { skip: skipWithoutChromium, time
 
     await page.getByLabel('Password').fill(admin.password);
     await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.getByRole('table', { name: 'Orders' }).waitFor();
-    assert.deepEqual(await navigationLinks(page), ['Orders', 'Inbound webhooks', 'Users', 'Products', 'Webhooks', 'My orders']);
+    await page.getByRole('heading', { level: 1, name: 'Overview' }).waitFor();
+    assert.deepEqual(await navigationLinks(page), ['Overview', 'Orders', 'Inbound webhooks', 'Users', 'Products', 'Webhooks', 'My orders']);
   });
 
   it("a failed order: found by status and the customer's e-mail; its page says which product was short, wanted against available, by name", async () => {
@@ -204,7 +204,11 @@ describe('the console for staff, in Chromium', { skip: skipWithoutChromium, time
     await assertAccessible(page, 'the users page');
 
     await row.getByRole('button', { name: 'Deactivate' }).click();
+    const dialog = page.getByRole('dialog', { name: `Deactivate ${jane.email}?` });
+    await dialog.getByText('This ends every session of the account').waitFor();
+    await dialog.getByRole('button', { name: 'Yes, deactivate' }).click();
     await row.getByText('Deactivated').waitFor();
+    await page.getByRole('status').filter({ hasText: `${jane.email} is deactivated and signed out everywhere.` }).waitFor();
     const stored = () => app.ctx.db.selectFrom('users').select('is_active').where('id', '=', jane.user.id).executeTakeFirstOrThrow();
     assert.equal((await stored()).is_active, false);
     await row.getByRole('button', { name: 'Activate' }).click();

@@ -1,4 +1,5 @@
-import type { ComponentChildren } from 'preact';
+import { useEffect } from 'preact/hooks';
+import { showToast } from './toast.tsx';
 
 /** A failure, announced at once by screen readers. */
 export function ErrorNotice({ message }: { message: string | undefined }) {
@@ -10,14 +11,12 @@ export function ErrorNotice({ message }: { message: string | undefined }) {
   );
 }
 
-/** The outcome of an action, announced politely. */
-export function Notice({ children }: { children: ComponentChildren }) {
-  if (!children) return null;
-  return (
-    <p class="notice" role="status">
-      {children}
-    </p>
-  );
+/** The outcome of an action: shown as the console's toast (announced politely) when it changes. */
+export function Notice({ children }: { children: string | undefined }) {
+  useEffect(() => {
+    if (children) showToast(children);
+  }, [children]);
+  return null;
 }
 
 /** A status word as a badge; its colour only repeats the word. */

@@ -1,7 +1,8 @@
-import { money, when } from '../format.ts';
+import { money } from '../format.ts';
 import { href } from '../router.ts';
 import { Badge } from './notice.tsx';
 import { Head } from './table.tsx';
+import { When } from './when.tsx';
 
 /** The order statuses API v2 knows, in a filter's order. */
 export const ORDER_STATUSES = ['pending', 'processing', 'completed', 'failed', 'cancelled'] as const;
@@ -17,6 +18,7 @@ interface Row {
   updated_at: string;
   /** staff lists only */
   user_id?: number;
+  customer?: { id: number; email: string; name: string };
   source?: string;
   external_id?: string | null;
 }
@@ -36,10 +38,26 @@ export function OrdersTable({ rows, staff }: { rows: Row[]; staff: boolean }) {
               <Badge value={o.status} />
             </td>
             <td class="num">{money(o.total_amount)}</td>
-            {staff && <td>user {o.user_id}</td>}
+            {staff && (
+              <td>
+                {o.customer ? (
+                  <>
+                    {o.customer.name}
+                    <br />
+                    <span class="muted">{o.customer.email}</span>
+                  </>
+                ) : (
+                  `user ${o.user_id}`
+                )}
+              </td>
+            )}
             {staff && <td>{o.source === 'platform' ? `platform ${o.external_id ?? ''}` : 'API'}</td>}
-            <td>{when(o.created_at)}</td>
-            <td>{when(o.updated_at)}</td>
+            <td>
+              <When at={o.created_at} />
+            </td>
+            <td>
+              <When at={o.updated_at} />
+            </td>
           </tr>
         ))}
       </tbody>

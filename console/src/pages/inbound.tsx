@@ -1,9 +1,12 @@
+import { useEffect, useState } from 'preact/hooks';
 import { ok } from '../api.ts';
 import { FilterForm, queryValues } from '../components/filter-form.tsx';
-import { Badge, ErrorNotice, Notice } from '../components/notice.tsx';
+import { Badge, ErrorNotice } from '../components/notice.tsx';
 import { Page } from '../components/page.tsx';
 import { Pager } from '../components/pager.tsx';
 import { when } from '../format.ts';
+import { showToast } from '../components/toast.tsx';
+import { When } from '../components/when.tsx';
 import { href, navigate, pageOf, useLocation } from '../router.ts';
 import { useSession } from '../session.ts';
 import type { InboundDetail } from '../types.ts';
@@ -51,7 +54,9 @@ export function InboundListPage() {
                   <td>{w.topic}</td>
                   <td>{w.error}</td>
                   <td>{w.order_id !== null && <a href={href(`/orders/${w.order_id}`)}>Order {w.order_id}</a>}</td>
-                  <td>{when(w.received_at)}</td>
+                  <td>
+                    <When at={w.received_at} />
+                  </td>
                 </tr>
               ))}
             </tbody>
@@ -81,20 +86,31 @@ export function InboundPage({ id }: { id: number }) {
   const hook = useData(() => ok(api.GET('/api/v2/admin/inbound-webhooks/{id}', { params: { path: { id } } })), [id]);
   const action = useAction();
   const w = hook.data;
-  // after Reprocess, until the webhook is processed or failed again
-  usePoll(() => hook.reload(), POLL_MS, w?.status === 'received');
+  // After Reprocess: the processed_at the webhook had before, until an outcome newer than it is read
+  // (processing can end before the page reads the webhook again, so `received` may never be seen).
+  const [before, setBefore] = useState<string | null>();
+  const awaiting = before !== undefined;
+  usePoll(() => hook.reload(), POLL_MS, w?.status === 'received' || awaiting);
+  useEffect(() => {
+    if (!awaiting || !w || w.status === 'received' || w.processed_at === before) return;
+    setBefore(undefined);
+    // the outcome replaces "queued", so no word of the queue stays beside the new state
+    showToast(w.status === 'processed' ? `Webhook ${id} is processed${w.order_id === null ? '' : `: order ${w.order_id}`}.` : `Webhook ${id} failed again: ${w.error ?? 'no reason given'}.`);
+  }, [w, awaiting]);
 
   const reprocess = () =>
     action.run(async () => {
+      const was = w?.processed_at ?? null;
       const answer = await ok(api.POST('/api/v2/admin/inbound-webhooks/{id}/reprocess', { params: { path: { id } } }));
+      showToast(`${answer.message}.`);
+      setBefore(was);
       await hook.reload();
-      return `${answer.message}.`;
+      return undefined; // the toast above, before the outcome's own can replace it
     });
 
   return (
     <Page title={`Inbound webhook ${id}`}>
       <ErrorNotice message={hook.error} />
-      <Notice>{action.notice}</Notice>
       {w && (
         <>
           <dl class="facts">
@@ -117,11 +133,13 @@ export function InboundPage({ id }: { id: number }) {
             <dt>Shop</dt>
             <dd>{w.shop_domain}</dd>
             <dt>Received</dt>
-            <dd>{when(w.received_at)}</dd>
+            <dd>
+              <When at={w.received_at} />
+            </dd>
             <dt>Processed</dt>
-            <dd>{when(w.processed_at) || 'not yet'}</dd>
+            <dd>{w.processed_at ? <When at={w.processed_at} /> : awaiting ? 'being processed again' : 'not yet'}</dd>
           </dl>
-          {w.status === 'failed' && (
+          {w.status === 'failed' && !awaiting && (
             <div class="actions">
               <button type="button" class="primary" disabled={action.busy} onClick={() => void reprocess()}>
                 Reprocess

@@ -1,23 +1,20 @@
-import { useRef, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
 import { ok, type Api } from '../api.ts';
 import { ConfirmDialog } from '../components/dialog.tsx';
 import { Badge, ErrorNotice, Notice } from '../components/notice.tsx';
 import { Page } from '../components/page.tsx';
-import { money, reasonText, when } from '../format.ts';
+import { money, reasonText } from '../format.ts';
+import { useOrderEvents } from '../live.ts';
 import { href } from '../router.ts';
 import { useSession } from '../session.ts';
 import { eventTimeline, traceTimeline, type Entry } from '../timeline.ts';
 import type { OrderDetail } from '../types.ts';
 import { useAction, useData, usePoll } from '../use-data.ts';
 import { Head } from '../components/table.tsx';
+import { When } from '../components/when.tsx';
 
-/**
- * How often the page asks for the order's status: a change shows within about this long, and an
- * open page stays well inside the per-user rate limit.
- */
-const POLL_MS = 1500;
-/** Staff: every this many polls the whole trace is read again too (deliveries go on after a status change). */
-const TRACE_EVERY = 6;
+/** Staff: how often the whole trace is read again (deliveries go on after the status change that caused them). */
+const TRACE_MS = 9000;
 const CANCELLABLE = ['pending', 'processing', 'completed'];
 
 interface OrderView {
@@ -38,9 +35,6 @@ async function ownerView(api: Api, id: number): Promise<OrderView> {
   return { order, timeline: eventTimeline(events, order.items) };
 }
 
-/** What the poll compares: a change of any of these reads the page's data again. */
-const stamp = (o: { status: string; updated_at: string }) => `${o.status} ${o.updated_at}`;
-
 /** An order: status (kept current), customer, lines, totals and its timeline; Cancel order where it can be. */
 export function OrderPage({ id }: { id: number }) {
   const { api, me } = useSession();
@@ -51,21 +45,15 @@ export function OrderPage({ id }: { id: number }) {
     async () => (staff && order ? ok(api.GET('/api/v2/users/{user_id}', { params: { path: { user_id: order.user_id } } })) : undefined),
     [staff, order?.user_id],
   );
-  const ticks = useRef(0);
-  // the polled status shows at once; the rest of the page follows when it has been read again
+  // The order's events (GET /events): the new status shows at once; the rest of the page follows
+  // when it has been read again.
   const [fresh, setFresh] = useState<{ status: string; updated_at: string }>();
-  usePoll(
-    async () => {
-      if (!order) return;
-      const path = { params: { path: { order_id: id } } };
-      const now = await (staff ? ok(api.GET('/api/v2/admin/orders/{order_id}', path)) : ok(api.GET('/api/v2/orders/{order_id}', path))).catch(() => undefined);
-      ticks.current += 1;
-      if (now) setFresh({ status: now.status, updated_at: now.updated_at });
-      if ((now && stamp(now) !== stamp(order)) || (staff && ticks.current % TRACE_EVERY === 0)) await view.reload();
-    },
-    POLL_MS,
-    order !== undefined,
-  );
+  useOrderEvents((e) => {
+    if (e.order.id !== id) return;
+    setFresh({ status: e.order.status, updated_at: e.order.updated_at });
+    void view.reload();
+  }, order !== undefined);
+  usePoll(() => view.reload(), TRACE_MS, staff && order !== undefined);
 
   const [confirming, setConfirming] = useState(false);
   const [reason, setReason] = useState('');
@@ -117,15 +105,21 @@ export function OrderPage({ id }: { id: number }) {
             {order.cancelled_at && (
               <>
                 <dt>Cancelled</dt>
-                <dd>{when(order.cancelled_at)}</dd>
+                <dd>
+                  <When at={order.cancelled_at} />
+                </dd>
               </>
             )}
             <dt>Shipping address</dt>
             <dd>{order.shipping_address}</dd>
             <dt>Created</dt>
-            <dd>{when(order.created_at)}</dd>
+            <dd>
+              <When at={order.created_at} />
+            </dd>
             <dt>Updated</dt>
-            <dd>{when(order.updated_at)}</dd>
+            <dd>
+              <When at={order.updated_at} />
+            </dd>
           </dl>
           <Lines order={order} />
           <Timeline entries={view.data.timeline} />
@@ -156,7 +150,8 @@ function Lines({ order }: { order: OrderDetail }) {
   return (
     <>
       <h2 id="lines-title">Lines</h2>
-      <table aria-labelledby="lines-title">
+      {/* focusable: at a narrow width it may scroll sideways, and it has no link to reach by keyboard */}
+      <table aria-labelledby="lines-title" tabIndex={0}>
         <Head cols={['Product', ['Quantity', 'num'], ['Unit price', 'num'], ['Line total', 'num']]} />
         <tbody>
           {order.items.map((i) => (
@@ -180,7 +175,7 @@ function Timeline({ entries }: { entries: Entry[] }) {
       <ol>
         {entries.map((e, i) => (
           <li key={i} class={`entry entry-${e.kind}${e.tone ? ` tone-${e.tone}` : ''}`}>
-            <time dateTime={e.at}>{when(e.at)}</time>
+            <When at={e.at} />
             <strong>{e.title}</strong>
             {e.lines.length > 0 && (
               <ul>

@@ -23,6 +23,9 @@ export function ProductsPage() {
 
   return (
     <Page title="Products">
+      <p class="actions">
+        <a href={href('/products/new')}>New product</a>
+      </p>
       <ErrorNotice message={products.error} />
       <Notice>{done}</Notice>
       {products.data && (
@@ -69,7 +72,7 @@ export function ProductsPage() {
 /** A product's row as a form: price and stock, saved with PATCH /products/{id}. */
 function EditRow({ product, onDone }: { product: Product; onDone: (message?: string) => Promise<void> }) {
   const { api } = useSession();
-  const [price, setPrice] = useState(money(product.price));
+  const [price, setPrice] = useState(product.price.toFixed(2));
   const [stock, setStock] = useState(String(product.stock));
   const [error, setError] = useState<string>();
   const [busy, setBusy] = useState(false);

@@ -1,13 +1,15 @@
+import { useState } from 'preact/hooks';
 import { ok } from '../api.ts';
+import { ConfirmDialog } from '../components/dialog.tsx';
 import { FilterForm, queryValues } from '../components/filter-form.tsx';
 import { ErrorNotice, Notice } from '../components/notice.tsx';
 import { Page } from '../components/page.tsx';
 import { Pager } from '../components/pager.tsx';
-import { when } from '../format.ts';
 import { href, navigate, pageOf, useLocation } from '../router.ts';
 import { useSession } from '../session.ts';
 import { useAction, useData } from '../use-data.ts';
 import { Head } from '../components/table.tsx';
+import { When } from '../components/when.tsx';
 
 const PAGE_SIZE = 20;
 
@@ -22,11 +24,14 @@ export function UsersPage() {
     [url.search],
   );
   const action = useAction();
+  // the user Deactivate was pressed for, until the dialog is answered
+  const [deactivating, setDeactivating] = useState<{ id: number; email: string }>();
   const setActive = (id: number, email: string, active: boolean) =>
     action.run(async () => {
       await ok(api.PATCH('/api/v2/users/{user_id}', { params: { path: { user_id: id } }, body: { is_active: active } }));
+      setDeactivating(undefined);
       await users.reload();
-      return `${email} is ${active ? 'active' : 'deactivated'}.`;
+      return active ? `${email} is active.` : `${email} is deactivated and signed out everywhere.`;
     });
 
   return (
@@ -37,7 +42,7 @@ export function UsersPage() {
         onApply={(v) => navigate(href('/users', v))}
         fields={[{ name: 'email', label: 'Search by e-mail', type: 'search' }]}
       />
-      <ErrorNotice message={users.error ?? action.error} />
+      <ErrorNotice message={users.error ?? (deactivating ? undefined : action.error)} />
       <Notice>{action.notice}</Notice>
       {users.data && (
         <>
@@ -50,12 +55,18 @@ export function UsersPage() {
                   <td>{u.full_name}</td>
                   <td>{u.is_admin ? 'Staff' : 'Customer'}</td>
                   <td>{u.is_active ? 'Active' : 'Deactivated'}</td>
-                  <td>{when(u.created_at)}</td>
+                  <td>
+                    <When at={u.created_at} />
+                  </td>
                   <td>
                     {u.id === me.id ? (
                       'You'
                     ) : (
-                      <button type="button" disabled={action.busy} onClick={() => void setActive(u.id, u.email, !u.is_active)}>
+                      <button
+                        type="button"
+                        disabled={action.busy}
+                        onClick={() => (u.is_active ? setDeactivating({ id: u.id, email: u.email }) : void setActive(u.id, u.email, true))}
+                      >
                         {u.is_active ? 'Deactivate' : 'Activate'}
                       </button>
                     )}
@@ -68,6 +79,21 @@ export function UsersPage() {
           <Pager info={users.data} noun="user" hrefOf={(p) => href('/users', { ...filters, page: p })} />
         </>
       )}
+      <ConfirmDialog
+        open={deactivating !== undefined}
+        title={`Deactivate ${deactivating?.email ?? ''}?`}
+        confirmLabel="Yes, deactivate"
+        keepLabel="Keep the account active"
+        busy={action.busy}
+        onConfirm={() => deactivating && void setActive(deactivating.id, deactivating.email, false)}
+        onClose={() => setDeactivating(undefined)}
+      >
+        <p>
+          This ends every session of the account at once: they are signed out on every device and cannot sign in until the account is activated
+          again.
+        </p>
+        <ErrorNotice message={action.error} />
+      </ConfirmDialog>
     </Page>
   );
 }

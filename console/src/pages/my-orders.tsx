@@ -19,6 +19,8 @@ export function MyOrdersPage() {
   const orders = useData(
     () => ok(api.GET('/api/v2/orders', { params: { query: { page, page_size: PAGE_SIZE, status: statusOf(filters.status) } } })),
     [url.search],
+    // a new order and each status change show without a reload
+    { live: true },
   );
   return (
     <Page title="My orders">

@@ -79,6 +79,8 @@ for (const [version, address] of [['v1', '/openapi.json'], ['v2', '/openapi-v2.j
         const key = `${method.toUpperCase()} ${path.replace(prefix, '')}`;
         // the platform's webhooks are signed with a secret a fresh start does not have
         if (path.includes('/webhooks/orders/')) continue;
+        // a stream answers only when it ends (GET /events: test/modules/live/events.test.ts)
+        if (Object.values(op.responses).some((r) => r.content?.['text/event-stream'])) continue;
         const res = await app.inject(requestOf(method, path, op, admin.token));
         ran++;
         const expected = CANNOT_SUCCEED[key];

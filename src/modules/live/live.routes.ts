@@ -70,7 +70,7 @@ export function registerLiveRoutes(root: FastifyInstance, deps: LiveDeps): void 
   app.get('/events', {
     config: { auth: 'user' },
     schema: {
-      tags: ['events'],
+      tags: ['orders'],
       summary: 'Follow the changes of your orders (every order, for an administrator) as Server-Sent Events',
       description: DESCRIPTION,
       headers: EventsHeaders,

@@ -216,6 +216,8 @@ export interface paths {
          *     After `LOGIN_THROTTLE_MAX_FAILURES` (10) failed sign-ins for one e-mail from one client (its address; the forwarded address with `TRUST_PROXY`) within `LOGIN_THROTTLE_WINDOW_SECONDS` (15 minutes), further sign-ins for that e-mail from that client answer 429 `LOGIN_THROTTLED` with `Retry-After` until the window ends; other clients are not affected until the e-mail reaches `LOGIN_THROTTLE_MAX_FAILURES_PER_EMAIL` (10 times the first) across all clients. Known and unknown e-mails alike. A successful sign-in or a password reset clears the counts. Always counted against the client IP (429 `RATE_LIMITED`), whatever `Authorization` header is sent.
          *
          *     **Device tokens.** A successful sign-in sets the cookie `device` (`HttpOnly`, `SameSite=Strict`, `Path=/api`, `Secure` over TLS, valid 30 days from the last sign-in with it). A sign-in that presents a device token of the account (the cookie, or the `X-Device-Token` header) is throttled per device only: after `LOGIN_THROTTLE_MAX_FAILURES` failures with it, 429 until the window ends, but never because of the e-mail's ceiling or other clients' failures. Signing out everywhere, a password change or reset and an e-mail revert end the device tokens of the account.
+         *
+         *     **Needs first:** the password `npm start` printed for `admin@example.com` (or your own account's e-mail and password) in place of the example's; **Authorize** signs in for every other operation.
          */
         post: {
             parameters: {
@@ -357,7 +359,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -421,7 +423,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Exchange a refresh token for a new access token */
+        /**
+         * Exchange a refresh token for a new access token
+         * @description **Needs first:** the `refresh_token` POST /auth/login answered (Authorize keeps only the access token).
+         */
         post: {
             parameters: {
                 query?: never;
@@ -522,7 +527,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -586,7 +591,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Revoke a refresh token */
+        /**
+         * Revoke a refresh token
+         * @description **Needs first:** the `refresh_token` POST /auth/login answered (Authorize keeps only the access token).
+         */
         post: {
             parameters: {
                 query?: never;
@@ -681,7 +689,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -748,6 +756,8 @@ export interface paths {
         /**
          * Sign out everywhere
          * @description Revokes every refresh token of the signed-in user and refuses (401) every access token issued to them until now, the caller's included, on every API process. Sign in again afterwards.
+         *
+         *     **Then:** this page's session ends too: press **Authorize** again before running the operations below.
          */
         post: {
             parameters: {
@@ -846,7 +856,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1025,6 +1035,10 @@ export interface paths {
         /**
          * Change the signed-in user's password
          * @description Revokes every refresh token of the user and refuses (401) every access token issued before the change, on every API process. Sign in again with the new password.
+         *
+         *     **Needs first:** your current password in `current_password`.
+         *
+         *     **Then:** every session ends, this page's too: press **Authorize** again, with the new password.
          */
         post: {
             parameters: {
@@ -1137,7 +1151,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1289,7 +1303,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1356,6 +1370,8 @@ export interface paths {
         /**
          * Set a new password with a token from a recovery e-mail
          * @description Sets the password (same rules as everywhere: 8 to 72 bytes), revokes every refresh token and refuses (401) every access token issued before it. An account created by a platform order without a password becomes active. Errors (400): `INVALID_RESET_TOKEN` (not a token this service issued), `RESET_TOKEN_USED`, `RESET_TOKEN_EXPIRED`, `RESET_TOKEN_SUPERSEDED` (the password, the e-mail or the account changed since). The address becomes verified, and the e-mail's sign-in throttle (its ceiling, and this client's count) is cleared.
+         *
+         *     **Needs first:** the token of the recovery e-mail POST /auth/password-recovery sends (without `SMTP_URL` the e-mails are `.eml` files in `DATA_DIR/outbox`).
          */
         post: {
             parameters: {
@@ -1444,7 +1460,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1511,6 +1527,8 @@ export interface paths {
         /**
          * Confirm an e-mail address with the token mailed to it
          * @description A change of your own e-mail (PATCH /users/{user_id}) mails a token to the new address, valid 2 days. Sending it here marks the address verified: from then on platform orders with this address are linked to the account and password recovery mails it. Errors (400): `INVALID_EMAIL_TOKEN` (not a token this service issued, the account has another address since, or its change was undone), `EMAIL_TOKEN_USED`, `EMAIL_TOKEN_EXPIRED`, `EMAIL_EXISTS` (another account verified the address first).
+         *
+         *     **Needs first:** the token of the confirmation e-mail a change of e-mail address sends to the new address (without `SMTP_URL` the e-mails are `.eml` files in `DATA_DIR/outbox`).
          */
         post: {
             parameters: {
@@ -1596,7 +1614,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1663,6 +1681,8 @@ export interface paths {
         /**
          * Undo an e-mail change with the token mailed to the previous address
          * @description Every change of an account's e-mail mails the previous address a token, valid 7 days. Sending it here restores the address that change replaced, verified, and undoes that change and every later one: their revert and confirmation tokens are void, those of earlier changes are not, so the oldest link (the owner's) always wins. Nothing else voids a revert token before it expires (a password reset or change, another e-mail change, a verification). Every session of the account ends (refresh, reset and device tokens revoked, access tokens issued until now refused) and so does its password: the restored address is mailed a reset token, the replaced one a notice. Errors (400): `INVALID_EMAIL_TOKEN` (unknown, or its change was undone by the revert of an earlier one), `EMAIL_TOKEN_USED`, `EMAIL_TOKEN_EXPIRED`, `EMAIL_EXISTS` (another account verified the address meanwhile).
+         *
+         *     **Needs first:** the token of the notice a change of e-mail address sends to the previous one (without `SMTP_URL` the e-mails are `.eml` files in `DATA_DIR/outbox`).
          */
         post: {
             parameters: {
@@ -1748,7 +1768,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1816,7 +1836,6 @@ export interface paths {
                 query?: {
                     page?: number;
                     page_size?: number;
-                    /** @example true */
                     is_active?: boolean;
                 };
                 header?: never;
@@ -1883,7 +1902,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2061,7 +2080,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2205,7 +2224,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2372,7 +2391,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2573,7 +2592,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2640,12 +2659,8 @@ export interface paths {
                 query?: {
                     page?: number;
                     page_size?: number;
-                    /**
-                     * @description users whose e-mail contains this text, in any case (`acme.com`, `jane`)
-                     * @example example.com
-                     */
+                    /** @description users whose e-mail contains this text, in any case (`acme.com`, `jane`) */
                     email?: string;
-                    /** @example true */
                     is_active?: boolean;
                 };
                 header?: never;
@@ -2716,7 +2731,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2786,10 +2801,7 @@ export interface paths {
                 query?: {
                     page?: number;
                     page_size?: number;
-                    /**
-                     * @description administrators only; everyone else sees active products
-                     * @example true
-                     */
+                    /** @description administrators only; everyone else sees active products */
                     is_active?: boolean;
                 };
                 header?: never;
@@ -2860,7 +2872,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3043,7 +3055,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3189,7 +3201,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3390,7 +3402,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3454,10 +3466,7 @@ export interface paths {
                 query?: {
                     page?: number;
                     page_size?: number;
-                    /**
-                     * @description `failed` includes the orders that will not be fulfilled for any reason
-                     * @example completed
-                     */
+                    /** @description `failed` includes the orders that will not be fulfilled for any reason */
                     status?: "pending" | "processing" | "completed" | "failed";
                 };
                 header?: never;
@@ -3526,7 +3535,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3718,7 +3727,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`, `IDEMPOTENCY_KEY_REUSED`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`, `IDEMPOTENCY_KEY_REUSED`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3870,7 +3879,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4032,7 +4041,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4098,7 +4107,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Queue a failed order for processing again (owner or administrator) */
+        /**
+         * Queue a failed order for processing again (owner or administrator)
+         * @description **Needs first:** a `failed` order: only those are retried (the order the example above places is priced and completed).
+         */
         post: {
             parameters: {
                 query?: never;
@@ -4220,7 +4232,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4291,40 +4303,19 @@ export interface paths {
                 query?: {
                     page?: number;
                     page_size?: number;
-                    /**
-                     * @description `failed` includes the orders that will not be fulfilled for any reason
-                     * @example completed
-                     */
+                    /** @description `failed` includes the orders that will not be fulfilled for any reason */
                     status?: "pending" | "processing" | "completed" | "failed";
-                    /**
-                     * @description the owner's id
-                     * @example 1
-                     */
+                    /** @description the owner's id */
                     user_id?: number;
-                    /**
-                     * @description the owner's e-mail, in any case
-                     * @example admin@example.com
-                     */
+                    /** @description the owner's e-mail, in any case (`jane.doe@example.com`) */
                     customer_email?: string;
-                    /**
-                     * @description `platform`: orders from any inbound platform
-                     * @example api
-                     */
+                    /** @description `platform`: orders from any inbound platform */
                     source?: "api" | "platform";
-                    /**
-                     * @description a platform's order id
-                     * @example 820982911946154508
-                     */
+                    /** @description a platform's order id (`820982911946154508`) */
                     external_id?: string;
-                    /**
-                     * @description created at or after: `2026-01-31T08:00:00Z`, or a date for the start of that day (UTC)
-                     * @example 2026-01-01
-                     */
+                    /** @description created at or after: `2026-01-31T08:00:00Z`, or a date for the start of that day (UTC) */
                     created_from?: string;
-                    /**
-                     * @description created at or before: `2026-01-31T18:00:00+02:00`, or a date for the whole of that day (UTC)
-                     * @example 2030-12-31
-                     */
+                    /** @description created at or before: `2026-01-31T18:00:00+02:00`, or a date for the whole of that day (UTC) */
                     created_to?: string;
                 };
                 header?: never;
@@ -4401,7 +4392,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4585,7 +4576,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4655,7 +4646,6 @@ export interface paths {
                 query?: {
                     skip?: number;
                     limit?: number;
-                    /** @example true */
                     is_active?: boolean;
                 };
                 header?: never;
@@ -4718,7 +4708,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4897,7 +4887,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5041,7 +5031,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5208,7 +5198,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5406,7 +5396,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5469,6 +5459,8 @@ export interface paths {
         /**
          * Receive an order-created webhook from the e-commerce platform
          * @description Authenticated by `X-Shopify-Hmac-Sha256` (base64 HMAC-SHA256 of the raw body with the shared secret), not by a token. A correctly signed body is stored, whatever it contains, and processed in the background; the answer is sent as soon as it is committed. A body that is not a JSON object describing an order is recorded as failed by that processing, not refused here. A repeated `X-Shopify-Webhook-Id` or `X-Shopify-Event-Id`, or a body stored before (under any route, for as long as the stored webhook is kept), is acknowledged and not processed again. The topic is this route's: an `X-Shopify-Topic` other than `orders/create` is refused (401 `INVALID_SIGNATURE`, nothing stored).
+         *
+         *     **Needs first:** `SHOPIFY_WEBHOOK_SECRET` set, and the base64 HMAC-SHA256 of the body under it in `X-Shopify-Hmac-Sha256`: the platform signs its webhooks, Try it out cannot (a fresh start has no secret and answers 503).
          */
         post: {
             parameters: {
@@ -5485,7 +5477,77 @@ export interface paths {
                 path?: never;
                 cookie?: never;
             };
-            requestBody?: never;
+            /** @description The platform's order, as it sends it. Every other field is stored with the webhook only. A correctly signed body that lacks what is required is still answered 200: its processing records it `failed` with the reason (GET /admin/inbound-webhooks/{id} shows it). */
+            requestBody: {
+                content: {
+                    /**
+                     * @example {
+                     *       "id": 5512345678901,
+                     *       "email": "jane.doe@example.com",
+                     *       "customer": {
+                     *         "email": "jane.doe@example.com",
+                     *         "first_name": "Jane",
+                     *         "last_name": "Doe"
+                     *       },
+                     *       "shipping_address": {
+                     *         "first_name": "Jane",
+                     *         "last_name": "Doe",
+                     *         "address1": "12 Harbour Street",
+                     *         "city": "Portland",
+                     *         "province_code": "ME",
+                     *         "zip": "04101",
+                     *         "country_code": "US"
+                     *       },
+                     *       "line_items": [
+                     *         {
+                     *           "sku": "DEMO-MUG",
+                     *           "title": "Ceramic Mug",
+                     *           "quantity": 2
+                     *         },
+                     *         {
+                     *           "sku": "DEMO-TSHIRT",
+                     *           "title": "Cotton T-Shirt",
+                     *           "quantity": 1
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description required: the platform's order id (an integer from 1, or text without spaces); one order per id */
+                        id: number | string;
+                        /** @description the customer's e-mail: required here, in `contact_email` or in `customer.email` (the first one given is used) */
+                        email: string | null;
+                        /** @description the e-mail, when `email` is empty */
+                        contact_email: string | null;
+                        /** @description `email` (when the two above are empty), `first_name` and `last_name`: the account made for a new customer (named after the e-mail's local part without them) */
+                        customer: {
+                            email?: string | null;
+                            first_name?: string | null;
+                            last_name?: string | null;
+                        } | null;
+                        /** @description joined into the order's address (`name` or `first_name` `last_name`, `address1`, `address2`, `city`, `province_code` or `province` and `zip`, `country_code` or `country`); without one, `No shipping address provided` */
+                        shipping_address: {
+                            name?: string | null;
+                            first_name?: string | null;
+                            last_name?: string | null;
+                            address1?: string | null;
+                            address2?: string | null;
+                            city?: string | null;
+                            province_code?: string | null;
+                            province?: string | null;
+                            zip?: string | null;
+                            country_code?: string | null;
+                            country?: string | null;
+                        } | null;
+                        /** @description required: 1 to 100 lines, each with `sku` (required: the SKU of an active product) and `quantity` (required: an integer from 1; the lines of one SKU add up, to at most 1000); `title` only names a line without a SKU in the failure's reason */
+                        line_items: {
+                            sku?: string | null;
+                            title?: string | null;
+                            quantity: number;
+                        }[];
+                    };
+                };
+            };
             responses: {
                 /** @description OK */
                 200: {
@@ -5539,7 +5601,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5621,6 +5683,8 @@ export interface paths {
         /**
          * Receive an order-cancelled webhook from the e-commerce platform
          * @description Authenticated by `X-Shopify-Hmac-Sha256` (base64 HMAC-SHA256 of the raw body with the shared secret), not by a token. A correctly signed body is stored, whatever it contains, and processed in the background; the answer is sent as soon as it is committed. A body that is not a JSON object describing a cancelled order (its `id`, and `cancel_reason`) is recorded as failed by that processing, not refused here. A repeated `X-Shopify-Webhook-Id` or `X-Shopify-Event-Id`, or a body stored before (under any route, for as long as the stored webhook is kept), is acknowledged and not processed again. The topic is this route's: an `X-Shopify-Topic` other than `orders/cancelled` is refused (401 `INVALID_SIGNATURE`, nothing stored). Processing cancels the order of that platform id with the same effects as POST /orders/{order_id}/cancel (a completed order's stock is released); a cancellation of an order not received yet is recorded and applied when its orders/create arrives.
+         *
+         *     **Needs first:** `SHOPIFY_WEBHOOK_SECRET` set, and the base64 HMAC-SHA256 of the body under it in `X-Shopify-Hmac-Sha256`: the platform signs its webhooks, Try it out cannot (a fresh start has no secret and answers 503).
          */
         post: {
             parameters: {
@@ -5637,7 +5701,23 @@ export interface paths {
                 path?: never;
                 cookie?: never;
             };
-            requestBody?: never;
+            /** @description The cancelled order, as the platform sends it. Every other field is stored with the webhook only. A correctly signed body that lacks what is required is still answered 200: its processing records it `failed` with the reason (GET /admin/inbound-webhooks/{id} shows it). */
+            requestBody: {
+                content: {
+                    /**
+                     * @example {
+                     *       "id": 5512345678901,
+                     *       "cancel_reason": "customer"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description required: the platform's id of the order to cancel (as its orders/create gave it) */
+                        id: number | string;
+                        /** @description the platform's reason (`customer`, `fraud`, `inventory`, `declined`, `other`), kept as the cancellation's reason */
+                        cancel_reason: string | null;
+                    };
+                };
+            };
             responses: {
                 /** @description OK */
                 200: {
@@ -5691,7 +5771,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5774,15 +5854,9 @@ export interface paths {
                 query?: {
                     page?: number;
                     page_size?: number;
-                    /**
-                     * @description `received`: waiting to be processed; `processed`: it became (or was linked to) an order; `failed`: see `error`
-                     * @example processed
-                     */
+                    /** @description `received`: waiting to be processed; `processed`: it became (or was linked to) an order; `failed`: see `error` */
                     status?: "received" | "processed" | "failed";
-                    /**
-                     * @description e.g. `orders/create`
-                     * @example orders/create
-                     */
+                    /** @description `orders/create` or `orders/cancelled` */
                     topic?: string;
                 };
                 header?: never;
@@ -5861,7 +5935,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5928,6 +6002,8 @@ export interface paths {
         /**
          * Read a stored platform webhook with its headers and raw body (administrators)
          * @description The headers are the platform headers stored with it, without the signature header. The body of a processed webhook is removed after INBOUND_PAYLOAD_RETENTION_DAYS (`raw_body` null, `payload_purged_at` set); its outcome and order link stay.
+         *
+         *     **Needs first:** a platform webhook received (a fresh start has none): its `id` from GET /admin/inbound-webhooks.
          */
         get: {
             parameters: {
@@ -6028,7 +6104,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -6097,6 +6173,8 @@ export interface paths {
         /**
          * Queue a stored platform webhook for processing again (administrators)
          * @description For instance after the product or customer it was missing has been created. A `failed` or `processed` webhook goes back to `received` and is processed again; a `received` one is queued once more. Safe to call any number of times, concurrently too: a platform order becomes one order, and its stock is reserved once. 400 `INVALID_STATE` when its payload was purged.
+         *
+         *     **Needs first:** a platform webhook received (a fresh start has none): its `id` from GET /admin/inbound-webhooks.
          */
         post: {
             parameters: {
@@ -6221,7 +6299,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -6362,7 +6440,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -6554,7 +6632,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -6704,7 +6782,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -6871,7 +6949,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -7078,7 +7156,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -7145,17 +7223,10 @@ export interface paths {
                 query?: {
                     page?: number;
                     page_size?: number;
-                    /**
-                     * @description attempts whose message is now in this state
-                     * @example delivered
-                     */
+                    /** @description attempts whose message is now in this state */
                     status?: "pending" | "delivered" | "failed";
-                    /** @example order.status_changed */
                     event_type?: "order.created" | "order.status_changed" | "webhook.test";
-                    /**
-                     * @description attempts of the messages of this order
-                     * @example 1
-                     */
+                    /** @description attempts of the messages of this order */
                     order_id?: number;
                 };
                 header?: never;
@@ -7251,7 +7322,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -7315,7 +7386,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One message: the body and headers sent, its state and every attempt */
+        /**
+         * One message: the body and headers sent, its state and every attempt
+         * @description **Needs first:** a message of the subscription: its `message_id` from GET …/deliveries or from the answer of POST …/test.
+         */
         get: {
             parameters: {
                 query?: never;
@@ -7430,7 +7504,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -7499,6 +7573,8 @@ export interface paths {
         /**
          * Send a delivered or failed message again
          * @description Same `webhook-id` and body, fresh `webhook-timestamp` and signature, and a fresh retry schedule. A message of an order waits while an earlier message of that order is still pending. A pending message is 400 `INVALID_STATE`, and so is a disabled subscription.
+         *
+         *     **Needs first:** a message of the subscription: its `message_id` from GET …/deliveries or from the answer of POST …/test, no longer pending.
          */
         post: {
             parameters: {
@@ -7626,7 +7702,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -7833,7 +7909,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -8019,7 +8095,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -8237,7 +8313,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -8519,7 +8595,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */

@@ -216,6 +216,8 @@ export interface paths {
          *     After `LOGIN_THROTTLE_MAX_FAILURES` (10) failed sign-ins for one e-mail from one client (its address; the forwarded address with `TRUST_PROXY`) within `LOGIN_THROTTLE_WINDOW_SECONDS` (15 minutes), further sign-ins for that e-mail from that client answer 429 `LOGIN_THROTTLED` with `Retry-After` until the window ends; other clients are not affected until the e-mail reaches `LOGIN_THROTTLE_MAX_FAILURES_PER_EMAIL` (10 times the first) across all clients. Known and unknown e-mails alike. A successful sign-in or a password reset clears the counts. Always counted against the client IP (429 `RATE_LIMITED`), whatever `Authorization` header is sent.
          *
          *     **Device tokens.** A successful sign-in sets the cookie `device` (`HttpOnly`, `SameSite=Strict`, `Path=/api`, `Secure` over TLS, valid 30 days from the last sign-in with it) and answers the same token as `device_token`. A sign-in that presents a device token of the account (the cookie, or the `X-Device-Token` header) is throttled per device only: after `LOGIN_THROTTLE_MAX_FAILURES` failures with it, 429 until the window ends, but never because of the e-mail's ceiling or other clients' failures. Signing out everywhere, a password change or reset and an e-mail revert end the device tokens of the account.
+         *
+         *     **Needs first:** the password `npm start` printed for `admin@example.com` (or your own account's e-mail and password) in place of the example's; **Authorize** signs in for every other operation.
          */
         post: {
             parameters: {
@@ -359,7 +361,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -423,7 +425,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Exchange a refresh token for a new access token */
+        /**
+         * Exchange a refresh token for a new access token
+         * @description **Needs first:** the `refresh_token` POST /auth/login answered (Authorize keeps only the access token).
+         */
         post: {
             parameters: {
                 query?: never;
@@ -524,7 +529,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -588,7 +593,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Revoke a refresh token */
+        /**
+         * Revoke a refresh token
+         * @description **Needs first:** the `refresh_token` POST /auth/login answered (Authorize keeps only the access token).
+         */
         post: {
             parameters: {
                 query?: never;
@@ -683,7 +691,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -750,6 +758,8 @@ export interface paths {
         /**
          * Sign out everywhere
          * @description Revokes every refresh token of the signed-in user and refuses (401) every access token issued to them until now, the caller's included, on every API process. Sign in again afterwards.
+         *
+         *     **Then:** this page's session ends too: press **Authorize** again before running the operations below.
          */
         post: {
             parameters: {
@@ -848,7 +858,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1029,6 +1039,10 @@ export interface paths {
         /**
          * Change the signed-in user's password
          * @description Revokes every refresh token of the user and refuses (401) every access token issued before the change, on every API process. Sign in again with the new password.
+         *
+         *     **Needs first:** your current password in `current_password`.
+         *
+         *     **Then:** every session ends, this page's too: press **Authorize** again, with the new password.
          */
         post: {
             parameters: {
@@ -1141,7 +1155,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1293,7 +1307,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1360,6 +1374,8 @@ export interface paths {
         /**
          * Set a new password with a token from a recovery e-mail
          * @description Sets the password (same rules as everywhere: 8 to 72 bytes), revokes every refresh token and refuses (401) every access token issued before it. An account created by a platform order without a password becomes active. Errors (400): `INVALID_RESET_TOKEN` (not a token this service issued), `RESET_TOKEN_USED`, `RESET_TOKEN_EXPIRED`, `RESET_TOKEN_SUPERSEDED` (the password, the e-mail or the account changed since). The address becomes verified, and the e-mail's sign-in throttle (its ceiling, and this client's count) is cleared.
+         *
+         *     **Needs first:** the token of the recovery e-mail POST /auth/password-recovery sends (without `SMTP_URL` the e-mails are `.eml` files in `DATA_DIR/outbox`).
          */
         post: {
             parameters: {
@@ -1448,7 +1464,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1515,6 +1531,8 @@ export interface paths {
         /**
          * Confirm an e-mail address with the token mailed to it
          * @description A change of your own e-mail (PATCH /users/{user_id}) mails a token to the new address, valid 2 days. Sending it here marks the address verified: from then on platform orders with this address are linked to the account and password recovery mails it. Errors (400): `INVALID_EMAIL_TOKEN` (not a token this service issued, the account has another address since, or its change was undone), `EMAIL_TOKEN_USED`, `EMAIL_TOKEN_EXPIRED`, `EMAIL_EXISTS` (another account verified the address first).
+         *
+         *     **Needs first:** the token of the confirmation e-mail a change of e-mail address sends to the new address (without `SMTP_URL` the e-mails are `.eml` files in `DATA_DIR/outbox`).
          */
         post: {
             parameters: {
@@ -1600,7 +1618,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1667,6 +1685,8 @@ export interface paths {
         /**
          * Undo an e-mail change with the token mailed to the previous address
          * @description Every change of an account's e-mail mails the previous address a token, valid 7 days. Sending it here restores the address that change replaced, verified, and undoes that change and every later one: their revert and confirmation tokens are void, those of earlier changes are not, so the oldest link (the owner's) always wins. Nothing else voids a revert token before it expires (a password reset or change, another e-mail change, a verification). Every session of the account ends (refresh, reset and device tokens revoked, access tokens issued until now refused) and so does its password: the restored address is mailed a reset token, the replaced one a notice. Errors (400): `INVALID_EMAIL_TOKEN` (unknown, or its change was undone by the revert of an earlier one), `EMAIL_TOKEN_USED`, `EMAIL_TOKEN_EXPIRED`, `EMAIL_EXISTS` (another account verified the address meanwhile).
+         *
+         *     **Needs first:** the token of the notice a change of e-mail address sends to the previous one (without `SMTP_URL` the e-mails are `.eml` files in `DATA_DIR/outbox`).
          */
         post: {
             parameters: {
@@ -1752,7 +1772,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -1823,7 +1843,6 @@ export interface paths {
                 query?: {
                     page?: number;
                     page_size?: number;
-                    /** @example true */
                     is_active?: boolean;
                 };
                 header?: never;
@@ -1892,7 +1911,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2072,7 +2091,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2221,7 +2240,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2388,7 +2407,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2593,7 +2612,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2660,12 +2679,8 @@ export interface paths {
                 query?: {
                     page?: number;
                     page_size?: number;
-                    /**
-                     * @description users whose e-mail contains this text, in any case (`acme.com`, `jane`)
-                     * @example example.com
-                     */
+                    /** @description users whose e-mail contains this text, in any case (`acme.com`, `jane`) */
                     email?: string;
-                    /** @example true */
                     is_active?: boolean;
                 };
                 header?: never;
@@ -2738,7 +2753,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -2808,10 +2823,7 @@ export interface paths {
                 query?: {
                     page?: number;
                     page_size?: number;
-                    /**
-                     * @description administrators only; everyone else sees active products
-                     * @example true
-                     */
+                    /** @description administrators only; everyone else sees active products */
                     is_active?: boolean;
                 };
                 header?: never;
@@ -2882,7 +2894,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3065,7 +3077,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3211,7 +3223,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3412,7 +3424,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3476,10 +3488,7 @@ export interface paths {
                 query?: {
                     page?: number;
                     page_size?: number;
-                    /**
-                     * @description one status
-                     * @example completed
-                     */
+                    /** @description one status */
                     status?: "pending" | "processing" | "completed" | "failed" | "cancelled";
                 };
                 header?: never;
@@ -3552,7 +3561,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3744,7 +3753,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`, `IDEMPOTENCY_KEY_REUSED`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`, `IDEMPOTENCY_KEY_REUSED`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -3900,7 +3909,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4062,7 +4071,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4128,7 +4137,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Queue a failed order for processing again (owner or administrator) */
+        /**
+         * Queue a failed order for processing again (owner or administrator)
+         * @description **Needs first:** a `failed` order: only those are retried (the order the example above places is priced and completed).
+         */
         post: {
             parameters: {
                 query?: never;
@@ -4250,7 +4262,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4469,7 +4481,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4542,40 +4554,19 @@ export interface paths {
                     page_size?: number;
                     /** @description an order number (all digits: that order), or the start of the customer's e-mail or name, in any case (`jane` finds jane.doe@example.com and Jane Doe); 1 to 200 characters */
                     q?: string;
-                    /**
-                     * @description one status
-                     * @example completed
-                     */
+                    /** @description one status */
                     status?: "pending" | "processing" | "completed" | "failed" | "cancelled";
-                    /**
-                     * @description the owner's id
-                     * @example 1
-                     */
+                    /** @description the owner's id */
                     user_id?: number;
-                    /**
-                     * @description the owner's e-mail, in any case
-                     * @example admin@example.com
-                     */
+                    /** @description the owner's e-mail, in any case (`jane.doe@example.com`) */
                     customer_email?: string;
-                    /**
-                     * @description `platform`: orders from any inbound platform
-                     * @example api
-                     */
+                    /** @description `platform`: orders from any inbound platform */
                     source?: "api" | "platform";
-                    /**
-                     * @description a platform's order id
-                     * @example 820982911946154508
-                     */
+                    /** @description a platform's order id (`820982911946154508`) */
                     external_id?: string;
-                    /**
-                     * @description created at or after: `2026-01-31T08:00:00Z`, or a date for the start of that day (UTC)
-                     * @example 2026-01-01
-                     */
+                    /** @description created at or after: `2026-01-31T08:00:00Z`, or a date for the start of that day (UTC) */
                     created_from?: string;
-                    /**
-                     * @description created at or before: `2026-01-31T18:00:00+02:00`, or a date for the whole of that day (UTC)
-                     * @example 2030-12-31
-                     */
+                    /** @description created at or before: `2026-01-31T18:00:00+02:00`, or a date for the whole of that day (UTC) */
                     created_to?: string;
                 };
                 header?: never;
@@ -4660,7 +4651,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -4733,40 +4724,19 @@ export interface paths {
                 query?: {
                     /** @description an order number (all digits: that order), or the start of the customer's e-mail or name, in any case (`jane` finds jane.doe@example.com and Jane Doe); 1 to 200 characters */
                     q?: string;
-                    /**
-                     * @description one status
-                     * @example completed
-                     */
+                    /** @description one status */
                     status?: "pending" | "processing" | "completed" | "failed" | "cancelled";
-                    /**
-                     * @description the owner's id
-                     * @example 1
-                     */
+                    /** @description the owner's id */
                     user_id?: number;
-                    /**
-                     * @description the owner's e-mail, in any case
-                     * @example admin@example.com
-                     */
+                    /** @description the owner's e-mail, in any case (`jane.doe@example.com`) */
                     customer_email?: string;
-                    /**
-                     * @description `platform`: orders from any inbound platform
-                     * @example api
-                     */
+                    /** @description `platform`: orders from any inbound platform */
                     source?: "api" | "platform";
-                    /**
-                     * @description a platform's order id
-                     * @example 820982911946154508
-                     */
+                    /** @description a platform's order id (`820982911946154508`) */
                     external_id?: string;
-                    /**
-                     * @description created at or after: `2026-01-31T08:00:00Z`, or a date for the start of that day (UTC)
-                     * @example 2026-01-01
-                     */
+                    /** @description created at or after: `2026-01-31T08:00:00Z`, or a date for the start of that day (UTC) */
                     created_from?: string;
-                    /**
-                     * @description created at or before: `2026-01-31T18:00:00+02:00`, or a date for the whole of that day (UTC)
-                     * @example 2030-12-31
-                     */
+                    /** @description created at or before: `2026-01-31T18:00:00+02:00`, or a date for the whole of that day (UTC) */
                     created_to?: string;
                 };
                 header?: never;
@@ -4820,7 +4790,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5006,7 +4976,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5076,7 +5046,6 @@ export interface paths {
                 query?: {
                     skip?: number;
                     limit?: number;
-                    /** @example true */
                     is_active?: boolean;
                 };
                 header?: never;
@@ -5139,7 +5108,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5318,7 +5287,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5462,7 +5431,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5629,7 +5598,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5827,7 +5796,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -5890,6 +5859,8 @@ export interface paths {
         /**
          * Receive an order-created webhook from the e-commerce platform
          * @description Authenticated by `X-Shopify-Hmac-Sha256` (base64 HMAC-SHA256 of the raw body with the shared secret), not by a token. A correctly signed body is stored, whatever it contains, and processed in the background; the answer is sent as soon as it is committed. A body that is not a JSON object describing an order is recorded as failed by that processing, not refused here. A repeated `X-Shopify-Webhook-Id` or `X-Shopify-Event-Id`, or a body stored before (under any route, for as long as the stored webhook is kept), is acknowledged and not processed again. The topic is this route's: an `X-Shopify-Topic` other than `orders/create` is refused (401 `INVALID_SIGNATURE`, nothing stored).
+         *
+         *     **Needs first:** `SHOPIFY_WEBHOOK_SECRET` set, and the base64 HMAC-SHA256 of the body under it in `X-Shopify-Hmac-Sha256`: the platform signs its webhooks, Try it out cannot (a fresh start has no secret and answers 503).
          */
         post: {
             parameters: {
@@ -5906,7 +5877,77 @@ export interface paths {
                 path?: never;
                 cookie?: never;
             };
-            requestBody?: never;
+            /** @description The platform's order, as it sends it. Every other field is stored with the webhook only. A correctly signed body that lacks what is required is still answered 200: its processing records it `failed` with the reason (GET /admin/inbound-webhooks/{id} shows it). */
+            requestBody: {
+                content: {
+                    /**
+                     * @example {
+                     *       "id": 5512345678901,
+                     *       "email": "jane.doe@example.com",
+                     *       "customer": {
+                     *         "email": "jane.doe@example.com",
+                     *         "first_name": "Jane",
+                     *         "last_name": "Doe"
+                     *       },
+                     *       "shipping_address": {
+                     *         "first_name": "Jane",
+                     *         "last_name": "Doe",
+                     *         "address1": "12 Harbour Street",
+                     *         "city": "Portland",
+                     *         "province_code": "ME",
+                     *         "zip": "04101",
+                     *         "country_code": "US"
+                     *       },
+                     *       "line_items": [
+                     *         {
+                     *           "sku": "DEMO-MUG",
+                     *           "title": "Ceramic Mug",
+                     *           "quantity": 2
+                     *         },
+                     *         {
+                     *           "sku": "DEMO-TSHIRT",
+                     *           "title": "Cotton T-Shirt",
+                     *           "quantity": 1
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description required: the platform's order id (an integer from 1, or text without spaces); one order per id */
+                        id: number | string;
+                        /** @description the customer's e-mail: required here, in `contact_email` or in `customer.email` (the first one given is used) */
+                        email: string | null;
+                        /** @description the e-mail, when `email` is empty */
+                        contact_email: string | null;
+                        /** @description `email` (when the two above are empty), `first_name` and `last_name`: the account made for a new customer (named after the e-mail's local part without them) */
+                        customer: {
+                            email?: string | null;
+                            first_name?: string | null;
+                            last_name?: string | null;
+                        } | null;
+                        /** @description joined into the order's address (`name` or `first_name` `last_name`, `address1`, `address2`, `city`, `province_code` or `province` and `zip`, `country_code` or `country`); without one, `No shipping address provided` */
+                        shipping_address: {
+                            name?: string | null;
+                            first_name?: string | null;
+                            last_name?: string | null;
+                            address1?: string | null;
+                            address2?: string | null;
+                            city?: string | null;
+                            province_code?: string | null;
+                            province?: string | null;
+                            zip?: string | null;
+                            country_code?: string | null;
+                            country?: string | null;
+                        } | null;
+                        /** @description required: 1 to 100 lines, each with `sku` (required: the SKU of an active product) and `quantity` (required: an integer from 1; the lines of one SKU add up, to at most 1000); `title` only names a line without a SKU in the failure's reason */
+                        line_items: {
+                            sku?: string | null;
+                            title?: string | null;
+                            quantity: number;
+                        }[];
+                    };
+                };
+            };
             responses: {
                 /** @description OK */
                 200: {
@@ -5960,7 +6001,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -6042,6 +6083,8 @@ export interface paths {
         /**
          * Receive an order-cancelled webhook from the e-commerce platform
          * @description Authenticated by `X-Shopify-Hmac-Sha256` (base64 HMAC-SHA256 of the raw body with the shared secret), not by a token. A correctly signed body is stored, whatever it contains, and processed in the background; the answer is sent as soon as it is committed. A body that is not a JSON object describing a cancelled order (its `id`, and `cancel_reason`) is recorded as failed by that processing, not refused here. A repeated `X-Shopify-Webhook-Id` or `X-Shopify-Event-Id`, or a body stored before (under any route, for as long as the stored webhook is kept), is acknowledged and not processed again. The topic is this route's: an `X-Shopify-Topic` other than `orders/cancelled` is refused (401 `INVALID_SIGNATURE`, nothing stored). Processing cancels the order of that platform id with the same effects as POST /orders/{order_id}/cancel (a completed order's stock is released); a cancellation of an order not received yet is recorded and applied when its orders/create arrives.
+         *
+         *     **Needs first:** `SHOPIFY_WEBHOOK_SECRET` set, and the base64 HMAC-SHA256 of the body under it in `X-Shopify-Hmac-Sha256`: the platform signs its webhooks, Try it out cannot (a fresh start has no secret and answers 503).
          */
         post: {
             parameters: {
@@ -6058,7 +6101,23 @@ export interface paths {
                 path?: never;
                 cookie?: never;
             };
-            requestBody?: never;
+            /** @description The cancelled order, as the platform sends it. Every other field is stored with the webhook only. A correctly signed body that lacks what is required is still answered 200: its processing records it `failed` with the reason (GET /admin/inbound-webhooks/{id} shows it). */
+            requestBody: {
+                content: {
+                    /**
+                     * @example {
+                     *       "id": 5512345678901,
+                     *       "cancel_reason": "customer"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description required: the platform's id of the order to cancel (as its orders/create gave it) */
+                        id: number | string;
+                        /** @description the platform's reason (`customer`, `fraud`, `inventory`, `declined`, `other`), kept as the cancellation's reason */
+                        cancel_reason: string | null;
+                    };
+                };
+            };
             responses: {
                 /** @description OK */
                 200: {
@@ -6112,7 +6171,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -6195,15 +6254,9 @@ export interface paths {
                 query?: {
                     page?: number;
                     page_size?: number;
-                    /**
-                     * @description `received`: waiting to be processed; `processed`: it became (or was linked to) an order; `failed`: see `error`
-                     * @example processed
-                     */
+                    /** @description `received`: waiting to be processed; `processed`: it became (or was linked to) an order; `failed`: see `error` */
                     status?: "received" | "processed" | "failed";
-                    /**
-                     * @description e.g. `orders/create`
-                     * @example orders/create
-                     */
+                    /** @description `orders/create` or `orders/cancelled` */
                     topic?: string;
                 };
                 header?: never;
@@ -6282,7 +6335,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -6349,6 +6402,8 @@ export interface paths {
         /**
          * Read a stored platform webhook with its headers and raw body (administrators)
          * @description The headers are the platform headers stored with it, without the signature header. The body of a processed webhook is removed after INBOUND_PAYLOAD_RETENTION_DAYS (`raw_body` null, `payload_purged_at` set); its outcome and order link stay.
+         *
+         *     **Needs first:** a platform webhook received (a fresh start has none): its `id` from GET /admin/inbound-webhooks.
          */
         get: {
             parameters: {
@@ -6449,7 +6504,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -6518,6 +6573,8 @@ export interface paths {
         /**
          * Queue a stored platform webhook for processing again (administrators)
          * @description For instance after the product or customer it was missing has been created. A `failed` or `processed` webhook goes back to `received` and is processed again; a `received` one is queued once more. Safe to call any number of times, concurrently too: a platform order becomes one order, and its stock is reserved once. 400 `INVALID_STATE` when its payload was purged.
+         *
+         *     **Needs first:** a platform webhook received (a fresh start has none): its `id` from GET /admin/inbound-webhooks.
          */
         post: {
             parameters: {
@@ -6642,7 +6699,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -6785,7 +6842,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -6979,7 +7036,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -7131,7 +7188,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -7298,7 +7355,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -7376,7 +7433,7 @@ export interface paths {
                          * @description delivery target: an https URL on a public address
                          */
                         url?: string;
-                        /** @description event kinds: order.created, order.status_changed, order.cancelled */
+                        /** @description event kinds: order.created, order.status_changed, order.cancelled; a subscription created under v1 (`api_version` v1) cannot add `order.cancelled` (422 `VALIDATION_ERROR`) */
                         events?: ("order.created" | "order.status_changed" | "order.cancelled")[];
                         description?: string | null;
                         /** @description true re-enables a disabled subscription */
@@ -7507,7 +7564,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -7574,17 +7631,10 @@ export interface paths {
                 query?: {
                     page?: number;
                     page_size?: number;
-                    /**
-                     * @description attempts whose message is now in this state
-                     * @example delivered
-                     */
+                    /** @description attempts whose message is now in this state */
                     status?: "pending" | "delivered" | "failed";
-                    /** @example order.status_changed */
                     event_type?: "order.created" | "order.status_changed" | "order.cancelled" | "webhook.test";
-                    /**
-                     * @description attempts of the messages of this order
-                     * @example 1
-                     */
+                    /** @description attempts of the messages of this order */
                     order_id?: number;
                 };
                 header?: never;
@@ -7680,7 +7730,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -7753,15 +7803,9 @@ export interface paths {
                 query?: {
                     page?: number;
                     page_size?: number;
-                    /**
-                     * @description only messages now in this state
-                     * @example failed
-                     */
+                    /** @description only messages now in this state */
                     status?: "pending" | "delivered" | "failed";
-                    /**
-                     * @description only messages of this event type
-                     * @example order.status_changed
-                     */
+                    /** @description only messages of this event type */
                     event_type?: "order.created" | "order.status_changed" | "order.cancelled" | "webhook.test";
                 };
                 header?: never;
@@ -7868,7 +7912,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -7944,15 +7988,9 @@ export interface paths {
                      * @example hour
                      */
                     bucket?: "hour" | "day";
-                    /**
-                     * @description default: `to` − 24 h (hour) or − 30 days (day); aligned down to its bucket
-                     * @example 2026-01-15T00:00:00Z
-                     */
+                    /** @description default: `to` − 24 h (hour) or − 30 days (day); aligned down to its bucket */
                     from?: string;
-                    /**
-                     * @description default: now; the range ends before it
-                     * @example 2026-01-16T00:00:00Z
-                     */
+                    /** @description default: now; the range ends before it */
                     to?: string;
                 };
                 header?: never;
@@ -8052,7 +8090,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -8233,7 +8271,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One message: the body and headers sent, its state and every attempt */
+        /**
+         * One message: the body and headers sent, its state and every attempt
+         * @description **Needs first:** a message of the subscription: its `message_id` from GET …/deliveries or from the answer of POST …/test.
+         */
         get: {
             parameters: {
                 query?: never;
@@ -8348,7 +8389,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -8417,6 +8458,8 @@ export interface paths {
         /**
          * Send a delivered or failed message again
          * @description Same `webhook-id` and body, fresh `webhook-timestamp` and signature, and a fresh retry schedule. A message of an order waits while an earlier message of that order is still pending. A pending message is 400 `INVALID_STATE`, and so is a disabled subscription.
+         *
+         *     **Needs first:** a message of the subscription: its `message_id` from GET …/deliveries or from the answer of POST …/test, no longer pending.
          */
         post: {
             parameters: {
@@ -8544,7 +8587,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -8751,7 +8794,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -8956,7 +8999,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -9176,7 +9219,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -9460,7 +9503,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -9655,7 +9698,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */
@@ -9737,6 +9780,8 @@ export interface paths {
          *     Reconnect with `Last-Event-ID` (the last `id` received) to get the events after it first, up to 1,000, oldest first; events stay readable for at least 5 minutes (in fact as long as the order exists).
          *     The stream ends when the access token expires, the user is deactivated or signed out everywhere, or the server shuts down: reconnect (after refreshing the token).
          *     A user may hold 5 streams at once per server process; a sixth is 429 `RATE_LIMITED`. The stream counts as one request for rate limiting.
+         *
+         *     **Needs first:** a client that reads the stream as it comes (`curl -N`, an EventSource over fetch): Try it out shows an answer only when it ends.
          */
         get: {
             parameters: {
@@ -9795,7 +9840,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Unprocessable: the request does not match the schema; `errors` lists each problem (`VALIDATION_ERROR`) */
+                /** @description Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem (`VALIDATION_ERROR`) */
                 422: {
                     headers: {
                         /** @description requests allowed in the window */

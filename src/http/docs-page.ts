@@ -31,6 +31,17 @@ function ownDocument() {
   };
 }
 
+/**
+ * Swagger UI's order of a tag's operations: the document's, each deletion after the tag's other
+ * operations (a path's methods share one entry of the document, so DELETE /x/{id} would come
+ * before GET /x/{id}/y, which needs what it deletes). Its arguments are Immutable maps of the
+ * operations, not the strings @fastify/swagger-ui's types say. Keep in step with pageOrder (test/helpers/docs-order.ts), which test/docs/docs-browser.test.ts holds to the page.
+ */
+function deletionsLast(a: unknown, b: unknown): number {
+  const deletes = (op: unknown) => Number((op as { get: (key: string) => unknown }).get('method') === 'delete');
+  return deletes(a) - deletes(b);
+}
+
 interface SwaggerSystem {
   React: { createElement: (type: unknown, props: Record<string, unknown> | null, ...children: unknown[]) => unknown };
 }
@@ -87,6 +98,7 @@ export function docsPageOptions(version: ApiVersion, document: () => Record<stri
       plugins: [ownDocument, versionSwitch],
       persistAuthorization: true,
       docExpansion: 'list',
+      operationsSorter: deletionsLast,
       deepLinking: true,
     },
     // the plugin's own policy, but style-src allows the inline styles Swagger UI sets at run time

@@ -6,6 +6,14 @@ import { SECURITY_SCHEME } from './auth.ts';
 import { DOCS_PAGES, DOCS_TITLE, docsPageOptions } from './docs-page.ts';
 import { ERROR_STATUS } from './errors.ts';
 import { refineDocument, type OpenApiDocument } from './openapi-document.ts';
+import { NEEDS_FIRST, THEN } from './openapi-try-it.ts';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** a body the documents show but the route does not validate (the platform's signed raw body) */
+    documentedBody?: unknown;
+  }
+}
 
 /** The OpenAPI document of each version, and the decorator that builds it. */
 const DOCUMENTS: Record<ApiVersion, { path: string; decorator: string }> = {
@@ -30,9 +38,14 @@ function description(version: ApiVersion): string {
     '**Try it out**: sign in with **Authorize** (your e-mail as username; a fresh `npm start` prints the ' +
     "administrator's password), then run the operations from the top. The examples are written for a fresh start " +
     'with the demo catalogue: an order for its first product, and path ids that name the rows the create examples ' +
-    'above them make (the user POST /users makes is 2, the administrator being 1).\n\n' +
-    'Every error has the body `{detail, error_code}`; 422 adds `errors`. Each response lists its codes, with an ' +
-    'example of each. All codes: ' +
+    'above them make (the user POST /users makes is 2, the administrator being 1); each deletion comes after the ' +
+    `operations that use what it deletes. An operation whose example needs something a fresh start does not have (a password, ` +
+    `a token from an e-mail, a failed order, a message id, a signed platform webhook) says so in its description (${NEEDS_FIRST}); ` +
+    `one after which the page must sign in again says that too (${THEN}).\n\n` +
+    'Every error has the body `{detail, error_code}`; 422 adds `errors`. A string (or a key) in a JSON body, the query ' +
+    'or the path holding a NUL character (U+0000) or an unpaired surrogate (`\\uD800` alone) is 422 `VALIDATION_ERROR` ' +
+    "(400 `INVALID_INPUT` in PATCH /items/{item_id}): PostgreSQL cannot store it as sent (the platform's signed webhooks " +
+    'are stored as they come). Each response lists its codes, with an example of each. All codes: ' +
     Object.keys(ERROR_STATUS)
       .map((c) => `\`${c}\``)
       .join(', ') +
@@ -54,7 +67,10 @@ export async function registerDocs(app: FastifyInstance): Promise<void> {
   for (const version of API_VERSIONS) {
     await app.register(swagger, {
       decorator: DOCUMENTS[version].decorator,
-      transform: ({ schema, url }) => ({ schema: belongsTo(url, version) ? schema : { ...schema, hide: true }, url }),
+      transform: ({ schema, url, route }) => {
+        const body = route.config?.documentedBody;
+        return { schema: { ...schema, ...(body === undefined ? {} : { body }), ...(belongsTo(url, version) ? {} : { hide: true }) }, url };
+      },
       openapi: {
         openapi: '3.1.0',
         info: { title: DOCS_TITLE, version: version === 'v1' ? '1.0.0' : '2.0.0', description: description(version) },

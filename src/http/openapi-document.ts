@@ -1,5 +1,6 @@
 import { errorAnswer, errorCodesOf, errorStatusesOf, ROUTE_CODES, type OperationKind } from './openapi-errors.ts';
 import { RULE_BOUNDS } from './common.schemas.ts';
+import { withTryItNotes } from './openapi-try-it.ts';
 import { RESOURCES } from './path-ids.ts';
 import type { RouteInfo } from './security.ts';
 
@@ -10,6 +11,7 @@ interface OpenApiResponse {
 }
 interface OpenApiOperation {
   tags?: string[];
+  description?: string;
   parameters?: { in: string; name: string; required?: boolean; schema?: { default?: unknown } }[];
   requestBody?: { required?: boolean; content?: Record<string, { schema?: { anyOf?: { type?: unknown }[] } }> };
   security?: unknown[];
@@ -51,7 +53,8 @@ const RETRY_AFTER = { 'Retry-After': integerHeader('seconds to wait before tryin
 /**
  * What the route schemas cannot say by themselves: a query parameter with a default and a body that
  * admits `null` are optional; every error status the operation can answer, with its codes and
- * examples (openapi-errors.ts); status and tag names; rule bounds; the rate-limit headers.
+ * examples (openapi-errors.ts); what its example needs first (openapi-try-it.ts); status and tag
+ * names; rule bounds; the rate-limit headers.
  */
 export function refineDocument(doc: OpenApiDocument, routes: readonly RouteInfo[], prefix: string): void {
   const routeOf = new Map(routes.map((r) => [`${r.method.toLowerCase()} ${r.url.replace(/:(\w+)/g, '{$1}')}`, r]));
@@ -63,7 +66,9 @@ export function refineDocument(doc: OpenApiDocument, routes: readonly RouteInfo[
       }
       if (op.requestBody && admitsNull(op.requestBody.content?.['application/json']?.schema)) op.requestBody.required = false;
       op.tags = op.tags?.map((tag) => TAGS[tag]?.name ?? tag);
-      describeResponses(op, operationKind(op, method, path, route, prefix), ROUTE_CODES[`${method.toUpperCase()} ${path.slice(prefix.length)}`]);
+      const key = `${method.toUpperCase()} ${path.slice(prefix.length)}`;
+      describeResponses(op, operationKind(op, method, path, route, prefix), ROUTE_CODES[key]);
+      op.description = withTryItNotes(op.description, key);
       if (route && route.rateLimit !== 'none') addRateLimitHeaders(op);
     }
   }

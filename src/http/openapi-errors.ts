@@ -184,7 +184,7 @@ const STATUS_TITLES: Record<number, string> = {
   404: 'Not found',
   413: "Payload too large: the body is over this route's limit, which fits its largest valid body in any encoding (characters escaped, pretty-printed)",
   415: 'Unsupported media type: send `application/json`',
-  422: 'Unprocessable: the request does not match the schema; `errors` lists each problem',
+  422: 'Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem',
   429: 'Too many requests: retry after `Retry-After` seconds',
   500: 'Internal error',
   503: 'Service unavailable: retry after `Retry-After` seconds',

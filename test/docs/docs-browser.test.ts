@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import type { FastifyInstance } from 'fastify';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { buildTestApp, createUser, defer, TEST_PASSWORD } from '../helpers/app.ts';
+import { pageOrder, type Doc as OrderedDoc } from '../helpers/docs-order.ts';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const haveChromium = fs.existsSync(CHROMIUM);
@@ -74,6 +75,14 @@ async function documentOf(app: FastifyInstance, url: string): Promise<Doc> {
   return (await app.inject({ method: 'GET', url })).json<Doc>();
 }
 
+/** The operations as the page lists them, top to bottom: `method path`. */
+function listedOnPage(page: Page): Promise<string[]> {
+  return page.locator('.opblock').evaluateAll((blocks) =>
+    blocks.map((b) => `${/\bopblock-(get|post|put|patch|delete)\b/.exec(b.className)?.[1]} ${b.querySelector('[data-path]')?.getAttribute('data-path')}`),
+  );
+}
+const documentedOrder = (doc: Doc) => pageOrder(doc as unknown as OrderedDoc).map((o) => `${o.method} ${o.path}`);
+
 const operationCount = (doc: Doc) =>
   Object.values(doc.paths).reduce((n, item) => n + Object.keys(item).filter((m) => ['get', 'post', 'put', 'patch', 'delete'].includes(m)).length, 0);
 
@@ -85,7 +94,7 @@ describe('interactive docs in a real browser', { skip, timeout: 240000 }, () => 
     const user = await createUser(app);
     const base = await app.listen({ port: 0, host: '127.0.0.1' });
     const page = await (await launch(t)).newPage();
-    page.setDefaultTimeout(15000);
+    page.setDefaultTimeout(60000); // Swagger UI renders a document in 10 to 25 s on a busy two-core machine
     const { problems, documents } = watch(page);
 
     // v1: /docs, its own document only, every operation of it on the page
@@ -94,6 +103,8 @@ describe('interactive docs in a real browser', { skip, timeout: 240000 }, () => 
     assert.equal(await page.title(), 'Order and Account Service — API v1 reference');
     assert.deepEqual(documents.splice(0), [PAGES.v1.document], 'v1 loads /openapi.json only');
     assert.equal(await page.locator('.opblock').count(), operationCount(v1));
+    // top to bottom as the docs-from-the-top test runs them: each deletion after what uses what it deletes
+    assert.deepEqual(await listedOnPage(page), documentedOrder(v1));
     assert.match((await page.locator('.information-container a[href$="/openapi.json"]').first().getAttribute('href')) ?? '', /\/openapi\.json$/);
     // the page is ours: our icon, no top bar (third-party logo, "Explore" box)
     assert.equal(await page.locator('.topbar').count(), 0, 'no top bar');
@@ -145,6 +156,7 @@ describe('interactive docs in a real browser', { skip, timeout: 240000 }, () => 
     assert.equal(await page.title(), 'Order and Account Service — API v2 reference');
     assert.deepEqual(documents.splice(0), [PAGES.v2.document], 'v2 loads /openapi-v2.json only');
     assert.equal(await page.locator('.opblock').count(), operationCount(v2));
+    assert.deepEqual(await listedOnPage(page), documentedOrder(v2));
     assert.ok(operationCount(v2) > operationCount(v1));
     assert.equal(await page.locator('nav.version-switch [aria-current="page"]').innerText().then((s) => s.startsWith('API v2')), true);
     // still signed in: the page keeps the authorization
@@ -170,7 +182,7 @@ describe('interactive docs in a real browser', { skip, timeout: 240000 }, () => 
     const app = await buildTestApp(t);
     const base = await app.listen({ port: 0, host: '127.0.0.1' });
     const page = await (await launch(t)).newPage();
-    page.setDefaultTimeout(15000);
+    page.setDefaultTimeout(60000); // Swagger UI renders a document in 10 to 25 s on a busy two-core machine
     const { problems, documents } = watch(page);
 
     // Swagger UI opens the description's links in a new tab

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { errorResponses } from '../../http/errors.ts';
-import { InboundHeaders, Received } from './inbound-webhooks.schemas.ts';
+import { InboundHeaders, PlatformCancellationBody, PlatformOrderBody, Received } from './inbound-webhooks.schemas.ts';
 import { ORDERS_CANCELLED_TOPIC, ORDERS_CREATE_TOPIC, type InboundWebhookService } from './inbound-webhooks.service.ts';
 
 /** The platform's order webhooks, in a scope of their own whose parser keeps the raw bytes the HMAC covers. */
@@ -11,7 +11,8 @@ export async function registerInboundRoutes(root: FastifyInstance, inbound: Inbo
 
     const route = (path: string, topic: string, summary: string, what: string) =>
       scope.post(path, {
-        config: { auth: 'signature', rateLimitBucket: 'webhook' },
+        // the body is the signed raw bytes: its fields are documented, and checked when it is processed
+        config: { auth: 'signature', rateLimitBucket: 'webhook', documentedBody: topic === ORDERS_CANCELLED_TOPIC ? PlatformCancellationBody : PlatformOrderBody },
         // the platform's order, however large: the service-wide limit rather than one sized from a schema
         bodyLimit: root.ctx.config.bodyLimitBytes,
         schema: {

@@ -1,11 +1,73 @@
 import { Type, type Static } from 'typebox';
 import { CappedPage, IdOf, NullableTimestamp, PageQuery, Timestamp } from '../../http/common.schemas.ts';
+import { MAX_ORDER_LINES } from '../orders/orders.schemas.ts';
+import { MAX_QUANTITY } from '../orders/orders.service.ts';
+import { ShopifyCancellationPayload, ShopifyOrderPayload } from './shopify-order.ts';
 
 export const Received = Type.Object({
   status: Type.String({ description: '`received`' }),
   webhook_id: Type.String({ description: 'X-Shopify-Webhook-Id, or `sha256:<hex>` of the body when the header is absent' }),
   duplicate: Type.Boolean({ description: 'true when this webhook id was already stored (it is not processed again)' }),
 });
+
+const ORDER = ShopifyOrderPayload.properties;
+const STORED_NOT_REFUSED =
+  'Every other field is stored with the webhook only. A correctly signed body that lacks what is required is still answered 200: ' +
+  'its processing records it `failed` with the reason (GET /admin/inbound-webhooks/{id} shows it).';
+
+/**
+ * The orders/create payload as the documents show it: the fields shopify-order.ts reads, with what
+ * each is for. Documentation only: the signed raw body is checked when it is processed, not here.
+ */
+export const PlatformOrderBody = Type.Object(
+  {
+    id: { ...ORDER.id, description: "required: the platform's order id (an integer from 1, or text without spaces); one order per id" },
+    email: { ...ORDER.email, description: "the customer's e-mail: required here, in `contact_email` or in `customer.email` (the first one given is used)" },
+    contact_email: { ...ORDER.contact_email, description: 'the e-mail, when `email` is empty' },
+    customer: {
+      ...ORDER.customer,
+      description: "`email` (when the two above are empty), `first_name` and `last_name`: the account made for a new customer (named after the e-mail's local part without them)",
+    },
+    shipping_address: {
+      ...ORDER.shipping_address,
+      description: "joined into the order's address (`name` or `first_name` `last_name`, `address1`, `address2`, `city`, `province_code` or `province` and `zip`, `country_code` or `country`); without one, `No shipping address provided`",
+    },
+    line_items: {
+      ...ORDER.line_items,
+      description:
+        `required: 1 to ${MAX_ORDER_LINES} lines, each with \`sku\` (required: the SKU of an active product) and \`quantity\` (required: an integer from 1; ` +
+        `the lines of one SKU add up, to at most ${MAX_QUANTITY}); \`title\` only names a line without a SKU in the failure's reason`,
+    },
+  },
+  {
+    description: `The platform's order, as it sends it. ${STORED_NOT_REFUSED}`,
+    // the shared fixture's order, for two products of the demo catalogue
+    examples: [
+      {
+        id: 5512345678901,
+        email: 'jane.doe@example.com',
+        customer: { email: 'jane.doe@example.com', first_name: 'Jane', last_name: 'Doe' },
+        shipping_address: { first_name: 'Jane', last_name: 'Doe', address1: '12 Harbour Street', city: 'Portland', province_code: 'ME', zip: '04101', country_code: 'US' },
+        line_items: [
+          { sku: 'DEMO-MUG', title: 'Ceramic Mug', quantity: 2 },
+          { sku: 'DEMO-TSHIRT', title: 'Cotton T-Shirt', quantity: 1 },
+        ],
+      },
+    ],
+  },
+);
+
+/** The orders/cancelled payload as the documents show it (documentation only, as PlatformOrderBody). */
+export const PlatformCancellationBody = Type.Object(
+  {
+    id: { ...ShopifyCancellationPayload.properties.id, description: "required: the platform's id of the order to cancel (as its orders/create gave it)" },
+    cancel_reason: {
+      ...ShopifyCancellationPayload.properties.cancel_reason,
+      description: "the platform's reason (`customer`, `fraud`, `inventory`, `declined`, `other`), kept as the cancellation's reason",
+    },
+  },
+  { description: `The cancelled order, as the platform sends it. ${STORED_NOT_REFUSED}`, examples: [{ id: 5512345678901, cancel_reason: 'customer' }] },
+);
 
 export const InboundHeaders = Type.Object({
   'x-shopify-hmac-sha256': Type.Optional(Type.String({ description: 'base64 HMAC-SHA256 of the raw body' })),
@@ -52,8 +114,8 @@ export const InboundWebhookDetail = Type.Object({
 
 export const InboundListQuery = Type.Object({
   ...PageQuery,
-  status: Type.Optional({ ...InboundStatus, examples: ['processed'] }),
-  topic: Type.Optional(Type.String({ minLength: 1, maxLength: 255, description: 'e.g. `orders/create`', examples: ['orders/create'] })),
+  status: Type.Optional(InboundStatus),
+  topic: Type.Optional(Type.String({ minLength: 1, maxLength: 255, description: '`orders/create` or `orders/cancelled`' })),
 });
 export type InboundListQuery = Static<typeof InboundListQuery>;
 

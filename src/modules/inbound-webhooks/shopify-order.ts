@@ -9,7 +9,7 @@ export const SHOPIFY_SOURCE = 'shopify';
 const OptionalText = Type.Optional(Type.Union([Type.String(), Type.Null()]));
 
 /** The part of an orders/create payload the service uses; everything else is kept in the raw body only. */
-const ShopifyOrderPayload = Type.Object({
+export const ShopifyOrderPayload = Type.Object({
   id: Type.Union([Type.Integer({ minimum: 1 }), Type.String({ minLength: 1, maxLength: 64, pattern: '^\\S+$' })]),
   email: OptionalText,
   contact_email: OptionalText,
@@ -134,7 +134,7 @@ export async function mapShopifyOrder(payload: unknown): Promise<MappedShopifyOr
 }
 
 /** The part of an orders/cancelled payload the service uses: which order, and why. */
-const ShopifyCancellationPayload = Type.Object({
+export const ShopifyCancellationPayload = Type.Object({
   id: ShopifyOrderPayload.properties.id,
   cancel_reason: OptionalText,
 });

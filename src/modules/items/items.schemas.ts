@@ -44,7 +44,7 @@ export type ItemUpdateBody = Static<typeof ItemUpdateBody>;
 export const ItemListQuery = Type.Object({
   skip: Type.Integer({ minimum: 0, maximum: 2147483647, default: 0 }),
   limit: Type.Integer({ minimum: 1, maximum: 100, default: 20 }),
-  is_active: Type.Optional(Type.Boolean({ examples: [true] })),
+  is_active: Type.Optional(Type.Boolean()),
 });
 export type ItemListQuery = Static<typeof ItemListQuery>;
 

@@ -76,7 +76,11 @@ function buildSubscriptionSchemas(version: ApiVersion) {
     SubscriptionUpdateBody: Type.Object(
       {
         url: Type.Optional(Url),
-        events: Type.Optional(EventKinds),
+        events: Type.Optional(
+          version === 'v2'
+            ? { ...EventKinds, description: `event kinds: ${kinds.join(', ')}; a subscription created under v1 (\`api_version\` v1) cannot add \`order.cancelled\` (422 \`VALIDATION_ERROR\`)` }
+            : EventKinds,
+        ),
         description: Type.Optional(Description),
         is_active: Type.Optional(Type.Boolean({ description: 'true re-enables a disabled subscription' })),
       },
@@ -87,16 +91,15 @@ function buildSubscriptionSchemas(version: ApiVersion) {
       status: Type.Optional(
         Type.Union([Type.Literal('pending'), Type.Literal('delivered'), Type.Literal('failed')], {
           description: 'attempts whose message is now in this state',
-          examples: ['delivered'],
         }),
       ),
-      event_type: Type.Optional({ ...DeliveryEventType, examples: ['order.status_changed'] }),
-      order_id: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_ID, description: 'attempts of the messages of this order', examples: [1] })),
+      event_type: Type.Optional(DeliveryEventType),
+      order_id: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_ID, description: 'attempts of the messages of this order' })),
     }),
     MessageListQuery: Type.Object({
       ...PageQuery,
-      status: Type.Optional({ ...MessageState, description: 'only messages now in this state', examples: ['failed'] }),
-      event_type: Type.Optional({ ...DeliveryEventType, description: 'only messages of this event type', examples: ['order.status_changed'] }),
+      status: Type.Optional({ ...MessageState, description: 'only messages now in this state' }),
+      event_type: Type.Optional({ ...DeliveryEventType, description: 'only messages of this event type' }),
     }),
     TestBody: Type.Union(
       [
@@ -262,8 +265,8 @@ export const MessagePage = CappedPage(MessageSummary, "A page of the subscriptio
 const StatsBucket = Type.Union([Type.Literal('hour'), Type.Literal('day')], { description: 'UTC hours or days', default: 'hour' });
 export const StatsQuery = Type.Object({
   bucket: Type.Optional({ ...StatsBucket, examples: ['hour'] }),
-  from: Type.Optional(Type.String({ format: 'date-time', maxLength: 64, description: 'default: `to` − 24 h (hour) or − 30 days (day); aligned down to its bucket', examples: ['2026-01-15T00:00:00Z'] })),
-  to: Type.Optional(Type.String({ format: 'date-time', maxLength: 64, description: 'default: now; the range ends before it', examples: ['2026-01-16T00:00:00Z'] })),
+  from: Type.Optional(Type.String({ format: 'date-time', maxLength: 64, description: 'default: `to` − 24 h (hour) or − 30 days (day); aligned down to its bucket' })),
+  to: Type.Optional(Type.String({ format: 'date-time', maxLength: 64, description: 'default: now; the range ends before it' })),
 });
 export type StatsQuery = Static<typeof StatsQuery>;
 

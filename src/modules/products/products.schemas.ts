@@ -45,7 +45,7 @@ export type ProductUpdateBody = Static<typeof ProductUpdateBody>;
 
 export const ProductListQuery = Type.Object({
   ...PageQuery,
-  is_active: Type.Optional(Type.Boolean({ description: 'administrators only; everyone else sees active products', examples: [true] })),
+  is_active: Type.Optional(Type.Boolean({ description: 'administrators only; everyone else sees active products' })),
 });
 export type ProductListQuery = Static<typeof ProductListQuery>;
 

@@ -83,7 +83,7 @@ export type UserUpdateBody = Static<typeof UPDATE_BODY_V2>;
 
 export const UserListQuery = Type.Object({
   ...PageQuery,
-  is_active: Type.Optional(Type.Boolean({ examples: [true] })),
+  is_active: Type.Optional(Type.Boolean()),
 });
 export type UserListQuery = Static<typeof UserListQuery>;
 

@@ -11,7 +11,7 @@ import { API_VERSIONS, apiPrefix } from './http/api-version.ts';
 import { registerBodyLimits } from './http/body-limits.ts';
 import { registerConsole } from './http/console.ts';
 import { registerDocs } from './http/docs.ts';
-import { registerErrorHandling } from './http/errors.ts';
+import { registerErrorHandling } from './http/error-handling.ts';
 import { registerObservability } from './http/observability.ts';
 import { registerPathIds } from './http/path-ids.ts';
 import { registerRateLimit } from './http/rate-limits.ts';

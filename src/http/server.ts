@@ -3,7 +3,7 @@ import type { ServerResponse } from 'node:http';
 import { setImmediate as nextCheckPhase, setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyInstance, FastifyServerOptions } from 'fastify';
 import type { Config } from '../config.ts';
-import { clientErrorHandler, frameworkErrors } from './errors.ts';
+import { clientErrorHandler, frameworkErrors } from './error-handling.ts';
 import { loggerOptions } from './logger.ts';
 import { serverLimits } from './security.ts';
 import { lazySchemaController } from './validation.ts';

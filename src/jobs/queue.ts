@@ -5,7 +5,7 @@ import type { Transaction } from 'kysely';
 import type { Config } from '../config.ts';
 import type { DatabaseHandle } from '../db/database.ts';
 import { OutageLog } from '../db/outage-log.ts';
-import { isDatabaseUnavailable } from '../http/errors.ts';
+import { isDatabaseUnavailable } from '../db/errors.ts';
 import type { Database } from '../db/schema.ts';
 import { inBatchSpan, inJobSpan, withTraceContext } from './job-tracing.ts';
 import { LapsedHeartbeats } from './lapsed-heartbeats.ts';

@@ -1,0 +1,206 @@
+// How every failure becomes the one error shape (errors.ts): validation, Fastify's and Node's own
+// errors, a full disk and a database outage, and the handler that answers each.
+import { createRequire } from 'node:module';
+import type { Socket } from 'node:net';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { isDatabasePanic, isDatabaseUnavailable, isStorageFull } from '../db/errors.ts';
+import type { StorageState } from '../db/storage.ts';
+import { AppError, bodyOf, ErrorBody, sendError, type ErrorCode, type ValidationIssue } from './errors.ts';
+
+// An ESM import of node:http reads every export, whose lazy getters load fetch, TLS, HTTP/2 and zlib.
+const { STATUS_CODES } = createRequire(import.meta.url)('node:http') as { STATUS_CODES: Record<number, string | undefined> };
+
+/** Ajv's instancePath ('/items/0/quantity') and the schema part into FastAPI-style `loc`. */
+function validationIssues(err: FastifyError): ValidationIssue[] {
+  const part = err.validationContext ?? 'body';
+  return (err.validation ?? []).map((v) => {
+    const loc: (string | number)[] = [part];
+    for (const seg of v.instancePath.split('/').filter(Boolean)) {
+      loc.push(/^\d+$/.test(seg) ? Number(seg) : seg);
+    }
+    const params = v.params as Record<string, unknown>;
+    if (v.keyword === 'required' && typeof params.missingProperty === 'string') loc.push(params.missingProperty);
+    if (v.keyword === 'additionalProperties' && typeof params.additionalProperty === 'string') {
+      loc.push(params.additionalProperty);
+      return { loc, msg: 'unknown field is not allowed', type: 'extra_forbidden' };
+    }
+    if (v.keyword === 'required') return { loc, msg: 'field required', type: 'missing' };
+    return { loc, msg: v.message ?? 'invalid value', type: v.keyword };
+  });
+}
+
+function describe(issues: ValidationIssue[]): string {
+  const first = issues[0];
+  if (!first) return 'Request validation failed';
+  const where = first.loc.join('.');
+  const more = issues.length > 1 ? ` (and ${issues.length - 1} more)` : '';
+  return `Validation failed: ${where}: ${first.msg}${more}`;
+}
+
+/** PATCH /items answers body-validation failures with 400, not 422; non-body errors pass through. */
+export function bodyValidationAsBadRequest(err: FastifyError): Error {
+  if (!err.validation || err.validationContext !== 'body') return err;
+  const issues = validationIssues(err);
+  return new AppError('INVALID_INPUT', describe(issues), { errors: issues });
+}
+
+/** Maps Fastify's own errors (parser, body limit, validation…) onto the error vocabulary. */
+function fromFrameworkError(err: FastifyError): AppError | undefined {
+  if (err.validation) {
+    const issues = validationIssues(err);
+    return new AppError('VALIDATION_ERROR', describe(issues), { errors: issues });
+  }
+  switch (err.code) {
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return new AppError('VALIDATION_ERROR', 'Malformed JSON in request body', {
+        errors: [{ loc: ['body'], msg: err.message, type: 'json_invalid' }],
+      });
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new AppError('PAYLOAD_TOO_LARGE', 'Request body is too large');
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new AppError('UNSUPPORTED_MEDIA_TYPE', 'Unsupported content type; send application/json');
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return new AppError('BAD_REQUEST', 'Content-Length does not match the request body');
+    case 'FST_ERR_CTP_INVALID_TYPE':
+      return new AppError('VALIDATION_ERROR', 'Invalid content type');
+    default:
+      break;
+  }
+  if (err instanceof SyntaxError || err.name === 'SyntaxError') {
+    return new AppError('VALIDATION_ERROR', 'Malformed request body');
+  }
+  const status = err.statusCode ?? 500;
+  if (status === 413) return new AppError('PAYLOAD_TOO_LARGE', 'Request body is too large');
+  if (status === 415) return new AppError('UNSUPPORTED_MEDIA_TYPE', 'Unsupported content type; send application/json');
+  if (status === 408) return new AppError('REQUEST_TIMEOUT', 'Request timed out');
+  if (status === 429) return new AppError('RATE_LIMITED', 'Rate limit exceeded');
+  if (status >= 400 && status < 500) return new AppError('BAD_REQUEST', 'Bad request');
+  return undefined;
+}
+
+/** The `frameworkErrors` server option: errors Fastify raises before routing, in the same error shape. */
+export function frameworkErrors(err: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
+  let error: AppError;
+  if (err.code === 'FST_ERR_BAD_URL') {
+    error = new AppError('VALIDATION_ERROR', 'Validation failed: the URL is not validly percent-encoded', {
+      errors: [{ loc: ['path'], msg: 'malformed percent-encoding', type: 'url_invalid' }],
+    });
+  } else if (err.code === 'FST_ERR_MAX_PARAM_LENGTH') {
+    error = new AppError('VALIDATION_ERROR', 'Validation failed: a path parameter is too long', {
+      errors: [{ loc: ['path'], msg: 'path parameter too long', type: 'string_too_long' }],
+    });
+  } else {
+    reply.log.error({ err }, 'framework error');
+    error = new AppError('INTERNAL_ERROR', 'Internal server error');
+  }
+  void sendError(reply, error);
+}
+
+/** Node's HTTP parser errors, which no route ever sees, in the error vocabulary. */
+const CLIENT_ERRORS: Record<string, [ErrorCode, string]> = {
+  ERR_HTTP_REQUEST_TIMEOUT: ['REQUEST_TIMEOUT', 'Request timed out'],
+  HPE_HEADER_OVERFLOW: ['HEADERS_TOO_LARGE', 'Request headers are too large'],
+  HPE_CHUNK_EXTENSIONS_OVERFLOW: ['PAYLOAD_TOO_LARGE', 'Request body is too large'],
+};
+
+function fromClientError(err: NodeJS.ErrnoException): AppError {
+  const [code, detail] = CLIENT_ERRORS[err.code ?? ''] ?? ['BAD_REQUEST', 'Malformed HTTP request'];
+  return new AppError(code, detail);
+}
+
+/**
+ * The `clientErrorHandler` server option: what Node's HTTP server refuses before Fastify sees a
+ * request, in the same error shape; then the connection closes, as after a parse error the rest of
+ * the stream cannot be trusted.
+ */
+export function clientErrorHandler(err: NodeJS.ErrnoException, socket: Socket): void {
+  // a reset connection has no one left to answer
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  if (socket.writable) {
+    const error = fromClientError(err);
+    const body = JSON.stringify(bodyOf(error));
+    socket.write(
+      `HTTP/1.1 ${error.statusCode} ${STATUS_CODES[error.statusCode]}\r\n` +
+        `Content-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+        `Cache-Control: no-store\r\nConnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy(err);
+}
+
+const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
+
+/** The methods the routes at `path` answer; OPTIONS alone (the CORS preflight, on every path) does not count. */
+function allowedMethods(app: FastifyInstance, path: string): string[] {
+  const allowed = METHODS.filter((method) => app.findRoute({ method, url: path }) !== null);
+  return allowed.some((m) => m !== 'OPTIONS') ? allowed : [];
+}
+
+// 30 s: an operator has to free space first
+const storageFull = () =>
+  new AppError('STORAGE_FULL', 'The service cannot store anything right now: its disk is full. Reads still work; retry later', {
+    headers: { 'retry-after': '30' },
+  });
+
+const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/**
+ * With `storage`, a request that may write is refused (503 `STORAGE_FULL`) after authentication and
+ * validation while the embedded database's disk is below its reserve; a disk-full error from either
+ * database is answered the same way, and noted for /ready.
+ */
+export function registerErrorHandling(
+  app: FastifyInstance,
+  opts: { storage?: StorageState; databaseOutage?: { failed(err: unknown, source: string): void } } = {},
+): void {
+  app.addSchema(ErrorBody);
+  const { storage } = opts;
+  if (storage) {
+    app.addHook('preHandler', async (request) => {
+      if (READ_METHODS.has(request.method)) return;
+      try {
+        storage.assertRoomToWrite();
+      } catch (err) {
+        request.log.warn({ err }, 'write refused: the disk is full');
+        throw storageFull();
+      }
+    });
+  }
+
+  app.setErrorHandler((err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+    if (err instanceof AppError) return sendError(reply, err);
+    const mapped = fromFrameworkError(err);
+    if (mapped) return sendError(reply, mapped);
+    if (isStorageFull(err)) {
+      storage?.noteError(err);
+      request.log.error({ err }, 'database disk full');
+      return sendError(reply, storageFull());
+    }
+    if (isDatabaseUnavailable(err) || isDatabasePanic(err)) {
+      // one line per outage, not per request
+      if (opts.databaseOutage) opts.databaseOutage.failed(err, 'request');
+      else request.log.error({ err }, 'database unavailable');
+      return sendError(reply, new AppError('SERVICE_UNAVAILABLE', 'Service temporarily unavailable', { headers: { 'retry-after': '5' } }));
+    }
+    // Unknown: log everything, tell the client nothing about internals.
+    request.log.error({ err }, 'unhandled error');
+    return sendError(reply, new AppError('INTERNAL_ERROR', 'Internal server error'));
+  });
+
+  const notFound = (request: FastifyRequest): AppError => {
+    const path = request.url.split('?')[0];
+    const allowed = allowedMethods(app, path);
+    if (allowed.length > 0) {
+      return new AppError('METHOD_NOT_ALLOWED', `Method ${request.method} is not allowed on ${path}`, { headers: { allow: allowed.join(', ') } });
+    }
+    return new AppError('NOT_FOUND', `Route ${request.method} ${path} not found`);
+  };
+  // An unknown path or method is answered before the body is parsed (whose faults would answer
+  // instead), after the onRequest hooks, so rate limits still count it.
+  app.addHook('preParsing', (request, reply, payload, done) => {
+    if (request.is404) void sendError(reply, notFound(request));
+    else done(null, payload);
+  });
+  app.setNotFoundHandler((request, reply) => sendError(reply, notFound(request)));
+}

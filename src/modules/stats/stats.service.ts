@@ -23,6 +23,9 @@ function bucketRange(q: StatsQuery): { from: number; to: number; count: number }
   const unit = UNIT_MS[q.bucket];
   const to = q.to === undefined ? Date.now() : Date.parse(q.to);
   const from = q.from === undefined ? to - DEFAULT_BUCKETS[q.bucket] * unit : Date.parse(q.from);
+  // a form the schema's format passes but Date does not read (a leap second)
+  if (Number.isNaN(to)) throw invalidQuery('to', 'not a date-time this service reads');
+  if (Number.isNaN(from)) throw invalidQuery('from', 'not a date-time this service reads');
   if (from >= to) throw invalidQuery('to', 'is not after from');
   const range = { from: Math.floor(from / unit) * unit, to: Math.ceil(to / unit) * unit };
   if (range.from < FIRST_MS) throw invalidQuery('from', 'is before the year 1');

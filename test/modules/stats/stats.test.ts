@@ -28,7 +28,10 @@ describe('GET /api/v2/admin/stats', () => {
   let alice: TestUser;
   let plenty: ProductRow;
   let scarce: ProductRow;
-  /** the start of the UTC hour the test's orders were created in (read back from one of them) */
+  /**
+   * the start of the current UTC hour when the data was written: the test's orders, webhooks and
+   * attempts of "now" are dated there, so an hour that turns while the test runs changes nothing
+   */
   let hourOfOrders: number;
 
   const stats = async (query = '') => {
@@ -67,13 +70,14 @@ describe('GET /api/v2/admin/stats', () => {
       assert.equal(failed.failure_reason, 'INSUFFICIENT_STOCK');
     }
     await pendingOrder(app, alice, [{ productId: plenty.id, quantity: 1 }]);
+    hourOfOrders = Math.floor(Date.now() / HOUR) * HOUR;
+    const now = hourOfOrders;
+    await app.ctx.db.updateTable('orders').set({ created_at: new Date(now) }).execute();
     // one more completed order, created two days ago: in the days' chart, not in the hours'
     const old = await placed([{ product_id: plenty.id, quantity: 3 }]);
-    await app.ctx.db.updateTable('orders').set({ created_at: new Date(Date.now() - 2 * DAY) }).where('id', '=', old.id).execute();
-    hourOfOrders = Math.floor(done.created_at.getTime() / HOUR) * HOUR;
+    await app.ctx.db.updateTable('orders').set({ created_at: new Date(now - 2 * DAY) }).where('id', '=', old.id).execute();
 
     // platform webhooks: two processed and one failed now, one processed three days ago
-    const now = Date.now();
     const inbound = (status: 'processed' | 'failed', receivedAt: number, n: number) => ({
       webhook_id: `stats-test-${n}`,
       topic: 'orders/create',
@@ -142,7 +146,7 @@ describe('GET /api/v2/admin/stats', () => {
       { status: 'processed', count: 2 },
       { status: 'failed', count: 1 },
     ]);
-    const hourNow = Math.floor(Date.now() / HOUR) * HOUR;
+    const hourNow = hourOfOrders;
     assert.deepEqual(at(s.deliveries, hourNow), { start: new Date(hourNow).toISOString(), succeeded: 3, failed: 1 });
     assert.deepEqual(at(s.deliveries, hourNow - 2 * HOUR), { start: new Date(hourNow - 2 * HOUR).toISOString(), succeeded: 0, failed: 1 });
     assert.equal(s.deliveries.reduce((n, b) => n + b.succeeded + b.failed, 0), 5);
@@ -156,7 +160,7 @@ describe('GET /api/v2/admin/stats', () => {
     assert.equal(s.orders.length, (to - from) / DAY);
     const total = (key: 'completed' | 'failed' | 'cancelled' | 'pending') => s.orders.reduce((n, b) => n + b[key], 0);
     assert.deepEqual([total('completed'), total('failed'), total('cancelled'), total('pending')], [2, 2, 1, 1]);
-    const twoDaysAgo = Math.floor((Date.now() - 2 * DAY) / DAY) * DAY;
+    const twoDaysAgo = Math.floor((hourOfOrders - 2 * DAY) / DAY) * DAY;
     assert.equal(at(s.orders, twoDaysAgo).completed, 1);
     assert.equal(at(s.revenue, twoDaysAgo).amount, '30.00');
     assert.deepEqual(s.inbound_webhooks.find((w) => w.status === 'processed'), { status: 'processed', count: 3 });
@@ -180,6 +184,8 @@ describe('GET /api/v2/admin/stats', () => {
       '?bucket=day&from=2020-01-01T00:00:00Z&to=2026-01-01T00:00:00Z',
       '?bucket=week',
       '?to=yesterday',
+      // a leap second: the format passes it, Date does not read it
+      '?to=2026-06-30T23:59:60Z',
       '?from=0000-12-31T00:00:00Z&to=0001-01-01T05:00:00Z',
       '?bucket=day&from=9999-12-01T00:00:00Z&to=9999-12-31T23:30:00Z',
     ];
@@ -204,9 +210,11 @@ describe('GET /api/v2/admin/stats with STATS_CACHE_SECONDS', () => {
       assert.equal(res.statusCode, 200, res.body);
       return res.json<Stats>().orders.reduce((n, b) => n + b.pending + b.processing + b.completed + b.failed, 0);
     };
-    assert.equal(await read(''), 0);
+    // a fixed end: the same buckets however long the test takes
+    const to = encodeURIComponent(new Date(Math.ceil(Date.now() / HOUR) * HOUR + HOUR).toISOString());
+    assert.equal(await read(`?to=${to}`), 0);
     await pendingOrder(app, user, [{ productId: product.id, quantity: 1 }]);
-    assert.equal(await read(''), 0, 'the same buckets, from memory');
-    assert.equal(await read('?bucket=day'), 1, 'other buckets, read from the database');
+    assert.equal(await read(`?to=${to}`), 0, 'the same buckets, from memory');
+    assert.equal(await read(`?bucket=day&to=${to}`), 1, 'other buckets, read from the database');
   });
 });

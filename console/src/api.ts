@@ -28,10 +28,28 @@ function saveSession(session: Session | undefined): void {
   else sessionStorage.removeItem(SESSION_KEY);
 }
 
+/**
+ * The status of the last token refresh (0: no answer). The client refreshes on every 401, so a 401
+ * after a refresh that met a restarting or unreachable service (0, 429, 5xx) does not end the session.
+ */
+let lastRefresh: number | undefined;
+const watchRefresh: typeof fetch = async (input, init) => {
+  const request = new Request(input, init);
+  const refreshing = new URL(request.url).pathname.endsWith('/auth/refresh');
+  try {
+    const response = await fetch(request);
+    if (refreshing) lastRefresh = response.status;
+    return response;
+  } catch (err) {
+    if (refreshing) lastRefresh = 0;
+    throw err;
+  }
+};
+
 /** A client on this origin; with `session`, or the one kept in this tab. Token refreshes are kept too. */
 export function serviceClient(session: Session | undefined = loadSession()): Console {
   saveSession(session);
-  return createServiceClient({ baseUrl: location.origin, version: 'v2', session, onSession: saveSession });
+  return createServiceClient({ baseUrl: location.origin, version: 'v2', session, onSession: saveSession, fetch: watchRefresh });
 }
 
 export function forgetSession(): void {
@@ -105,6 +123,10 @@ export async function ok<T>(call: Promise<Answer<T>>): Promise<T> {
   }
   const { data, error, response } = answer;
   if (response.ok) return data as T;
+  if (response.status === 401 && lastRefresh !== undefined && (lastRefresh === 0 || lastRefresh === 429 || lastRefresh >= 500)) {
+    // the refresh may work once the service answers again: the session stays
+    throw problemOf(lastRefresh, { error_code: 'SERVICE_UNAVAILABLE' });
+  }
   const problem = problemOf(response.status, error, response.headers.get('retry-after'));
   if (response.status === 401 && problem.code !== 'INVALID_CREDENTIALS') for (const listener of sessionEnded) listener();
   throw problem;

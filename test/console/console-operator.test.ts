@@ -204,7 +204,7 @@ describe("the console as an operator's product (overview, search, export, new pr
     await page.setViewportSize({ width: 1280, height: 900 });
   });
 
-  it('a reload while the service answers 503 keeps the session, and says it is waiting for the service', async () => {
+  it('a reload while the service answers 503 keeps the session (also when the access token needs a refresh), and says it is waiting for the service', async () => {
     await page.goto(`${base}/console/orders`);
     await page.getByRole('heading', { level: 1, name: 'Orders' }).waitFor();
     const token = await consoleAccessToken(page);
@@ -218,6 +218,17 @@ describe("the console as an operator's product (overview, search, export, new pr
     assert.equal(await consoleAccessToken(page), token, 'the tokens are kept');
     assert.equal(await page.getByRole('button', { name: 'Sign in' }).count(), 0, 'not signed out');
     await assertAccessible(page, 'the page waiting for the service');
-    assertNoTrouble(trouble, [/^503 /, /^400 POST \/api\/v2\/products$/]);
+
+    // an access token the service no longer takes (as an expired one): GET /auth/me answers 401, and
+    // the refresh the client tries meets the same 503, so the session stays too
+    const session = "sessionStorage.getItem('oas-console-session')";
+    const saved = JSON.parse(String(await page.evaluate(session))) as { accessToken: string; refreshToken: string };
+    await page.evaluate(`sessionStorage.setItem('oas-console-session', ${JSON.stringify(JSON.stringify({ ...saved, accessToken: 'not.a.token' }))})`);
+    await page.reload();
+    await page.getByRole('heading', { level: 1, name: 'Waiting for the service' }).waitFor();
+    await page.getByRole('alert').filter({ hasText: 'The service is not available at the moment.' }).waitFor();
+    assert.equal((JSON.parse(String(await page.evaluate(session))) as { refreshToken: string }).refreshToken, saved.refreshToken, 'the refresh token is kept');
+    assert.equal(await page.getByRole('button', { name: 'Sign in' }).count(), 0, 'not signed out');
+    assertNoTrouble(trouble, [/^503 /, /^400 POST \/api\/v2\/products$/, /^401 GET \/api\/v2\/auth\/me$/]);
   });
 });

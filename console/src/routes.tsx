@@ -10,6 +10,7 @@ import { OrdersPage } from './pages/orders.tsx';
 import { ProductsPage } from './pages/products.tsx';
 import { NewProductPage } from './pages/product-new.tsx';
 import { OverviewPage } from './pages/overview.tsx';
+import { EventTypesPage } from './pages/event-types.tsx';
 import { MessagePage } from './pages/message.tsx';
 import { SubscriptionPage } from './pages/subscription.tsx';
 import { UsersPage } from './pages/users.tsx';
@@ -33,6 +34,7 @@ const ROUTES: Route[] = [
   [/^\/products$/, () => <ProductsPage />, 'staff'],
   [/^\/products\/new$/, () => <NewProductPage />, 'staff'],
   [/^\/webhooks$/, () => <WebhooksPage />, 'user'],
+  [/^\/webhooks\/event-types$/, () => <EventTypesPage />, 'user'],
   [/^\/webhooks\/(\d+)$/, (m) => <SubscriptionPage id={Number(m[1])} />, 'user'],
   [/^\/webhooks\/(\d+)\/messages\/(msg_[A-Za-z0-9_]+)$/, (m) => <MessagePage subscriptionId={Number(m[1])} messageId={m[2]} />, 'user'],
 ];

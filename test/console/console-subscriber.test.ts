@@ -16,10 +16,25 @@ import {
   navigationLinks,
   newConsolePage,
   openFromNavigation,
+  screenshotDir,
   signIn,
   skipWithoutChromium,
   type PageTrouble,
 } from './console.helpers.ts';
+
+/** axe-core at 1366 and at 390 px wide, and no sideways scrolling at 390 px. */
+async function assertAccessibleAtBothWidths(page: Page, where: string, screenshot?: string): Promise<void> {
+  await page.setViewportSize({ width: 390, height: 844 });
+  try {
+    if (screenshot) await page.screenshot({ path: `${screenshotDir()}/${screenshot}`, fullPage: true });
+    await assertAccessible(page, `${where} at 390 px`);
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+    assert.equal(overflow, 0, `${where} scrolls sideways at 390 px`);
+  } finally {
+    await page.setViewportSize({ width: 1366, height: 900 });
+  }
+  await assertAccessible(page, `${where} at 1366 px`);
+}
 
 /** The envelope's type, after checking the delivery's signature with the standardwebhooks package. */
 function verifiedType(secret: string, req: ReceivedRequest): string {
@@ -95,7 +110,7 @@ describe('the console for a subscriber (not staff), in Chromium', { skip: skipWi
 
   it('creates a subscription: its secret is shown once', async () => {
     await openFromNavigation(page, 'Webhooks');
-    await assertAccessible(page, 'the webhooks page');
+    await assertAccessibleAtBothWidths(page, 'the webhooks page');
     await page.getByLabel('URL').fill(receiver.url);
     await page.getByRole('button', { name: 'Create subscription' }).click();
     const shown = page.getByRole('region', { name: 'Signing secret' });
@@ -112,20 +127,32 @@ describe('the console for a subscriber (not staff), in Chromium', { skip: skipWi
     assert.equal(await page.getByLabel('Secret', { exact: true }).count(), 0, 'the secret is not shown again');
   });
 
-  it("a failed delivery: the log shows the receiver's answer; Resend delivers it to the receiver, signed with the secret", async () => {
+  it("a failed delivery: filtered by event type and state, the failed message shows its attempts under it; Resend delivers it, signed with the secret", async () => {
     receiver.respond = () => ({ status: 500, body: 'receiver down for maintenance' });
     await settled(await placeOrder());
     await page.reload();
-    const log = page.getByRole('table', { name: 'Message log' });
-    await log.getByRole('row').filter({ hasText: 'HTTP 500: receiver down for maintenance' }).first().waitFor();
-    await assertAccessible(page, 'a subscription with its message log');
+    const log = page.getByRole('region', { name: 'Messages' });
+    await log.getByRole('article').first().waitFor();
+    const filters = log.getByRole('search', { name: 'Filter messages' });
+    await filters.getByLabel('Event type').selectOption('order.status_changed');
+    await filters.getByLabel('Message state').selectOption('failed');
+    await filters.getByRole('button', { name: 'Apply filters' }).click();
+    await log.getByText('Page 1 of 1 · 2 messages').waitFor();
+    const failed = log.getByRole('article').first();
+    assert.match(await failed.getByRole('heading', { level: 3 }).innerText(), /^order\.status_changed \(order \d+\) failed$/);
+    await failed.getByText(/· 1 attempt$/).waitFor();
+    const attempts = failed.getByRole('list', { name: /^Attempts of msg_/ });
+    // the receiver's answer once, not "HTTP 500: HTTP 500: …"
+    assert.deepEqual(await attempts.getByRole('listitem').getByRole('strong').allInnerTexts(), ['Attempt 1: HTTP 500: receiver down for maintenance']);
+    await assertAccessibleAtBothWidths(page, 'a subscription with its messages filtered', 'console-messages-filtered-390.png');
 
-    const link = log.getByRole('link', { name: /^msg_/ }).first();
+    const link = failed.getByRole('link', { name: /^msg_/ });
     const messageId = await link.innerText();
     await link.click();
     await page.getByRole('heading', { level: 1, name: `Message ${messageId}` }).waitFor();
     await page.getByRole('table', { name: 'Attempts' }).getByText('receiver down for maintenance', { exact: true }).waitFor();
-    await assertAccessible(page, 'a failed message');
+    await page.getByRole('table', { name: 'Attempts' }).getByRole('cell', { name: 'HTTP 500: receiver down for maintenance', exact: true }).waitFor();
+    await assertAccessibleAtBothWidths(page, 'a failed message');
 
     receiver.respond = () => ({ status: 204 });
     const before = receiver.requests.length;
@@ -136,6 +163,57 @@ describe('the console for a subscriber (not staff), in Chromium', { skip: skipWi
     assert.equal(resent[0].headers['webhook-id'], messageId, 'the same message, sent again');
     assert.equal(verifiedType(secret, resent[0]), 'order.status_changed');
     await page.getByRole('table', { name: 'Attempts' }).getByRole('cell', { name: 'HTTP 204' }).waitFor();
+  });
+
+  it('a new message appears in the list without a reload, and the Delivery success chart counts it', async () => {
+    await page.goto(`${base}/console/webhooks/${subscriptionId}`);
+    const log = page.getByRole('region', { name: 'Messages' });
+    await log.getByRole('article').first().waitFor();
+    const orderId = await placeOrder();
+    // live: the order's events stream to the page, which reads its messages again (liveness bound, not a timing check)
+    await log.getByRole('heading', { level: 3, name: `order.status_changed (order ${orderId}) delivered` }).first().waitFor({ timeout: 10_000 });
+
+    const chart = page.getByRole('figure', { name: 'Delivery success' });
+    await chart.getByRole('img', { name: 'Delivery success' }).waitFor();
+    // every attempt made: the chart then shows the counts the API gives
+    await settled(orderId);
+    const stats = await api(app, sam, { method: 'GET', url: `/api/v2/webhooks/subscriptions/${subscriptionId}/stats` });
+    const { succeeded, failed } = stats.json<{ succeeded: number; failed: number }>();
+    await chart.getByText(`${((100 * succeeded) / (succeeded + failed)).toFixed(1)}% of ${succeeded + failed} delivery attempts to this subscription in the last 24 hours succeeded.`).waitFor();
+    await chart.getByText('The numbers of “Delivery success”').click();
+    const numbers = chart.getByRole('table', { name: 'Delivery success' });
+    const cells = async (col: number) => (await numbers.locator(`tbody tr td:nth-of-type(${col})`).allInnerTexts()).reduce((n, v) => n + Number(v), 0);
+    assert.deepEqual([await cells(1), await cells(2)], [succeeded, failed], await numbers.innerText());
+    await page.getByLabel('Delivery success period').selectOption('day');
+    await chart.getByText(/in the last 30 days succeeded\.$/).waitFor();
+    await assertAccessibleAtBothWidths(page, 'a subscription with its delivery success chart');
+    await page.screenshot({ path: `${screenshotDir()}/console-subscription.png`, fullPage: true });
+  });
+
+  it('the test send chooses its event type: the receiver gets a signed sample of it, listed under that type', async () => {
+    await page.goto(`${base}/console/webhooks/${subscriptionId}`);
+    const before = receiver.requests.length;
+    await page.getByLabel('Test event type').selectOption('order.status_changed');
+    await page.getByRole('button', { name: 'Send test event' }).click();
+    await waitFor(async () => (receiver.requests.length > before ? true : undefined));
+    assert.equal(verifiedType(secret, receiver.requests[before]), 'order.status_changed');
+    const log = page.getByRole('region', { name: 'Messages' });
+    await log.getByLabel('Event type').selectOption('order.status_changed');
+    await log.getByRole('button', { name: 'Apply filters' }).click();
+    await log.getByRole('heading', { level: 3, name: 'order.status_changed (test send) delivered' }).waitFor();
+  });
+
+  it('Event types, linked from Webhooks: each type with its schema and a sample', async () => {
+    await openFromNavigation(page, 'Webhooks');
+    await page.getByRole('main').getByRole('link', { name: 'Event types' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Event types' }).waitFor();
+    const changed = page.getByRole('region', { name: 'order.status_changed' });
+    await changed.getByRole('heading', { level: 3, name: 'Schema' }).waitFor();
+    const [schema, sample] = await changed.locator('pre').allInnerTexts();
+    assert.equal((JSON.parse(schema) as { properties: { type: { const: string } } }).properties.type.const, 'order.status_changed');
+    assert.deepEqual((JSON.parse(sample) as { data: { reason: string } }).data.reason, 'INSUFFICIENT_STOCK');
+    for (const name of ['order.created', 'order.cancelled', 'webhook.test']) await page.getByRole('region', { name }).waitFor();
+    await assertAccessibleAtBothWidths(page, 'the event types', 'console-event-types-390.png');
   });
 
   it('Send test event and Rotate secret: the new secret is shown once, and deliveries verify with it', async () => {
@@ -222,7 +300,7 @@ describe('the console for a subscriber (not staff), in Chromium', { skip: skipWi
     await assertAccessible(page, 'my orders');
     const links = table.getByRole('link', { name: /^Order \d+$/ });
     await links.first().waitFor();
-    assert.equal(await links.count(), 2);
+    assert.equal(await links.count(), 3);
     const name = await links.first().innerText();
     await links.first().click();
     await page.getByRole('heading', { level: 1, name }).waitFor();

@@ -1,131 +1,168 @@
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
+import type { V2Paths } from '../../../clients/typescript/client.ts';
 import { ok } from '../api.ts';
-import { when } from '../format.ts';
-import { useSession } from '../session.ts';
+import { plural, when } from '../format.ts';
+import { useOrderEvents } from '../live.ts';
 import { href } from '../router.ts';
-import type { Delivery } from '../types.ts';
+import { useSession } from '../session.ts';
+import type { Read } from '../types.ts';
 import { useAction, useData, usePoll } from '../use-data.ts';
+import { FilterForm } from './filter-form.tsx';
 import { Badge, ErrorNotice, Notice } from './notice.tsx';
-import { Head } from './table.tsx';
+
+type MessagePage = Read<'/api/v2/webhooks/subscriptions/{subscription_id}/messages'>;
+type MessageItem = MessagePage['items'][number];
+type MessageQuery = NonNullable<V2Paths['/api/v2/webhooks/subscriptions/{subscription_id}/messages']['get']['parameters']['query']>;
+export type MessageEventType = NonNullable<MessageQuery['event_type']>;
 
 const PAGE_SIZE = 20;
 const STATES = ['pending', 'delivered', 'failed'] as const;
-/** While a message on the page is pending, how often the log is read again. */
-const POLL_MS = 2000;
+/** Every type a message can have, for the filter (GET /api/v2/webhooks/event-types describes them). */
+export const MESSAGE_EVENT_TYPES: readonly MessageEventType[] = ['order.created', 'order.status_changed', 'order.cancelled', 'webhook.test'];
+/** While a message on the page is pending, or just after an order event, how often the list is read again. */
+const POLL_MS = 1000;
+/**
+ * Reads after an order event: the event streams as its order changes, and the messages it makes
+ * are written a moment later (when the event is handed to the webhooks), then attempted.
+ */
+const FOLLOW_POLLS = 5;
 
-/** What an attempt got back, in a few words. */
+/** What an attempt got back, in a few words: the service's error already names the HTTP status. */
 export function attemptResult(a: { success: boolean; status_code: number | null; error: string | null }): string {
-  const answer = a.status_code === null ? 'no answer' : `HTTP ${a.status_code}`;
-  return a.success ? answer : `${answer}${a.error ? `: ${a.error}` : ''}`;
+  if (a.error) return a.error;
+  return a.status_code === null ? 'no answer' : `HTTP ${a.status_code}`;
 }
 
 /**
- * A subscription's delivery attempts, newest first, paged by the API (its own page and filter, kept
- * in this component so the page's address stays the subscription's). Resend on each message's
- * newest attempt on the page. `version` changes when the page did something that adds attempts.
+ * A subscription's messages, newest first, each with its attempts under it (oldest first), paged
+ * and filtered by the API (kept in this component, so the page's address stays the subscription's).
+ * It follows the order events and reads again while a message is pending; `version` changes when
+ * the page did something that adds messages or attempts; `onLoaded` is told each time the list is read.
  */
-export function MessageLog({ subscriptionId, version }: { subscriptionId: number; version: number }) {
+export function MessageLog({ subscriptionId, version, onLoaded }: { subscriptionId: number; version: number; onLoaded?: () => void }) {
   const { api } = useSession();
   const [page, setPage] = useState(1);
   const [status, setStatus] = useState<(typeof STATES)[number] | ''>('');
+  const [eventType, setEventType] = useState<MessageEventType | ''>('');
   const log = useData(
     () =>
       ok(
-        api.GET('/api/v2/webhooks/subscriptions/{subscription_id}/deliveries', {
-          params: { path: { subscription_id: subscriptionId }, query: { page, page_size: PAGE_SIZE, status: status || undefined } },
+        api.GET('/api/v2/webhooks/subscriptions/{subscription_id}/messages', {
+          params: {
+            path: { subscription_id: subscriptionId },
+            query: { page, page_size: PAGE_SIZE, status: status || undefined, event_type: eventType || undefined },
+          },
         }),
       ),
-    [subscriptionId, page, status, version],
+    [subscriptionId, page, status, eventType, version],
+    { live: true },
+  );
+  useEffect(() => {
+    if (log.data) onLoaded?.();
+  }, [log.data]);
+  const [follow, setFollow] = useState(0);
+  useOrderEvents(() => setFollow(FOLLOW_POLLS));
+  const items = log.data?.items ?? [];
+  usePoll(
+    async () => {
+      setFollow((n) => Math.max(0, n - 1));
+      await log.reload();
+    },
+    POLL_MS,
+    follow > 0 || items.some((m) => m.status === 'pending'),
   );
   const action = useAction();
-  const rows = log.data?.items ?? [];
-  usePoll(() => log.reload(), POLL_MS, rows.some((d) => d.message_status === 'pending'));
 
-  const resend = (d: Delivery) =>
+  const resend = (m: MessageItem) =>
     action.run(async () => {
       const queued = await ok(
         api.POST('/api/v2/webhooks/subscriptions/{subscription_id}/messages/{message_id}/resend', {
-          params: { path: { subscription_id: subscriptionId, message_id: d.message_id } },
+          params: { path: { subscription_id: subscriptionId, message_id: m.message_id } },
         }),
       );
       await log.reload();
-      return `${queued.message} (${d.message_id}).`;
+      return `${queued.message} (${m.message_id}).`;
     });
-  const newest = new Set<number>();
-  const seen = new Set<string>();
-  for (const d of rows) if (!seen.has(d.message_id) && seen.add(d.message_id)) newest.add(d.id);
+  const filtered = status !== '' || eventType !== '';
 
   return (
     <section aria-labelledby="log-title">
-      <h2 id="log-title">Message log</h2>
-      <div class="filters">
-        <div class="field">
-          <label for="log-status">Message state</label>
-          <select
-            id="log-status"
-            value={status}
-            onChange={(e) => {
-              setStatus(STATES.find((s) => s === e.currentTarget.value) ?? '');
-              setPage(1);
-            }}
-          >
-            <option value="">Any</option>
-            {STATES.map((s) => (
-              <option key={s} value={s}>
-                {s}
-              </option>
-            ))}
-          </select>
-        </div>
-      </div>
+      <h2 id="log-title">Messages</h2>
+      <FilterForm
+        label="Filter messages"
+        fields={[
+          { name: 'event_type', label: 'Event type', type: 'select', options: MESSAGE_EVENT_TYPES },
+          { name: 'status', label: 'Message state', type: 'select', options: STATES },
+        ]}
+        values={{ event_type: eventType, status }}
+        onApply={(v) => {
+          setEventType(MESSAGE_EVENT_TYPES.find((t) => t === v.event_type) ?? '');
+          setStatus(STATES.find((st) => st === v.status) ?? '');
+          setPage(1);
+        }}
+      />
       <ErrorNotice message={log.error ?? action.error} />
       <Notice>{action.notice}</Notice>
-      <table aria-labelledby="log-title">
-        <Head cols={['Time', 'Event', ['Attempt', 'num'], 'Result', ['Duration', 'num'], 'Message', 'Action']} />
-        <tbody>
-          {rows.map((d) => (
-            <tr key={d.id}>
-              <td>{when(d.created_at)}</td>
-              <td>
-                {d.event_type}
-                {d.order_id !== null && ` (order ${d.order_id})`}
-              </td>
-              <td class="num">{d.attempt}</td>
-              <td class="wrap">{attemptResult(d)}</td>
-              <td class="num">{d.duration_ms === null ? '' : `${d.duration_ms} ms`}</td>
-              <td>
-                <a href={href(`/webhooks/${subscriptionId}/messages/${d.message_id}`)}>{d.message_id}</a>{' '}
-                {d.message_status && <Badge value={d.message_status} />}
-              </td>
-              <td>
-                {newest.has(d.id) && d.message_status !== 'pending' && (
-                  <button type="button" disabled={action.busy} onClick={() => void resend(d)}>
-                    Resend
-                  </button>
-                )}
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-      {log.data && rows.length === 0 && <p>No delivery attempt{status ? ` of a ${status} message` : ''} yet.</p>}
+      {items.map((m) => (
+        <MessageEntry key={m.message_id} subscriptionId={subscriptionId} message={m} busy={action.busy} onResend={() => void resend(m)} />
+      ))}
+      {log.data && items.length === 0 && <p>{filtered ? 'No message matches these filters.' : 'No message yet.'}</p>}
       {log.data && <PagerButtons info={log.data} onPage={setPage} />}
     </section>
   );
 }
 
+/** One message: what it is and its state, and its attempts under it. */
+function MessageEntry({ subscriptionId, message: m, busy, onResend }: { subscriptionId: number; message: MessageItem; busy: boolean; onResend: () => void }) {
+  const titleId = `message-${m.message_id}`;
+  return (
+    <article class="card" aria-labelledby={titleId}>
+      <h3 id={titleId}>
+        <code>{m.event_type}</code> {m.order_id === null ? '(test send)' : `(order ${m.order_id})`} <Badge value={m.status} />
+      </h3>
+      <p>
+        <a href={href(`/webhooks/${subscriptionId}/messages/${m.message_id}`)}>{m.message_id}</a> · {when(m.created_at)} ·{' '}
+        {plural(m.attempts.length, 'attempt')}
+      </p>
+      {m.attempts.length > 0 && (
+        <div class="timeline">
+          <ol aria-label={`Attempts of ${m.message_id}`}>
+            {m.attempts.map((a) => (
+              <li key={a.attempt} class={`entry tone-${a.success ? 'good' : 'bad'}`}>
+                <strong>
+                  Attempt {a.attempt}: {attemptResult(a)}
+                </strong>
+                <time dateTime={a.created_at}>
+                  {when(a.created_at)}
+                  {a.duration_ms === null ? '' : ` · ${a.duration_ms} ms`}
+                </time>
+              </li>
+            ))}
+          </ol>
+        </div>
+      )}
+      {m.status !== 'pending' && (
+        <button type="button" disabled={busy} aria-label={`Resend ${m.message_id}`} onClick={onResend}>
+          Resend
+        </button>
+      )}
+    </article>
+  );
+}
+
 /** Paging inside a page section: buttons, not addresses. */
-function PagerButtons({ info, onPage }: { info: { page: number; page_size: number; total: number; has_next: boolean }; onPage: (p: number) => void }) {
+function PagerButtons({ info, onPage }: { info: MessagePage; onPage: (p: number) => void }) {
+  const pages = Math.max(1, Math.ceil(info.total / info.page_size));
   return (
     <div class="pager">
       <button type="button" disabled={info.page <= 1} onClick={() => onPage(info.page - 1)}>
-        Newer attempts
+        Newer messages
       </button>
       <span>
-        Page {info.page} of {Math.max(1, Math.ceil(info.total / info.page_size))} · {info.total} attempts
+        Page {info.page} of {info.total_exact ? pages : `more than ${pages}`} · {info.total_exact ? plural(info.total, 'message') : `more than ${info.total} messages`}
       </span>
       <button type="button" disabled={!info.has_next} onClick={() => onPage(info.page + 1)}>
-        Older attempts
+        Older messages
       </button>
     </div>
   );

@@ -54,7 +54,7 @@ export function MessagePage({ subscriptionId, messageId }: { subscriptionId: num
             </div>
           )}
           <h2 id="attempts-title">Attempts</h2>
-          <table aria-labelledby="attempts-title">
+          <table aria-labelledby="attempts-title" tabIndex={0}>
             <Head cols={[['Attempt', 'num'], 'Time', 'Result', ['Duration', 'num'], 'Answer (first KiB)']} />
             <tbody>
               {m.attempts.map((a) => (
@@ -78,7 +78,7 @@ export function MessagePage({ subscriptionId, messageId }: { subscriptionId: num
           {m.headers && (
             <>
               <h2 id="sent-headers-title">Headers of the latest attempt</h2>
-              <table aria-labelledby="sent-headers-title">
+              <table aria-labelledby="sent-headers-title" tabIndex={0}>
                 <tbody>
                   {Object.entries(m.headers).map(([name, value]) => (
                     <tr key={name}>

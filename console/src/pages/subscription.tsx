@@ -1,7 +1,8 @@
 import { useState } from 'preact/hooks';
 import { ok } from '../api.ts';
 import { ConfirmDialog } from '../components/dialog.tsx';
-import { MessageLog } from '../components/message-log.tsx';
+import { DeliverySuccessChart } from '../components/delivery-success.tsx';
+import { MESSAGE_EVENT_TYPES, MessageLog, type MessageEventType } from '../components/message-log.tsx';
 import { Badge, ErrorNotice, Notice } from '../components/notice.tsx';
 import { Page } from '../components/page.tsx';
 import { SecretOnce, SubscriptionForm, type SubscriptionFields } from '../components/subscription-form.tsx';
@@ -12,7 +13,7 @@ import { useAction, useData } from '../use-data.ts';
 
 const HOUR = 3600;
 
-/** One subscription: its settings, its actions (test, rotate, recover, enable, delete) and its message log. */
+/** One subscription: its settings, its delivery success and messages, its actions (test, rotate, recover, enable, delete). */
 export function SubscriptionPage({ id }: { id: number }) {
   const { api } = useSession();
   const path = { params: { path: { subscription_id: id } } };
@@ -23,6 +24,8 @@ export function SubscriptionPage({ id }: { id: number }) {
   const [since, setSince] = useState(() => localInput(new Date(Date.now() - 24 * HOUR * 1000)));
   const [deleting, setDeleting] = useState(false);
   const [logVersion, setLogVersion] = useState(0);
+  const [statsVersion, setStatsVersion] = useState(0);
+  const [testType, setTestType] = useState<MessageEventType>('webhook.test');
 
   /** Runs an action; the subscription and its log are read again after it. */
   const act = (run: () => Promise<string | undefined>) =>
@@ -44,7 +47,7 @@ export function SubscriptionPage({ id }: { id: number }) {
     });
   const sendTest = () =>
     act(async () => {
-      const queued = await ok(api.POST('/api/v2/webhooks/subscriptions/{subscription_id}/test', path));
+      const queued = await ok(api.POST('/api/v2/webhooks/subscriptions/{subscription_id}/test', { ...path, body: { event_type: testType } }));
       return `${queued.message} (${queued.message_id}).`;
     });
   const rotate = () =>
@@ -102,9 +105,6 @@ export function SubscriptionPage({ id }: { id: number }) {
             )}
           </dl>
           <div class="actions">
-            <button type="button" class="primary" disabled={action.busy} onClick={() => void sendTest()}>
-              Send test event
-            </button>
             <button type="button" disabled={action.busy} onClick={() => void setActive(!s.is_active)}>
               {s.is_active ? 'Disable' : 'Enable'}
             </button>
@@ -112,6 +112,25 @@ export function SubscriptionPage({ id }: { id: number }) {
               Delete
             </button>
           </div>
+          <DeliverySuccess id={id} version={statsVersion} />
+          <MessageLog subscriptionId={id} version={logVersion} onLoaded={() => setStatsVersion((v) => v + 1)} />
+          <h2>Send a test event</h2>
+          <div class="card inline-form">
+            <label for="test-type">Test event type</label>
+            <select id="test-type" value={testType} onChange={(e) => setTestType(MESSAGE_EVENT_TYPES.find((t) => t === e.currentTarget.value) ?? 'webhook.test')}>
+              {MESSAGE_EVENT_TYPES.filter((t) => s.api_version === 'v2' || t !== 'order.cancelled').map((t) => (
+                <option key={t} value={t}>
+                  {t}
+                </option>
+              ))}
+            </select>
+            <button type="button" class="primary" disabled={action.busy} onClick={() => void sendTest()}>
+              Send test event
+            </button>
+          </div>
+          <p>
+            A sample of the chosen type, as <a href={href('/webhooks/event-types')}>Event types</a> shows it, signed like every delivery.
+          </p>
           <h2>Rotate the secret</h2>
           <div class="card inline-form">
             <label for="overlap">Old secret keeps signing for (hours)</label>
@@ -128,7 +147,6 @@ export function SubscriptionPage({ id }: { id: number }) {
               Recover
             </button>
           </form>
-          <MessageLog subscriptionId={id} version={logVersion} />
           <h2>Change the subscription</h2>
           <SubscriptionForm
             key={s.updated_at}
@@ -151,5 +169,32 @@ export function SubscriptionPage({ id }: { id: number }) {
         <p>Nothing more is delivered to {s?.url}, and its message log can no longer be read.</p>
       </ConfirmDialog>
     </Page>
+  );
+}
+
+const PERIODS = { hour: 'in the last 24 hours', day: 'in the last 30 days' } as const;
+
+/** The subscription's delivery attempts per hour or day (GET …/stats), read again with each reading of its messages (`version`). */
+function DeliverySuccess({ id, version }: { id: number; version: number }) {
+  const { api } = useSession();
+  const [bucket, setBucket] = useState<'hour' | 'day'>('hour');
+  const stats = useData(
+    () => ok(api.GET('/api/v2/webhooks/subscriptions/{subscription_id}/stats', { params: { path: { subscription_id: id }, query: { bucket } } })),
+    [id, bucket, version],
+  );
+  return (
+    <>
+      <div class="filters">
+        <div class="field">
+          <label for="stats-bucket">Delivery success period</label>
+          <select id="stats-bucket" value={bucket} onChange={(e) => setBucket(e.currentTarget.value === 'day' ? 'day' : 'hour')}>
+            <option value="hour">Last 24 hours, by hour</option>
+            <option value="day">Last 30 days, by day</option>
+          </select>
+        </div>
+      </div>
+      <ErrorNotice message={stats.error} />
+      {stats.data && <DeliverySuccessChart title="Delivery success" buckets={stats.data.buckets} bucket={stats.data.bucket} scope={`to this subscription ${PERIODS[stats.data.bucket]}`} />}
+    </>
   );
 }

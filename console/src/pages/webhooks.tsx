@@ -32,7 +32,10 @@ export function WebhooksPage() {
 
   return (
     <Page title="Webhooks">
-      <p>Your subscriptions receive the events of your orders{' '}(an administrator's receive every order's), signed with their secret.</p>
+      <p>
+        Your subscriptions receive the events of your orders{' '}(an administrator's receive every order's), signed with their secret.{' '}
+        <a href={href('/webhooks/event-types')}>Event types</a> shows each event's schema and a sample.
+      </p>
       {created && (
         <SecretOnce
           secret={created.secret}
@@ -43,7 +46,7 @@ export function WebhooksPage() {
       <ErrorNotice message={subscriptions.error} />
       {subscriptions.data && (
         <>
-          <table aria-label="Subscriptions">
+          <table aria-label="Subscriptions" tabIndex={0}>
             <Head cols={['Subscription', 'URL', 'Events', 'State', 'Created']} />
             <tbody>
               {subscriptions.data.items.map((s) => (

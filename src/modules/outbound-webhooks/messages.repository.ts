@@ -190,17 +190,6 @@ export async function insertDeliveryAttempt(
     .execute();
 }
 
-/** Every attempt of one message, oldest first. */
-export async function listMessageAttempts(db: Db, subscriptionId: number, messageId: string): Promise<WebhookDeliveryRow[]> {
-  return db
-    .selectFrom('webhook_deliveries')
-    .selectAll()
-    .where('message_id', '=', messageId)
-    .where('subscription_id', '=', subscriptionId)
-    .orderBy('id')
-    .execute();
-}
-
 /** The state of a message as subscribers see it: held and queued are both still pending. */
 export type MessageState = 'pending' | 'delivered' | 'failed';
 

@@ -9,7 +9,6 @@ import {
   findMessage,
   listAttemptsOf,
   listDeliveries,
-  listMessageAttempts,
   listMessages,
   type DeliveryListRow,
   type MessageState,
@@ -104,7 +103,7 @@ export class WebhookMessagesService {
     await this.deps.subscriptions.get(actor, id);
     const message = await findMessage(this.deps.db, id, messageId);
     if (!message) throw messageNotFound();
-    return { message, attempts: await listMessageAttempts(this.deps.db, id, messageId) };
+    return { message, attempts: await listAttemptsOf(this.deps.db, id, [messageId]) };
   }
 
   /** Sends a settled message again with the same `webhook-id`, back into its order's lane. */

@@ -175,13 +175,17 @@ const SentHeaders = Type.Record(Type.String(), Type.String(), {
   description: 'the request headers, `webhook-signature` included (every `v1,` entry sent)',
 });
 
-export const MessageAttempt = Type.Object({
+const AttemptSummary = Type.Object({
   attempt: Type.Integer({ description: 'counts every attempt of the message, resends and recoveries included' }),
   created_at: Timestamp,
   status_code: Type.Union([Type.Integer(), Type.Null()], { description: 'null when no response came' }),
   duration_ms: Type.Union([Type.Integer(), Type.Null()]),
   success: Type.Boolean(),
   error: AttemptError,
+});
+
+export const MessageAttempt = Type.Object({
+  ...AttemptSummary.properties,
   response_body: ResponseBody,
   headers: Type.Union([SentHeaders, Type.Null()]),
 });
@@ -238,15 +242,6 @@ export const RecoverQueued = Type.Object({
   message: Type.String(),
   queued: Type.Integer({ description: 'how many messages were queued again' }),
   since: Timestamp,
-});
-
-const AttemptSummary = Type.Object({
-  attempt: Type.Integer({ description: 'counts every attempt of the message, resends and recoveries included' }),
-  created_at: Timestamp,
-  status_code: Type.Union([Type.Integer(), Type.Null()], { description: 'null when no response came' }),
-  duration_ms: Type.Union([Type.Integer(), Type.Null()]),
-  success: Type.Boolean(),
-  error: AttemptError,
 });
 
 export const MessageSummary = Type.Object({

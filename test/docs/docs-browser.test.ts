@@ -94,7 +94,8 @@ describe('interactive docs in a real browser', { skip, timeout: 240000 }, () => 
     const user = await createUser(app);
     const base = await app.listen({ port: 0, host: '127.0.0.1' });
     const page = await (await launch(t)).newPage();
-    page.setDefaultTimeout(60000); // Swagger UI renders a document in 10 to 25 s on a busy two-core machine
+    // the context's pages (a popup too): Swagger UI renders a document in 10 to 30 s on a busy two-core machine
+    page.context().setDefaultTimeout(60000);
     const { problems, documents } = watch(page);
 
     // v1: /docs, its own document only, every operation of it on the page
@@ -182,7 +183,8 @@ describe('interactive docs in a real browser', { skip, timeout: 240000 }, () => 
     const app = await buildTestApp(t);
     const base = await app.listen({ port: 0, host: '127.0.0.1' });
     const page = await (await launch(t)).newPage();
-    page.setDefaultTimeout(60000); // Swagger UI renders a document in 10 to 25 s on a busy two-core machine
+    // the context's pages (a popup too): Swagger UI renders a document in 10 to 30 s on a busy two-core machine
+    page.context().setDefaultTimeout(60000);
     const { problems, documents } = watch(page);
 
     // Swagger UI opens the description's links in a new tab

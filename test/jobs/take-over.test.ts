@@ -1,11 +1,23 @@
-import { describe, it } from 'node:test';
+import { describe, it, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import pino from 'pino';
+import type { Config } from '../../src/config.ts';
+import type { DatabaseHandle } from '../../src/db/database.ts';
 import { JobQueue } from '../../src/jobs/queue.ts';
 import { defer, LogCapture, waitFor } from '../helpers/app.ts';
 import { testQueue } from './jobs.helpers.ts';
 
 const onServer = Boolean(process.env.TEST_DATABASE_URL);
+
+/** The next process on a data directory or database: a queue that records the welcome e-mails it runs in `ran`. */
+async function nextProcess(t: TestContext, database: DatabaseHandle, config: Config, ran: number[], log = pino({ level: 'silent' })) {
+  const queue = new JobQueue(database, config, log);
+  queue.define({ name: 'user-welcome-email' });
+  queue.work('user-welcome-email', async (job) => void ran.push(job.data.userId));
+  const takenUp = await queue.start();
+  defer(t, () => queue.stop(1000));
+  return { queue, takenUp };
+}
 
 describe("a dead process's running jobs, on the embedded database", { skip: onServer && 'embedded database only: on PostgreSQL the heartbeat decides' }, () => {
   it('are taken up again at start-up, counted per queue, and run', async (t) => {
@@ -20,11 +32,7 @@ describe("a dead process's running jobs, on the embedded database", { skip: onSe
 
     const ran: number[] = [];
     // the next process on the same data directory
-    const queue = new JobQueue(database, config, pino({ level: 'silent' }));
-    queue.define({ name: 'user-welcome-email' });
-    queue.work('user-welcome-email', async (job) => void ran.push(job.data.userId));
-    const takenUp = await queue.start();
-    defer(t, () => queue.stop(1000));
+    const { takenUp } = await nextProcess(t, database, config, ran);
     assert.deepEqual(takenUp, { 'user-welcome-email': 1 });
     await waitFor(async () => (ran.includes(42) ? true : undefined), 10_000);
   });
@@ -41,11 +49,7 @@ describe("a dead process's running jobs, on the embedded database", { skip: onSe
     await before.stop(0);
 
     const ran: number[] = [];
-    const queue = new JobQueue(database, config, pino({ level: 'silent' }));
-    queue.define({ name: 'user-welcome-email' });
-    queue.work('user-welcome-email', async (job) => void ran.push(job.data.userId));
-    const takenUp = await queue.start();
-    defer(t, () => queue.stop(1000));
+    const { queue, takenUp } = await nextProcess(t, database, config, ran);
     assert.deepEqual(takenUp, {}, 'nothing the start-up line calls a crash');
     assert.notEqual((await queue.boss.getJobById(sendIt, forwarding.id))?.state, 'active');
     // the occurrence is forwarded by pg-boss's own worker once its retry comes due
@@ -67,11 +71,7 @@ describe("a dead worker's running jobs, on PostgreSQL", { skip: !onServer && 'Po
 
     const logs = new LogCapture();
     const ran: number[] = [];
-    const live = new JobQueue(database, config, pino({ level: 'info' }, logs));
-    live.define({ name: 'user-welcome-email' });
-    live.work('user-welcome-email', async (job) => void ran.push(job.data.userId));
-    await live.start();
-    defer(t, () => live.stop(1000));
+    await nextProcess(t, database, config, ran, pino({ level: 'info' }, logs));
     // heartbeat 10 s + a supervision pass (2 s) + the first retry's delay
     await waitFor(async () => (ran.length === 2 ? true : undefined), 40_000, 200);
     const lines = await waitFor(async () => {

@@ -77,5 +77,14 @@ describe('live updates across processes (PostgreSQL): a ROLE=worker process chan
     t.diagnostic(`after the commit: on the stream in ${streamed} ms, on the page in ${shown} ms`);
     await assertAccessible(page, 'the order page, updated live');
     assertNoTrouble(trouble);
+
+    // SIGTERM with two streams open (this test's and the page's): they end, and the process exits
+    // as after any graceful shutdown, not when closeWithGrace's 30 s run out
+    const stopping = Date.now();
+    apiProc.child.kill('SIGTERM');
+    const exit = await apiProc.exited;
+    assert.equal(exit.code, 0, apiProc.stderr());
+    await stream.until(() => (stream.ended() ? true : undefined));
+    assert.ok(Date.now() - stopping < 10_000, `the API process took ${Date.now() - stopping} ms to stop`);
   });
 });

@@ -204,6 +204,17 @@ describe("the console as an operator's product (overview, search, export, new pr
     await page.setViewportSize({ width: 1280, height: 900 });
   });
 
+  it('Reprocess of a webhook that fails again: the toast gives the new outcome, and no word of "queued" stays beside State: failed', async () => {
+    await page.goto(`${base}/console/inbound-webhooks/${ids.inbound}`);
+    const facts = page.locator('dl.facts');
+    await facts.getByText('failed', { exact: true }).waitFor();
+    await page.getByRole('button', { name: 'Reprocess' }).click();
+    await page.getByRole('status').filter({ hasText: `Webhook ${ids.inbound} failed again: unknown SKU: NO-SUCH-SKU.` }).waitFor();
+    await facts.getByText('failed', { exact: true }).waitFor();
+    assert.equal(await page.getByText(/queued/).count(), 0, 'the queued notice is replaced by the outcome');
+    await page.getByRole('button', { name: 'Reprocess' }).waitFor();
+  });
+
   it('a reload while the service answers 503 keeps the session (also when the access token needs a refresh), and says it is waiting for the service', async () => {
     await page.goto(`${base}/console/orders`);
     await page.getByRole('heading', { level: 1, name: 'Orders' }).waitFor();

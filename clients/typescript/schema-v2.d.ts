@@ -5916,17 +5916,17 @@ export interface paths {
                         /** @description required: the platform's order id (an integer from 1, or text without spaces); one order per id */
                         id: number | string;
                         /** @description the customer's e-mail: required here, in `contact_email` or in `customer.email` (the first one given is used) */
-                        email: string | null;
+                        email?: string | null;
                         /** @description the e-mail, when `email` is empty */
-                        contact_email: string | null;
+                        contact_email?: string | null;
                         /** @description `email` (when the two above are empty), `first_name` and `last_name`: the account made for a new customer (named after the e-mail's local part without them) */
-                        customer: {
+                        customer?: {
                             email?: string | null;
                             first_name?: string | null;
                             last_name?: string | null;
                         } | null;
                         /** @description joined into the order's address (`name` or `first_name` `last_name`, `address1`, `address2`, `city`, `province_code` or `province` and `zip`, `country_code` or `country`); without one, `No shipping address provided` */
-                        shipping_address: {
+                        shipping_address?: {
                             name?: string | null;
                             first_name?: string | null;
                             last_name?: string | null;
@@ -6114,7 +6114,7 @@ export interface paths {
                         /** @description required: the platform's id of the order to cancel (as its orders/create gave it) */
                         id: number | string;
                         /** @description the platform's reason (`customer`, `fraud`, `inventory`, `declined`, `other`), kept as the cancellation's reason */
-                        cancel_reason: string | null;
+                        cancel_reason?: string | null;
                     };
                 };
             };

@@ -2,6 +2,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { FastifyInstance, InjectOptions } from 'fastify';
 import { NEEDS_FIRST, NOTED_OPERATIONS, THEN } from '../../src/http/openapi-try-it.ts';
+import { mapShopifyCancellation, mapShopifyOrder } from '../../src/modules/inbound-webhooks/shopify-order.ts';
 import { bootstrapAdmin } from '../../src/modules/users/admin-bootstrap.ts';
 import { buildTestApp } from '../helpers/app.ts';
 import { pageOrder, type Doc, type DocOperation, type Listed } from '../helpers/docs-order.ts';
@@ -122,6 +123,29 @@ for (const { version, address, prefix } of VERSIONS) {
         [doc, other].flatMap((d) => Object.entries(d.paths).flatMap(([path, item]) => Object.keys(item).map((m) => `${m.toUpperCase()} ${path.replace(/^\/api\/v\d/, '')}`))),
       );
       assert.deepEqual(NOTED_OPERATIONS.filter((k) => !known.has(k)), []);
+    });
+
+    it("documents the platform webhooks' payloads: what processing requires, and examples it accepts", async (t) => {
+      const app = await buildTestApp(t);
+      const doc = (await app.inject({ method: 'GET', url: address })).json<Doc>();
+      interface BodySchema {
+        required?: string[];
+        properties: Record<string, { description?: string; items?: BodySchema }>;
+      }
+      const body = (topic: string) => {
+        const media = doc.paths[`${prefix}/webhooks/orders/${topic}`].post.requestBody?.content['application/json'] as { schema: BodySchema; example: unknown };
+        return { schema: media.schema, example: media.example };
+      };
+      const order = body('create');
+      assert.deepEqual(order.schema.required, ['id', 'line_items']);
+      assert.deepEqual(order.schema.properties.line_items.items?.required, ['quantity']);
+      assert.match(order.schema.properties.line_items.description ?? '', /`sku` \(required/);
+      assert.match(order.schema.properties.email.description ?? '', /required/);
+      const mapped = await mapShopifyOrder(order.example);
+      assert.deepEqual(mapped.lines, [{ sku: 'DEMO-MUG', quantity: 2 }, { sku: 'DEMO-TSHIRT', quantity: 1 }], 'the example orders demo products');
+      const cancellation = body('cancelled');
+      assert.deepEqual(cancellation.schema.required, ['id']);
+      assert.equal((await mapShopifyCancellation(cancellation.example)).externalId, mapped.externalId, 'the example cancels the example order');
     });
   });
 }

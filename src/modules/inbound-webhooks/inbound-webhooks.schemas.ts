@@ -17,21 +17,22 @@ const STORED_NOT_REFUSED =
 
 /**
  * The orders/create payload as the documents show it: the fields shopify-order.ts reads, with what
- * each is for. Documentation only: the signed raw body is checked when it is processed, not here.
+ * each is for (a spread drops TypeBox's non-enumerable optional mark: Type.Optional says it again).
+ * Documentation only: the signed raw body is checked when it is processed, not here.
  */
 export const PlatformOrderBody = Type.Object(
   {
     id: { ...ORDER.id, description: "required: the platform's order id (an integer from 1, or text without spaces); one order per id" },
-    email: { ...ORDER.email, description: "the customer's e-mail: required here, in `contact_email` or in `customer.email` (the first one given is used)" },
-    contact_email: { ...ORDER.contact_email, description: 'the e-mail, when `email` is empty' },
-    customer: {
+    email: Type.Optional({ ...ORDER.email, description: "the customer's e-mail: required here, in `contact_email` or in `customer.email` (the first one given is used)" }),
+    contact_email: Type.Optional({ ...ORDER.contact_email, description: 'the e-mail, when `email` is empty' }),
+    customer: Type.Optional({
       ...ORDER.customer,
       description: "`email` (when the two above are empty), `first_name` and `last_name`: the account made for a new customer (named after the e-mail's local part without them)",
-    },
-    shipping_address: {
+    }),
+    shipping_address: Type.Optional({
       ...ORDER.shipping_address,
       description: "joined into the order's address (`name` or `first_name` `last_name`, `address1`, `address2`, `city`, `province_code` or `province` and `zip`, `country_code` or `country`); without one, `No shipping address provided`",
-    },
+    }),
     line_items: {
       ...ORDER.line_items,
       description:
@@ -61,10 +62,10 @@ export const PlatformOrderBody = Type.Object(
 export const PlatformCancellationBody = Type.Object(
   {
     id: { ...ShopifyCancellationPayload.properties.id, description: "required: the platform's id of the order to cancel (as its orders/create gave it)" },
-    cancel_reason: {
+    cancel_reason: Type.Optional({
       ...ShopifyCancellationPayload.properties.cancel_reason,
       description: "the platform's reason (`customer`, `fraud`, `inventory`, `declined`, `other`), kept as the cancellation's reason",
-    },
+    }),
   },
   { description: `The cancelled order, as the platform sends it. ${STORED_NOT_REFUSED}`, examples: [{ id: 5512345678901, cancel_reason: 'customer' }] },
 );

@@ -23,9 +23,10 @@ export const MESSAGE_EVENT_TYPES: readonly MessageEventType[] = ['order.created'
 const POLL_MS = 1000;
 /**
  * Reads after an order event: the event streams as its order changes, and the messages it makes
- * are written a moment later (when the event is handed to the webhooks), then attempted.
+ * are written a moment later (when the event is handed to the webhooks), then attempted; on a busy
+ * service that can take seconds.
  */
-const FOLLOW_POLLS = 5;
+const FOLLOW_POLLS = 10;
 
 /** What an attempt got back, in a few words: the service's error already names the HTTP status. */
 export function attemptResult(a: { success: boolean; status_code: number | null; error: string | null }): string {
@@ -54,9 +55,13 @@ export function MessageLog({ subscriptionId, version, onLoaded }: { subscription
           },
         }),
       ),
-    [subscriptionId, page, status, eventType, version],
+    [subscriptionId, page, status, eventType],
     { live: true },
   );
+  // the page's action added messages or attempts: read again, keeping the list shown meanwhile
+  useEffect(() => {
+    if (version > 0) void log.reload();
+  }, [version]);
   useEffect(() => {
     if (log.data) onLoaded?.();
   }, [log.data]);

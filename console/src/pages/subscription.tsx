@@ -1,4 +1,4 @@
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { ok } from '../api.ts';
 import { ConfirmDialog } from '../components/dialog.tsx';
 import { DeliverySuccessChart } from '../components/delivery-success.tsx';
@@ -180,8 +180,12 @@ function DeliverySuccess({ id, version }: { id: number; version: number }) {
   const [bucket, setBucket] = useState<'hour' | 'day'>('hour');
   const stats = useData(
     () => ok(api.GET('/api/v2/webhooks/subscriptions/{subscription_id}/stats', { params: { path: { subscription_id: id }, query: { bucket } } })),
-    [id, bucket, version],
+    [id, bucket],
   );
+  // read again in place: new deps would drop the chart while it loads (and close its table of numbers)
+  useEffect(() => {
+    if (version > 0) void stats.reload();
+  }, [version]);
   return (
     <>
       <div class="filters">

@@ -4,7 +4,7 @@ import { iso } from '../../http/common.schemas.ts';
 import { invalidQuery } from '../../http/errors.ts';
 import { countInboundWebhooksByStatus } from '../inbound-webhooks/inbound-webhooks.repository.ts';
 import { countOrdersPerBucket, mostShortProducts } from '../orders/orders.reads.repository.ts';
-import { countAllAttemptsPerBucket } from '../outbound-webhooks/attempts.stats.repository.ts';
+import { countAttemptsPerBucket } from '../outbound-webhooks/messages.repository.ts';
 import { findProductStates, findSkus } from '../products/products.repository.ts';
 import { MAX_BUCKETS, type Stats, type StatsQuery } from './stats.schemas.ts';
 
@@ -71,7 +71,7 @@ export class StatsService {
       countOrdersPerBucket(db, between),
       mostShortProducts(db, { ...between, limit: 10 }),
       countInboundWebhooksByStatus(db, between.from, between.to),
-      countAllAttemptsPerBucket(db, between),
+      countAttemptsPerBucket(db, between),
     ]);
     const ids = short.map((s) => s.product_id);
     const [products, skus] = await Promise.all([findProductStates(db, ids), findSkus(db, ids)]);

@@ -91,7 +91,7 @@ describe("the console as an operator's product (overview, search, export, new pr
     await page.getByRole('table', { name: 'Inbound webhook outcomes' }).getByRole('row', { name: /Failed/ }).getByText('1', { exact: true }).waitFor();
     // 2 × 12.50 + 1 × 12.50 completed, in euros
     await page.getByText('€37.50 from completed orders in the last 30 days.').waitFor();
-    await page.getByText(/^100\.0% of \d+ delivery attempts? to subscribers succeeded/).waitFor();
+    await page.getByText(/^100\.0% of \d+ delivery attempts? to subscribers in the last 30 days succeeded/).waitFor();
     await assertAccessible(page, 'the overview');
     await page.screenshot({ path: `${screenshotDir()}/console-overview.png`, fullPage: true });
   });

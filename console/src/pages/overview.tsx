@@ -1,5 +1,6 @@
 import { ok, type Api } from '../api.ts';
 import { BarList, ColumnChart, type Series } from '../components/charts.tsx';
+import { DeliverySuccessChart } from '../components/delivery-success.tsx';
 import { ErrorNotice } from '../components/notice.tsx';
 import { ORDER_STATUSES } from '../components/orders-table.tsx';
 import { Page } from '../components/page.tsx';
@@ -21,7 +22,6 @@ function orderSeries(s: Stats): Series[] {
 }
 
 const sum = (values: number[]) => values.reduce((a, b) => a + b, 0);
-const percent = (part: number, whole: number) => `${((100 * part) / whole).toFixed(1)}%`;
 
 /** Staff: how the shop is doing at a glance, from GET /admin/stats (the last 24 hours by hour, the last 30 days by day). */
 export function OverviewPage() {
@@ -66,7 +66,7 @@ export function OverviewPage() {
               format={(n) => money(n)}
               labelEvery={7}
             />
-            <DeliveryChart daily={d} />
+            <DeliverySuccessChart title="Delivery success rate" buckets={d.deliveries} bucket="day" scope="to subscribers in the last 30 days" />
             <BarList
               title="Products most often short"
               summary="Products named as short in orders that failed for want of stock, last 30 days."
@@ -90,29 +90,6 @@ export function OverviewPage() {
       </div>
       {(!h || !d) && !hourly.error && !daily.error && <p class="loading">Loading…</p>}
     </Page>
-  );
-}
-
-/** Delivery attempts per day, succeeded and failed, with the success rate over the 30 days. */
-function DeliveryChart({ daily }: { daily: Stats }) {
-  const succeeded = sum(daily.deliveries.map((b) => b.succeeded));
-  const failed = sum(daily.deliveries.map((b) => b.failed));
-  return (
-    <ColumnChart
-      title="Delivery success rate"
-      summary={
-        succeeded + failed === 0
-          ? 'No delivery attempt to a subscriber in the last 30 days.'
-          : `${percent(succeeded, succeeded + failed)} of ${plural(succeeded + failed, 'delivery attempt')} to subscribers succeeded in the last 30 days.`
-      }
-      labels={daily.deliveries.map((b) => dayFull.format(new Date(b.start)))}
-      tick={(i) => dayFull.format(new Date(daily.deliveries[i].start))}
-      series={[
-        { name: 'Succeeded', tone: 'series-completed', values: daily.deliveries.map((b) => b.succeeded) },
-        { name: 'Failed', tone: 'series-failed', values: daily.deliveries.map((b) => b.failed) },
-      ]}
-      labelEvery={7}
-    />
   );
 }
 

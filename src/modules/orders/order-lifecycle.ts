@@ -19,15 +19,18 @@ export const PUBLISH_QUEUE = 'order-events-publish';
 const changedIn = new WeakMap<Transaction<Database>, OrderRow[]>();
 
 function changedInTransaction(trx: Transaction<Database>, orders: readonly OrderRow[]): void {
+  if (orders.length === 0) return;
   const list = changedIn.get(trx);
   if (list) list.push(...orders);
   else changedIn.set(trx, [...orders]);
 }
 
-/** After `trx` has committed: counts the status changes it made and wakes the publishing job. */
+/** After `trx` has committed: counts the status changes it made and, if it made any, wakes the publishing job. */
 export function committed(trx: Transaction<Database>, queue: JobQueue): void {
-  countStatusChanges(changedIn.get(trx) ?? []);
+  const changed = changedIn.get(trx);
+  if (!changed) return;
   changedIn.delete(trx);
+  countStatusChanges(changed);
   queue.wake(PUBLISH_QUEUE);
 }
 

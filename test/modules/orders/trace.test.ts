@@ -129,8 +129,9 @@ describe('GET /admin/orders/{order_id}/trace: inbound webhook → order → jobs
     // every job run for it, oldest first: the webhook's processing, the order's, each delivery attempt, the platform report
     const queues = story.jobs.map((j) => j.queue);
     assert.equal(queues[0], 'webhook-inbound-process');
-    // the order's processing and its first delivery are sent in the same transaction
-    assert.deepEqual(queues.slice(1, 3).sort(), ['order-process', 'webhook-deliver']);
+    // the order's processing is sent with the order; its deliveries and the platform report follow
+    // from its events, which are published after the commit (one run may carry all three)
+    assert.equal(queues[1], 'order-process');
     assert.equal(queues.filter((q) => q === 'order-process').length, 1);
     assert.equal(queues.filter((q) => q === 'webhook-deliver').length, 4, 'three messages, the first one attempted twice');
     const report = story.jobs.filter((j) => j.queue === 'webhook-platform-report');

@@ -74,13 +74,14 @@ describe("a dead worker's running jobs, on PostgreSQL", { skip: !onServer && 'Po
     await nextProcess(t, database, config, ran, pino({ level: 'info' }, logs));
     // heartbeat 10 s + a supervision pass (2 s) + the first retry's delay
     await waitFor(async () => (ran.length === 2 ? true : undefined), 40_000, 200);
+    // one line per queue and supervision pass: both jobs in one, or (their heartbeats lapsing either
+    // side of a pass on a busy machine) one each
     const lines = await waitFor(async () => {
       const found = logs.parsed().filter((l) => String(l.msg).startsWith('jobs failed back to the queue after their worker stopped heartbeating'));
-      return found.length > 0 ? found : undefined;
+      return found.reduce((n, l) => n + Number(l.count), 0) >= 2 ? found : undefined;
     }, 5000, 100);
-    assert.equal(lines.length, 1, JSON.stringify(lines));
-    assert.equal(lines[0].queue, 'user-welcome-email');
-    assert.equal(lines[0].count, 2);
-    assert.deepEqual([...(lines[0].jobIds as string[])].sort(), left.map((j) => j.id).sort());
+    assert.ok(lines.length <= 2, JSON.stringify(lines));
+    for (const line of lines) assert.equal(line.queue, 'user-welcome-email');
+    assert.deepEqual(lines.flatMap((l) => l.jobIds as string[]).sort(), left.map((j) => j.id).sort());
   });
 });

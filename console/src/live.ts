@@ -20,7 +20,8 @@ export interface OrderChange {
   order: Order;
 }
 
-type Listener = (e: OrderChange) => void;
+/** an order's change, or `undefined` when the stream has opened: a page reads its data again then */
+type Listener = (e: OrderChange | undefined) => void;
 
 const FIRST_RETRY_MS = 1000;
 const MAX_RETRY_MS = 30_000;
@@ -104,6 +105,8 @@ class OrderStream {
       if (response.status === 401 || response.status === 403) return this.end(abort);
       if (response.ok && response.body) {
         this.retryMs = FIRST_RETRY_MS;
+        // the stream follows every change from here on; what changed before it is read again
+        for (const listener of [...this.listeners]) listener(undefined);
         await this.read(response.body, abort.signal);
       } else {
         const after = Number(response.headers.get('retry-after'));
@@ -163,9 +166,10 @@ const streams = new WeakMap<Console, OrderStream>();
 
 /**
  * Calls `onEvent` with each order event the signed-in user may see (their own orders; every order
- * for an administrator) while the component is mounted and `active`.
+ * for an administrator) while the component is mounted and `active`, and with `undefined` each
+ * time the stream opens: a change made before it opened is not on the stream.
  */
-export function useOrderEvents(onEvent: (e: OrderChange) => void, active = true): void {
+export function useOrderEvents(onEvent: Listener, active = true): void {
   const { client } = useSession();
   const latest = useRef(onEvent);
   latest.current = onEvent;

@@ -124,7 +124,8 @@ describe('the console for staff, in Chromium', { skip: skipWithoutChromium, time
     await orderStatus().filter({ hasText: 'completed' }).waitFor();
     const cancelled = await api(app, jane, { method: 'POST', url: `/api/v2/orders/${first}/cancel`, payload: {} });
     assert.equal(cancelled.statusCode, 200, cancelled.body);
-    // the page polls: a generous bound for a busy machine, no reload
+    // the page follows GET /api/v2/events, and reads the order again once its stream opens (a cancel
+    // may come before that); a generous bound for a busy machine, no reload
     await orderStatus().filter({ hasText: 'cancelled' }).waitFor({ timeout: 5000 });
 
     const second = await placeOrder([{ product_id: products.mugId, quantity: 2 }]);

@@ -49,6 +49,7 @@ export function OrderPage({ id }: { id: number }) {
   // when it has been read again.
   const [fresh, setFresh] = useState<{ status: string; updated_at: string }>();
   useOrderEvents((e) => {
+    if (!e) return void view.reload();
     if (e.order.id !== id) return;
     setFresh({ status: e.order.status, updated_at: e.order.updated_at });
     void view.reload();

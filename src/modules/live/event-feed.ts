@@ -53,8 +53,10 @@ export function eventName(e: OrderEventRow): string {
 export class OrderEventFeed {
   private readonly subscribers = new Set<Subscriber>();
   private readonly perUser = new Map<number, number>();
-  /** the newest id read */
-  private after = 0;
+  /** the newest id read; undefined until the feed has found where new events begin */
+  private after: number | undefined;
+  /** settles once the feed has tried to find where new events begin */
+  private ready: Promise<void> = Promise.resolve();
   /** ids not read yet below `after`, with when they were found missing */
   private readonly missing = new Map<number, number>();
   /** events read, waiting for a missing id below them */
@@ -76,10 +78,16 @@ export class OrderEventFeed {
     return this.perUser.get(userId) ?? 0;
   }
 
-  subscribe(s: Subscriber): void {
+  /**
+   * Adds a stream. The promise settles once the feed knows where new events begin: every event
+   * committed after that reaches the stream, so a client that reads its data again once the stream
+   * is open misses nothing in between.
+   */
+  subscribe(s: Subscriber): Promise<void> {
     this.subscribers.add(s);
     this.perUser.set(s.userId, this.streamsOf(s.userId) + 1);
     if (this.subscribers.size === 1) this.start();
+    return this.ready;
   }
 
   unsubscribe(s: Subscriber): void {
@@ -105,15 +113,18 @@ export class OrderEventFeed {
 
   private start(): void {
     const generation = ++this.generation;
-    this.running = (async () => {
-      try {
-        // a stream opened now begins with the events committed from now on (older ones: Last-Event-ID)
-        this.after = await latestOrderEventId(this.opts.db);
-      } catch (err) {
-        this.opts.log.warn({ err }, 'live events: the newest event id could not be read; trying again');
-      }
-      this.schedule(generation, this.opts.pollMs);
-    })();
+    this.after = undefined;
+    this.running = this.ready = this.findStart(generation).then(() => this.schedule(generation, this.opts.pollMs));
+  }
+
+  /** A stream opened now begins with the events committed from now on (older ones: Last-Event-ID). */
+  private async findStart(generation: number): Promise<void> {
+    try {
+      const id = await latestOrderEventId(this.opts.db);
+      if (generation === this.generation) this.after = id;
+    } catch (err) {
+      this.opts.log.warn({ err }, 'live events: the newest event id could not be read; trying again');
+    }
   }
 
   private stop(): void {
@@ -132,12 +143,16 @@ export class OrderEventFeed {
   }
 
   private async tick(generation: number): Promise<void> {
+    if (this.after === undefined) {
+      await this.findStart(generation);
+      return this.schedule(generation, this.opts.pollMs);
+    }
     let full = false;
     try {
       const rows = await readOrderEventsAfter(this.opts.db, this.after, [...this.missing.keys()], PAGE);
       if (generation !== this.generation) return;
       full = rows.length === PAGE;
-      const ready = this.take(rows, Date.now());
+      const ready = this.take(rows, this.after, Date.now());
       const events = await this.framesOf(ready);
       if (generation !== this.generation) return;
       for (const e of events) for (const s of this.subscribers) if (s.admin || s.userId === e.userId) s.send(e);
@@ -148,19 +163,20 @@ export class OrderEventFeed {
   }
 
   /** Records what `rows` (oldest first) fill and leave missing; returns the events to send now, oldest first. */
-  private take(rows: OrderEventRow[], now: number): OrderEventRow[] {
+  private take(rows: OrderEventRow[], after: number, now: number): OrderEventRow[] {
     for (const row of rows) {
       if (this.missing.delete(row.id)) {
         this.held.push(row);
         continue;
       }
-      if (row.id <= this.after) continue;
-      if (row.id - this.after - 1 <= MAX_MISSING - this.missing.size) {
-        for (let id = this.after + 1; id < row.id; id++) this.missing.set(id, now);
+      if (row.id <= after) continue;
+      if (row.id - after - 1 <= MAX_MISSING - this.missing.size) {
+        for (let id = after + 1; id < row.id; id++) this.missing.set(id, now);
       }
-      this.after = row.id;
+      after = row.id;
       this.held.push(row);
     }
+    this.after = after;
     let holdBelow = Infinity;
     for (const [id, since] of this.missing) {
       if (now - since >= this.opts.watchMs) this.missing.delete(id);

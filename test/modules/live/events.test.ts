@@ -192,6 +192,21 @@ describe('GET /api/v2/events and transactions that commit out of id order (Postg
   });
 });
 
+describe('GET /api/v2/events: the first stream of a process', () => {
+  it('carries a change committed as soon as the answer\'s head has come (a client reads its data again then, and misses nothing)', async (t) => {
+    const app = await buildTestApp(t);
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    const user = await createUser(app);
+    const product = await createProduct(app, { stock: 10 });
+    const s = await openEvents(`http://127.0.0.1:${(app.server.address() as AddressInfo).port}`, user.token);
+    assert.equal(s.status, 200);
+    const order = await pendingOrder(app, user, [{ productId: product.id, quantity: 1 }]);
+    const created = await s.until((frames) => orderEvents(frames, order.id).find((e) => e.event === 'order.created'));
+    assert.equal(created.order.status, 'pending');
+    s.close();
+  });
+});
+
 describe('GET /api/v2/events at shutdown', () => {
   it('an open stream ends when the app closes, and does not hold the close up', async (t) => {
     const app = await buildTestApp(t);

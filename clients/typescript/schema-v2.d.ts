@@ -9775,6 +9775,7 @@ export interface paths {
          *     ```
          *     `id` is the order event's id (increasing); `event` is `order.created`, `order.status_changed`, or `order.cancelled` (a change to `cancelled`);
          *     `data` is the order as `GET /api/v2/orders/{order_id}` returns it when the event is sent (it may be further along than the event).
+         *     The answer's head is sent once the stream follows every change committed from then on: read your data again after it (or after `: stream open`) and nothing falls between the two.
          *     Comment lines keep the stream open: `: heartbeat` every 15 seconds.
          *
          *     Reconnect with `Last-Event-ID` (the last `id` received) to get the events after it first, up to 1,000, oldest first; events stay readable for at least 5 minutes (in fact as long as the order exists).

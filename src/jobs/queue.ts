@@ -8,7 +8,8 @@ import { OutageLog } from '../db/outage-log.ts';
 import { isDatabaseUnavailable } from '../db/errors.ts';
 import type { Database } from '../db/schema.ts';
 import { inBatchSpan, inJobSpan, withTraceContext } from './job-tracing.ts';
-import { LapsedHeartbeats } from './lapsed-heartbeats.ts';
+import { LapsedHeartbeats, takeUpLeftJobs } from './left-jobs.ts';
+import { Wakes } from './wake.ts';
 import { toJobRecord, type JobRecord, type QueueJobCounts } from './job-records.ts';
 import { findJobLinks, insertJobLink, type JobSubjects } from './jobs.repository.ts';
 import { DEAD_LETTER_RETRY, HEARTBEAT_REFRESH_SECONDS, superviseSeconds, syncQueues, type QueueDefinition } from './job-policies.ts';
@@ -75,8 +76,7 @@ export class JobQueue {
   /** One line when the database stops answering and one when it is back, for the whole process (the error handler reports to it too). */
   readonly databaseOutage: OutageLog;
   private readonly lapsedHeartbeats: LapsedHeartbeats;
-  /** Per queue woken: the send on its way, and whether another was asked for meanwhile (`wake`). */
-  private readonly waking = new Map<JobName, { sent: Promise<void>; again: boolean }>();
+  private readonly wakes: Wakes;
 
   constructor(handle: DatabaseHandle, config: Config, log: FastifyBaseLogger) {
     this.handle = handle;
@@ -98,6 +98,15 @@ export class JobQueue {
       : new PgBoss({ ...common, connectionString: handle.connectionString, max: config.jobQueuePoolSize });
     this.databaseOutage = new OutageLog(log, 'database', () => handle.ping());
     this.lapsedHeartbeats = new LapsedHeartbeats(log);
+    this.wakes = new Wakes((name) =>
+      this.boss.send(name, {}).then(
+        () => undefined,
+        (err: unknown) => {
+          if (isDatabaseUnavailable(err)) this.databaseOutage.failed(err, 'job queue');
+          else this.log.warn({ err, queue: name }, 'waking a job queue failed; its schedule runs it');
+        },
+      ),
+    );
     // while the database is down every fetch loop fails on each poll: one line per outage, not per error
     this.boss.on('error', (err: Error) => {
       if (isDatabaseUnavailable(err)) this.databaseOutage.failed(err, 'job queue');
@@ -148,7 +157,7 @@ export class JobQueue {
     this.started = true;
     if (this.config.role === 'api') return {};
     // on the embedded database this process holds the data directory alone (its lock): a running job was left by a process that died
-    const takenUp = this.handle.pglite ? await this.takeUpLeftJobs() : {};
+    const takenUp = this.handle.pglite ? await takeUpLeftJobs(this.boss) : {};
     await Promise.all(this.workers.map((w) => w.opts.load?.()));
     for (const w of this.workers) await this.startLoops(w);
     for (const s of this.schedules) await this.boss.schedule(s.name, s.cron);
@@ -219,33 +228,9 @@ export class JobQueue {
     return this.handle.db.transaction().execute((trx) => this.send(trx, name, data, options));
   }
 
-  /**
-   * Has a worker run the `stately` queue `name` (a payload-less job) after everything this process
-   * has committed so far. The send is its own statement, after the caller's commit: inside the
-   * transaction, the policy's unique index would make concurrent transactions wait for each other.
-   * pg-boss drops the send while a job waits already. Sends of one queue do not overlap: one asked
-   * for while another is on its way follows it, so a burst of commits costs two sends, not one each.
-   * Not awaited; a send lost to a crash or an outage is made up by the queue's schedule.
-   */
+  /** Has a worker run the `stately` queue `name` after everything this process has committed so far (src/jobs/wake.ts). */
   wake(name: JobName): void {
-    if (!this.started) return;
-    const current = this.waking.get(name);
-    if (current) {
-      current.again = true;
-      return;
-    }
-    const send = async () => {
-      await this.boss.send(name, {}).catch((err: unknown) => {
-        if (isDatabaseUnavailable(err)) this.databaseOutage.failed(err, 'job queue');
-        else this.log.warn({ err, queue: name }, 'waking a job queue failed; its schedule runs it');
-      });
-    };
-    const entry = { sent: send(), again: false };
-    this.waking.set(name, entry);
-    void entry.sent.finally(() => {
-      this.waking.delete(name);
-      if (entry.again) this.wake(name);
-    });
+    if (this.started) this.wakes.wake(name);
   }
 
   /** Per queue: jobs waiting (new, or waiting for a retry), running, and failed and still kept, as pg-boss's supervision last counted them. */
@@ -269,23 +254,6 @@ export class JobQueue {
     return jobs.map(toJobRecord).sort((a, b) => a.created_on.getTime() - b.created_on.getTime() || a.id.localeCompare(b.id));
   }
 
-  /**
-   * At start-up of the one process that runs jobs, fails every job still running, read queue by
-   * queue (no pg-boss call lists them across queues). pg-boss's own (`__pgboss__send-it`) too, so a
-   * cron occurrence is forwarded at once, not after its 15 minute expiry, but uncounted: a clean
-   * stop can leave one running. Returns how many per queue.
-   */
-  private async takeUpLeftJobs(): Promise<Record<string, number>> {
-    const takenUp: Record<string, number> = {};
-    for (const { name } of await this.boss.getQueues()) {
-      const ids = (await this.boss.findJobs(name)).filter((job) => job.state === 'active').map((job) => job.id);
-      if (ids.length === 0) continue;
-      await this.boss.fail(name, ids, { message: 'the process running it ended before it finished' });
-      if (!name.startsWith('__pgboss__')) takenUp[name] = ids.length;
-    }
-    return takenUp;
-  }
-
   /** Started, and pg-boss's own connections reach its tables (on PostgreSQL they are a separate pool). */
   async ping(): Promise<void> {
     if (!this.started) throw new Error('job queue not started');
@@ -300,7 +268,7 @@ export class JobQueue {
     this.databaseOutage.stop();
     if (!this.started) return;
     this.started = false;
-    while (this.waking.size > 0) await Promise.all([...this.waking.values()].map((w) => w.sent));
+    await this.wakes.settled();
     await this.boss.stop({ graceful: true, timeout: timeoutMs, close: true });
     this.lapsedHeartbeats.flush();
   }

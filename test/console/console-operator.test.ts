@@ -9,6 +9,7 @@ import { createProduct } from '../helpers/products.ts';
 import { fixturePayload, sendInbound, SHOPIFY_SECRET, startReceiver, type Receiver } from '../helpers/webhooks.ts';
 import {
   assertAccessible,
+  assertAccessibleAt,
   assertNoTrouble,
   builtConsole,
   consoleAccessToken,
@@ -190,15 +191,10 @@ describe("the console as an operator's product (overview, search, export, new pr
       ['/orders', (p) => p.getByRole('link', { name: `Order ${ids.failed}`, exact: true }).waitFor()],
     ];
     for (const width of [1366, 390]) {
-      await page.setViewportSize({ width, height: 900 });
       for (const [path, ready] of pages) {
         await page.goto(`${base}/console${path}`);
         await ready(page);
-        const where = `${path} at ${width} px`;
-        await assertAccessible(page, where);
-        const [scrollWidth, viewport] = (await page.evaluate('[document.scrollingElement.scrollWidth, innerWidth]')) as [number, number];
-        assert.ok(scrollWidth <= viewport, `${where}: the page is ${scrollWidth} px wide in a ${viewport} px viewport`);
-        if (width === 390 && path === '/overview') await page.screenshot({ path: `${screenshotDir()}/console-overview-390.png`, fullPage: true });
+        await assertAccessibleAt(page, width, path, width === 390 && path === '/overview' ? 'console-overview-390.png' : undefined);
       }
     }
     await page.setViewportSize({ width: 1280, height: 900 });

@@ -17,24 +17,11 @@ import {
   newConsolePage,
   openFromNavigation,
   screenshotDir,
+  assertAccessibleAtBothWidths,
   signIn,
   skipWithoutChromium,
   type PageTrouble,
 } from './console.helpers.ts';
-
-/** axe-core at 1366 and at 390 px wide, and no sideways scrolling at 390 px. */
-async function assertAccessibleAtBothWidths(page: Page, where: string, screenshot?: string): Promise<void> {
-  await page.setViewportSize({ width: 390, height: 844 });
-  try {
-    if (screenshot) await page.screenshot({ path: `${screenshotDir()}/${screenshot}`, fullPage: true });
-    await assertAccessible(page, `${where} at 390 px`);
-    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
-    assert.equal(overflow, 0, `${where} scrolls sideways at 390 px`);
-  } finally {
-    await page.setViewportSize({ width: 1366, height: 900 });
-  }
-  await assertAccessible(page, `${where} at 1366 px`);
-}
 
 /** The envelope's type, after checking the delivery's signature with the standardwebhooks package. */
 function verifiedType(secret: string, req: ReceivedRequest): string {

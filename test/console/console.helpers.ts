@@ -99,6 +99,29 @@ export async function assertAccessible(page: Page, where: string): Promise<void>
   assert.deepEqual(grave, [], `axe-core on ${where}: ${JSON.stringify(grave, null, 2)}`);
 }
 
+/**
+ * `assertAccessible` at `width` px wide (the viewport stays so), and no sideways scrolling there;
+ * with `screenshot`, the page is saved under that name first.
+ */
+export async function assertAccessibleAt(page: Page, width: number, where: string, screenshot?: string): Promise<void> {
+  await page.setViewportSize({ width, height: 900 });
+  if (screenshot) await page.screenshot({ path: `${screenshotDir()}/${screenshot}`, fullPage: true });
+  const at = `${where} at ${width} px`;
+  await assertAccessible(page, at);
+  const [scrollWidth, viewport] = (await page.evaluate('[document.scrollingElement.scrollWidth, innerWidth]')) as [number, number];
+  assert.ok(scrollWidth <= viewport, `${at}: the page is ${scrollWidth} px wide in a ${viewport} px viewport`);
+}
+
+/** `assertAccessibleAt` 390 px (the screenshot is taken there), then at 1366 px, where the viewport stays. */
+export async function assertAccessibleAtBothWidths(page: Page, where: string, screenshot?: string): Promise<void> {
+  try {
+    await assertAccessibleAt(page, 390, where, screenshot);
+  } finally {
+    await page.setViewportSize({ width: 1366, height: 900 });
+  }
+  await assertAccessibleAt(page, 1366, where);
+}
+
 /** Signs in through the console's form. */
 export async function signIn(page: Page, base: string, email: string, password: string): Promise<void> {
   await page.goto(`${base}/console`);

@@ -6,6 +6,7 @@ import { registerUserAdminRoutes } from './users.admin.routes.ts';
 import { UsersAdminService } from './users.admin.service.ts';
 import { registerUserJobs } from './users.jobs.ts';
 import { findUserById } from './users.repository.ts';
+import { UserReads } from './users.reads.ts';
 import { registerUserRoutes } from './users.routes.ts';
 import { UsersService } from './users.service.ts';
 
@@ -23,6 +24,7 @@ export function createUsersModule(ctx: AppContext): UsersModule {
   const service = new UsersService({ db: ctx.db, queue: ctx.queue, hasher, userCache: ctx.userCache });
   const emailChange = new EmailChangeService({ db: ctx.db, mailer: ctx.mailer, users: service });
   registerUserJobs(ctx.queue, { db: ctx.db, mailer: ctx.mailer, emailChange });
+  const reads = new UserReads({ db: ctx.db, userCache: ctx.userCache });
   const admin = new UsersAdminService({ db: ctx.db });
   return {
     service,
@@ -30,7 +32,7 @@ export function createUsersModule(ctx: AppContext): UsersModule {
     hasher,
     loadUser: (id) => findUserById(ctx.db, id),
     routes: (api) => {
-      registerUserRoutes(api, service);
+      registerUserRoutes(api, service, reads);
       registerUserAdminRoutes(api, admin);
     },
   };

@@ -6,9 +6,10 @@ import { errorResponses } from '../../http/errors.ts';
 import { toUserDetail, toUserListItem, toUserPublic } from './users.mapper.ts';
 import { apiVersionOf } from '../../http/api-version.ts';
 import { UserCreateBody, UserIdParams, UserListQuery, userSchemas } from './users.schemas.ts';
+import type { UserReads } from './users.reads.ts';
 import type { UsersService } from './users.service.ts';
 
-export function registerUserRoutes(root: FastifyInstance, users: UsersService): void {
+export function registerUserRoutes(root: FastifyInstance, users: UsersService, reads: UserReads): void {
   const app = root.withTypeProvider<TypeBoxTypeProvider>();
   const tags = ['users'];
   const version = apiVersionOf(root);
@@ -36,7 +37,7 @@ export function registerUserRoutes(root: FastifyInstance, users: UsersService): 
     },
     handler: async (request) => {
       // v1 keeps the specification's rule (any signed-in user lists every user); v2 shows a non-admin only themselves
-      const page = version === 'v2' ? await users.listVisibleTo(authUser(request), request.query) : await users.list(request.query);
+      const page = version === 'v2' ? await reads.listVisibleTo(authUser(request), request.query) : await reads.list(request.query);
       return { ...page, items: page.items.map((u) => toUserListItem(version, u)) };
     },
   });
@@ -52,7 +53,7 @@ export function registerUserRoutes(root: FastifyInstance, users: UsersService): 
     },
     handler: async (request) => {
       const id = request.params.user_id;
-      return toUserDetail(version, version === 'v2' ? await users.getVisibleTo(authUser(request), id) : await users.get(id));
+      return toUserDetail(version, version === 'v2' ? await reads.getVisibleTo(authUser(request), id) : await reads.get(id));
     },
   });
 

@@ -2,30 +2,26 @@ import type { Transaction } from 'kysely';
 import type { Db } from '../../db/database.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import type { Database, UserRow, UserUpdate } from '../../db/schema.ts';
-import { pageOf, type PageResult } from '../../http/common.schemas.ts';
 import { AppError } from '../../http/errors.ts';
 import type { UserCache } from '../../http/user-cache.ts';
 import type { JobQueue } from '../../jobs/queue.ts';
 import { insertEmailChange } from './email-tokens.repository.ts';
 import { assertPasswordLength, type PasswordHasher } from './passwords.ts';
 import {
-  countUsers,
   cutOffSessions,
   findPlatformCustomer,
   findRecoverableByEmail,
   findUserByEmail,
   findUserById,
   insertUser,
-  listUsers,
   lockUser,
   setUserEmail,
   setUserPassword,
   updateUser,
 } from './users.repository.ts';
 import { sessionCutoff, type SessionsEnder } from './sessions.ts';
+import { userNotFound } from './users.reads.ts';
 import type { UserCreateBody, UserUpdateBody } from './users.schemas.ts';
-
-const userNotFound = () => new AppError('NOT_FOUND', 'User not found');
 
 export class UsersService {
   private readonly db: Db;
@@ -78,12 +74,6 @@ export class UsersService {
     }
   }
 
-  async get(id: number): Promise<UserRow> {
-    const user = await findUserById(this.db, id);
-    if (!user) throw userNotFound();
-    return user;
-  }
-
   /** The live user with this id, if there is one. */
   async findById(id: number): Promise<UserRow | undefined> {
     return findUserById(this.db, id);
@@ -97,33 +87,6 @@ export class UsersService {
   /** The account that may recover its password through this address (see findRecoverableByEmail). */
   async findRecoverable(email: string): Promise<UserRow | undefined> {
     return findRecoverableByEmail(this.db, email);
-  }
-
-  async list(q: { page: number; page_size: number; is_active?: boolean }): Promise<PageResult<UserRow>> {
-    const [rows, total] = await Promise.all([
-      listUsers(this.db, { limit: q.page_size, offset: (q.page - 1) * q.page_size, isActive: q.is_active }),
-      this.userCache.total(`is_active=${q.is_active}`, () => countUsers(this.db, q.is_active)),
-    ]);
-    return pageOf(rows, total, q.page, q.page_size);
-  }
-
-  /**
-   * The users `actor` may read in API v2: every one for an administrator, else only their own
-   * account (a page of it, or of none when `is_active` excludes it). v1 keeps the specification's
-   * rule, `list`: any signed-in user lists every user.
-   */
-  async listVisibleTo(actor: UserRow, q: { page: number; page_size: number; is_active?: boolean }): Promise<PageResult<UserRow>> {
-    if (actor.is_admin) return this.list(q);
-    const self = await findUserById(this.db, actor.id);
-    const own = self && (q.is_active === undefined || self.is_active === q.is_active) ? [self] : [];
-    const offset = (q.page - 1) * q.page_size;
-    return pageOf(own.slice(offset, offset + q.page_size), own.length, q.page, q.page_size);
-  }
-
-  /** A user `actor` may read in API v2: any for an administrator, else only their own (another is 404, as if absent). */
-  async getVisibleTo(actor: UserRow, id: number): Promise<UserRow> {
-    if (!actor.is_admin && actor.id !== id) throw userNotFound();
-    return this.get(id);
   }
 
   /**

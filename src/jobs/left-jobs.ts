@@ -1,5 +1,6 @@
+/** Jobs a process left running when it died: taken up at start-up, or failed back by pg-boss's supervision. */
 import type { FastifyBaseLogger } from 'fastify';
-import type { JobWithMetadata } from 'pg-boss';
+import type { JobWithMetadata, PgBoss } from 'pg-boss';
 import { jobFailureMessage } from './job-records.ts';
 
 /** What pg-boss's supervision writes into the jobs it fails because their heartbeat lapsed. */
@@ -44,4 +45,22 @@ export class LapsedHeartbeats {
     }
     this.gathered.clear();
   }
+}
+
+/**
+ * At start-up of the one process that runs jobs on the embedded database (it holds the data
+ * directory alone, so a running job was left by a process that died), fails every job still
+ * running, read queue by queue (no pg-boss call lists them across queues). pg-boss's own
+ * (`__pgboss__send-it`) too, so a cron occurrence is forwarded at once, not after its 15 minute
+ * expiry, but uncounted: a clean stop can leave one running. Returns how many per queue.
+ */
+export async function takeUpLeftJobs(boss: PgBoss): Promise<Record<string, number>> {
+  const takenUp: Record<string, number> = {};
+  for (const { name } of await boss.getQueues()) {
+    const ids = (await boss.findJobs(name)).filter((job) => job.state === 'active').map((job) => job.id);
+    if (ids.length === 0) continue;
+    await boss.fail(name, ids, { message: 'the process running it ended before it finished' });
+    if (!name.startsWith('__pgboss__')) takenUp[name] = ids.length;
+  }
+  return takenUp;
 }

@@ -41,6 +41,11 @@ export interface QueueDefinition extends Pick<QueueOptions, 'retryLimit' | 'retr
   deadLetter?: JobName;
   /** `stately`: at most one job waiting and one running (pg-boss drops a send while one waits), for a queue that only wakes a worker. */
   policy?: 'stately';
+  /**
+   * Its jobs are linked to what they are about when a worker first takes them (one statement per
+   * fetched batch), not in the sender's transaction: for a queue sent from a hot request path.
+   */
+  linkWhenTaken?: true;
 }
 
 /** Queues of earlier versions: `order-counts-fold` folded the counter rows decision 011 removed. */
@@ -58,7 +63,7 @@ export async function syncQueues(boss: PgBoss, definitions: readonly QueueDefini
   for (const name of RETIRED_QUEUES) await boss.deleteQueue(name);
   for (const def of defs) {
     // the service's defaults, then the definition's own; finished jobs go after JOB_RETENTION_DAYS (0: kept)
-    const { name: _name, batchSize: _batchSize, ...own } = def;
+    const { name: _name, batchSize: _batchSize, linkWhenTaken: _linkWhenTaken, ...own } = def;
     const options = { ...INTERNAL_RETRY, ...JOB_LIVENESS, deleteAfterSeconds: retentionDays * 86400, ...own, notify: true };
     const current = existing.get(def.name);
     // pg-boss cannot change a queue's policy: one whose definition names another is made anew

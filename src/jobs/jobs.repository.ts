@@ -12,17 +12,21 @@ export interface JobSubjects {
 
 /** The service's SQL on `job_links` (pg-boss's own tables are reached only through its API). */
 
-/** Records what job `jobId` of `queue` is about, in the transaction that sent it. */
-export async function insertJobLink(db: Db | Transaction<Database>, jobId: string, queue: string, subject: JobSubject): Promise<void> {
+/** Records what jobs of `queue` are about; a job linked already stays as it is. */
+export async function insertJobLinks(db: Db | Transaction<Database>, queue: string, jobs: readonly { id: string; subject: JobSubject }[]): Promise<void> {
+  if (jobs.length === 0) return;
   await db
     .insertInto('job_links')
-    .values({
-      job_id: jobId,
-      queue,
-      order_id: subject.orderId,
-      inbound_webhook_id: subject.inboundWebhookId,
-      message_row_id: subject.messageRowId,
-    })
+    .values(
+      jobs.map(({ id, subject }) => ({
+        job_id: id,
+        queue,
+        order_id: subject.orderId,
+        inbound_webhook_id: subject.inboundWebhookId,
+        message_row_id: subject.messageRowId,
+      })),
+    )
+    .onConflict((oc) => oc.column('job_id').doNothing())
     .execute();
 }
 

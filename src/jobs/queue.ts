@@ -11,7 +11,7 @@ import { inBatchSpan, inJobSpan, withTraceContext } from './job-tracing.ts';
 import { LapsedHeartbeats, takeUpLeftJobs } from './left-jobs.ts';
 import { Wakes } from './wake.ts';
 import { toJobRecord, type JobRecord, type QueueJobCounts } from './job-records.ts';
-import { findJobLinks, insertJobLink, type JobSubjects } from './jobs.repository.ts';
+import { findJobLinks, insertJobLinks, type JobSubjects } from './jobs.repository.ts';
 import { DEAD_LETTER_RETRY, HEARTBEAT_REFRESH_SECONDS, superviseSeconds, syncQueues, type QueueDefinition } from './job-policies.ts';
 import { deadLetterQueueOf, jobSubjectOf, type DeadLettered, type Job, type JobName, type JobPayloads } from './registry.ts';
 
@@ -57,6 +57,12 @@ async function eachLimited<T>(items: readonly T[], limit: number, fn: (item: T) 
     while (next < items.length) await fn(items[next++]);
   };
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, runner));
+}
+
+/** A fetched job with what it is about, if anything. */
+function subjectOf(job: JobWithMetadata<unknown>) {
+  const subject = jobSubjectOf(job.data);
+  return subject ? [{ id: job.id, subject }] : [];
 }
 
 /**
@@ -180,8 +186,11 @@ export class JobQueue {
       w.batchSize > 1
         ? { ...common, batchSize: w.batchSize, burstWhenBatchFull: true }
         : { ...common, batchSize: 1, localConcurrency: w.concurrency, burstWhenReadyExceeds: 1, ...(w.opts.perGroup !== undefined ? { localGroupConcurrency: w.opts.perGroup } : {}) };
-    await this.boss.work<unknown, unknown, typeof options>(w.name, options, (jobs) => {
+    const linkWhenTaken = this.definitions.get(w.name)?.linkWhenTaken === true;
+    await this.boss.work<unknown, unknown, typeof options>(w.name, options, async (jobs) => {
       this.lapsedHeartbeats.note(w.name, jobs);
+      // a throw fails the batch, and pg-boss retries its jobs
+      if (linkWhenTaken) await insertJobLinks(this.handle.db, w.name, jobs.flatMap((job) => subjectOf(job)));
       return this.runBatch(w, jobs);
     });
   }
@@ -219,7 +228,7 @@ export class JobQueue {
     const id = options.id ?? randomUUID();
     await this.boss.send(name, withTraceContext(data, traceParent), { ...sendOptions, id, db: fromKysely(trx) });
     const subject = jobSubjectOf(data);
-    if (subject) await insertJobLink(trx, id, name, subject);
+    if (subject && !this.definitions.get(name)?.linkWhenTaken) await insertJobLinks(trx, name, [{ id, subject }]);
     return id;
   }
 

@@ -16,7 +16,8 @@ export function registerOrderJobs(
   deps: { db: Db; log: FastifyBaseLogger; processor: OrderProcessor; orderEvents: OrderEventBus; concurrency: number },
 ): void {
   const { processor } = deps;
-  queue.define({ name: 'order-process' });
+  // POST /orders sends one per order: its link costs the request nothing (src/jobs/job-policies.ts)
+  queue.define({ name: 'order-process', linkWhenTaken: true });
   queue.work('order-process', (job) => processor.handle(job), deps.concurrency, { together: (jobs) => processor.handleBatch(jobs) });
   queue.workGivenUp('order-process', async (job) => {
     await processor.abandon(job);

@@ -1,6 +1,7 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import type { FastifyInstance } from 'fastify';
+import { sql } from 'kysely';
 import { api, buildTestApp, createUser, type TestUser } from '../../helpers/app.ts';
 import { createProduct, stockOf } from '../../helpers/products.ts';
 import type { OrderProcessorHooks } from '../../../src/modules/orders/order-processor.ts';
@@ -109,6 +110,25 @@ describe('order processing', () => {
       res.json().items.map((l: { product_name: string; unit_price: number }) => [l.product_name, l.unit_price]),
       [['Original', 4]],
     );
+  });
+
+  it('the processing job is linked to its order by the worker that takes it, before processing, not in the order\'s own transaction', async () => {
+    const product = await createProduct(app, { stock: 10 });
+    const after = await lastOrderId();
+    let linked: { queue: string }[] | undefined;
+    hooks.beforeReserve = async (orderId) => {
+      if (orderId > after) linked = await app.ctx.db.selectFrom('job_links').select('queue').where('order_id', '=', orderId).execute();
+    };
+    try {
+      const id = await place(alice, [{ product_id: product.id, quantity: 1 }]);
+      assert.equal((await waitForFinal(app, id)).status, 'completed');
+      assert.deepEqual(linked?.map((l) => l.queue), ['order-process'], 'linked when processing begins');
+      // a link written in the order's transaction would carry the same transaction time (microseconds)
+      const later = await sql<{ later: boolean }>`SELECT l.created_at > o.created_at AS later FROM job_links l JOIN orders o ON o.id = l.order_id WHERE o.id = ${id}`.execute(app.ctx.db);
+      assert.deepEqual(later.rows, [{ later: true }], 'linked after the order committed');
+    } finally {
+      clearHooks(hooks);
+    }
   });
 
   it('a product deactivated before processing fails the order without reserving', async () => {

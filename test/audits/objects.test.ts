@@ -2,7 +2,7 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import type { FastifyInstance, HTTPMethods } from 'fastify';
 import { api, errorBody, type TestUser, buildTestApp, createUser, snapshot } from '../helpers/app.ts';
-import { waitForFinal } from '../helpers/orders.ts';
+import { waitForFinal, waitForPublished } from '../helpers/orders.ts';
 import { createProduct } from '../helpers/products.ts';
 
 interface Owned {
@@ -23,6 +23,8 @@ async function ownStuff(app: FastifyInstance, who: TestUser, productId: number):
   await waitForFinal(app, orderId);
   await waitForFinal(app, failedOrderId);
   await app.ctx.db.updateTable('orders').set({ status: 'failed', failure_reason: 'PROCESSING_ERROR' }).where('id', '=', failedOrderId).execute();
+  // the subscription below gets no message of these orders, and so no delivery that runs during the test
+  await waitForPublished(app);
   const item = await api(app, who, { method: 'POST', url: '/api/v1/items', payload: { name: `${who.email} item`, price: 5 } });
   const sub = await api(app, who, {
     method: 'POST',

@@ -316,7 +316,7 @@ async function requestJobs(app: FastifyInstance): Promise<Map<string, JobWithMet
 
 /**
  * Waits until the background work that earlier requests started has finished (orders processed,
- * inbound webhooks handled, and every job running or due now, outgoing messages' delivery attempts
+ * inbound webhooks handled, order events published, and every job running or due now, outgoing messages' delivery attempts
  * included, run), so a snapshot compares only what the request under test could have changed. A
  * message's later retries are not waited for: a subscriber that cannot be reached keeps its
  * messages queued for the whole retry schedule, so a test that snapshots around subscriptions it
@@ -326,7 +326,8 @@ async function settled(app: FastifyInstance): Promise<void> {
   await waitFor(async () => {
     const { rows } = await sql<{ busy: number }>`
       select (select count(*) from orders where status in ('pending', 'processing'))
-           + (select count(*) from inbound_webhooks where status = 'received') as busy
+           + (select count(*) from inbound_webhooks where status = 'received')
+           + (select count(*) from order_events where not published) as busy
     `.execute(app.ctx.db);
     if (Number(rows[0]?.busy) !== 0) return undefined;
     const now = Date.now();

@@ -24,6 +24,17 @@ export async function waitForFinal(app: FastifyInstance, orderId: number, timeou
   }, timeoutMs);
 }
 
+/**
+ * Polls until every order event has been handed to the listeners (the publishing job runs after the
+ * commit, up to 50 ms later under a burst): a subscription made after this gets none of them.
+ */
+export async function waitForPublished(app: FastifyInstance, timeoutMs = 20000): Promise<void> {
+  await waitFor(async () => {
+    const row = await app.ctx.db.selectFrom('order_events').select('id').where('published', '=', false).limit(1).executeTakeFirst();
+    return row === undefined ? true : undefined;
+  }, timeoutMs);
+}
+
 export async function eventsOf(app: FastifyInstance, orderId: number) {
   return app.ctx.db
     .selectFrom('order_events')

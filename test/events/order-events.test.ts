@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import type { FastifyInstance } from 'fastify';
 import { api, buildTestApp, createUser, waitFor, type TestUser } from '../helpers/app.ts';
 import { createProduct } from '../helpers/products.ts';
-import { waitForFinal } from '../helpers/orders.ts';
+import { waitForFinal, waitForPublished } from '../helpers/orders.ts';
 
 /**
  * The order event bus over the outbox: every creation and status change reaches every listener
@@ -62,6 +62,8 @@ describe('order event bus', () => {
   it("a listener's failure leaves the change committed; the event is handed over again, once it succeeds", async () => {
     const orderId = await place();
     await waitForFinal(app, orderId);
+    // its earlier events go first: a run that also carried them would hand them over again with the refused one
+    await waitForPublished(app);
     refuseCancellationOf = orderId;
     const res = await api(app, alice, { method: 'POST', url: `/api/v2/orders/${orderId}/cancel`, payload: {} });
     assert.equal(res.statusCode, 200, res.body);

@@ -66,7 +66,10 @@ export function MessageLog({ subscriptionId, version, onLoaded }: { subscription
     if (log.data) onLoaded?.();
   }, [log.data]);
   const [follow, setFollow] = useState(0);
-  useOrderEvents(() => setFollow(FOLLOW_POLLS));
+  // an order's change may bring messages a few seconds later; the stream's opening (no event) does not
+  useOrderEvents((e) => {
+    if (e) setFollow(FOLLOW_POLLS);
+  });
   const items = log.data?.items ?? [];
   usePoll(
     async () => {

@@ -190,7 +190,7 @@ export class JobQueue {
     await this.boss.work<unknown, unknown, typeof options>(w.name, options, async (jobs) => {
       this.lapsedHeartbeats.note(w.name, jobs);
       // a throw fails the batch, and pg-boss retries its jobs
-      if (linkWhenTaken) await insertJobLinks(this.handle.db, w.name, jobs.flatMap((job) => subjectOf(job)));
+      if (linkWhenTaken) await insertJobLinks(this.handle.db, w.name, jobs.flatMap(subjectOf));
       return this.runBatch(w, jobs);
     });
   }

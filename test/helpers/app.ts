@@ -316,11 +316,11 @@ async function requestJobs(app: FastifyInstance): Promise<Map<string, JobWithMet
 
 /**
  * Waits until the background work that earlier requests started has finished (orders processed,
- * inbound webhooks handled, order events published, and every job running or due now, outgoing messages' delivery attempts
- * included, run), so a snapshot compares only what the request under test could have changed. A
- * message's later retries are not waited for: a subscriber that cannot be reached keeps its
- * messages queued for the whole retry schedule, so a test that snapshots around subscriptions it
- * cannot reach sets a schedule that starts after it ends.
+ * inbound webhooks handled, order events published, and every job running or due now, outgoing
+ * messages' delivery attempts included, run), so a snapshot compares only what the request under
+ * test could have changed. A message's later retries are not waited for: a subscriber that cannot
+ * be reached keeps its messages queued for the whole retry schedule, so a test that snapshots
+ * around subscriptions it cannot reach sets a schedule that starts after it ends.
  */
 async function settled(app: FastifyInstance): Promise<void> {
   await waitFor(async () => {

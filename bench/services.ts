@@ -87,9 +87,8 @@ export function serviceExecArgv(ctx: RunContext): string[] {
 
 /** Starts src/server.ts on `database` and waits until it is ready (its job worker too, topology split). */
 export async function startService(ctx: RunContext, name: string, database: string, extra: Record<string, string> = {}): Promise<Proc> {
-  const { port, split, cpuProf } = ctx.opts;
-  const profDir = path.join(ctx.resultsDir, 'prof');
-  const execArgv = [...serviceExecArgv(ctx), ...(cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : [])];
+  const { port, split } = ctx.opts;
+  const execArgv = [...serviceExecArgv(ctx), ...profileArgs(ctx)];
   const script = path.join(ctx.root, 'src', 'server.ts');
   const { logDir } = ctx;
   const proc = startNode({ name, script, env: serviceEnv(ctx, database, extra), logDir, execArgv });
@@ -137,6 +136,11 @@ export async function assertPortsFree(ctx: RunContext): Promise<void> {
   for (const port of [ctx.opts.port, ctx.opts.basePort, ctx.opts.port + 2]) await assertPortFree(port);
 }
 
+/** With --cpu-prof, the flags that write a process's CPU profile into bench/results/prof at its exit. */
+function profileArgs(ctx: RunContext): string[] {
+  return ctx.opts.cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${path.join(ctx.resultsDir, 'prof')}`] : [];
+}
+
 /** The baseline (bench/baseline.ts) on the main database, then the service. */
 export async function startProcesses(ctx: RunContext): Promise<Proc> {
   const baseline = startNode({
@@ -144,6 +148,7 @@ export async function startProcesses(ctx: RunContext): Promise<Proc> {
     script: path.join(ctx.here, 'baseline.ts'),
     env: { DATABASE_URL: dbUrl(ctx, ctx.dbName), PORT: String(ctx.opts.basePort) },
     logDir: ctx.logDir,
+    execArgv: profileArgs(ctx),
   });
   ctx.procs.push(baseline);
   await waitReady(baseline, `${ctx.baselineUrl}/health`);

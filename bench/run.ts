@@ -20,6 +20,7 @@ import { startReport, writeResults } from './report.ts';
 import { scalePhase } from './scale.ts';
 import { endScenarios, logIn } from './scenario.ts';
 import { seedPhase } from './seed.ts';
+import { sizeTargets } from './sizes.ts';
 import { assertPortsFree, cleanup, startProcesses } from './services.ts';
 import { startupPhase } from './startup.ts';
 import { statementsPhase } from './statements.ts';
@@ -49,7 +50,7 @@ async function main(ctx: RunContext): Promise<void> {
       await endScenarios(b);
       if (scaleLarge > 0) report.scale = await scalePhase(b);
       // every service has stopped: their backends have reported their statistics
-      b.targets.push(await deadlocksPhase(ctx, report));
+      b.targets.push(await deadlocksPhase(ctx, report), ...sizeTargets(ctx.root));
       writeResults(b);
     } finally {
       await client.end();

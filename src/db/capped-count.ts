@@ -12,8 +12,8 @@ export interface CappedCount {
 }
 
 /**
- * How many rows `rows` selects, counted up to COUNT_CAP or `atLeast` (the end of the page asked
- * for, so that a page knows whether another follows): at most that many index entries are read.
+ * How many rows `rows` selects, reading at most COUNT_CAP or `atLeast` index entries (the end of the
+ * page asked for, so that a page knows whether another follows).
  */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- any table and filter of the schema
 export async function countCapped(db: Db, rows: SelectQueryBuilder<Database, any, object>, atLeast: number): Promise<CappedCount> {

@@ -9,11 +9,9 @@ const { tryLock } = createRequire(import.meta.url)('fs-native-extensions') as {
   tryLock(fd: number): boolean;
 };
 
-/** The lock file inside a data directory. */
 export const LOCK_FILE = '.lock';
 
-/** What a process that holds a data directory says of itself. */
-export interface DataDirHolder {
+interface DataDirHolder {
   pid: number;
   startedAt: string;
 }
@@ -29,10 +27,6 @@ export class DataDirInUse extends Error {
   }
 }
 
-export interface DataDirLock {
-  release(): Promise<void>;
-}
-
 function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
@@ -43,10 +37,7 @@ function alive(pid: number): boolean {
   }
 }
 
-/**
- * What the holder wrote into the lock file (mode 0600, written right after taking the lock), or
- * undefined when it names no live process.
- */
+/** What the holder wrote into the lock file right after taking the lock, or undefined when it names no live process. */
 function readHolder(fd: number): DataDirHolder | undefined {
   try {
     const buffer = Buffer.alloc(512);
@@ -60,26 +51,19 @@ function readHolder(fd: number): DataDirHolder | undefined {
 }
 
 /**
- * Takes `dataDir` for this process alone: two processes on one embedded database would each see
- * only their own writes. The OS lock on `dataDir/.lock` goes with its process, so a crash leaves no
- * stale lock. Throws `DataDirInUse` when another holder has it (also an earlier call of this process).
+ * Takes `dataDir` for this process alone (two processes on one embedded database would each see only
+ * their own writes); the OS lock goes with its process, so a crash leaves none stale. Throws `DataDirInUse`.
  */
-export async function lockDataDir(dataDir: string): Promise<DataDirLock> {
+export async function lockDataDir(dataDir: string): Promise<{ release(): Promise<void> }> {
   await fs.promises.mkdir(dataDir, { recursive: true });
   const file = path.join(dataDir, LOCK_FILE);
   // O_NOFOLLOW: a symbolic link planted as the lock file is refused (ELOOP), not followed
   const fd = fs.openSync(file, fs.constants.O_RDWR | fs.constants.O_CREAT | fs.constants.O_NOFOLLOW, 0o600);
-  let locked: boolean;
   try {
-    locked = tryLock(fd);
+    if (!tryLock(fd)) throw new DataDirInUse(dataDir, readHolder(fd));
   } catch (err) {
     fs.closeSync(fd);
     throw err;
-  }
-  if (!locked) {
-    const holder = readHolder(fd);
-    fs.closeSync(fd);
-    throw new DataDirInUse(dataDir, holder);
   }
   const me: DataDirHolder = { pid: process.pid, startedAt: new Date(Date.now() - process.uptime() * 1000).toISOString() };
   fs.ftruncateSync(fd);

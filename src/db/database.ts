@@ -5,15 +5,12 @@ import pg from 'pg';
 import { lockDataDir } from './data-dir-lock.ts';
 import { createEmbeddedDataDir } from './embedded-init.ts';
 import { namedStatementPool } from './named-statements.ts';
-import { StorageState, exitOnPanic, watchForPanic } from './storage.ts';
+import { StorageState, watchForPanic } from './storage.ts';
 import type { Database } from './schema.ts';
 
 // int8 (count(*), bigint) as a JS number: every count here is far below 2^53.
 pg.types.setTypeParser(20, (v) => Number(v));
-/**
- * timestamptz on the embedded database: pg-types' parser, as node-pg's. PGlite's own misreads year
- * 0099, BC and offsets with seconds (test/db/timestamps.test.ts).
- */
+// timestamptz on PGlite: pg-types' parser, as node-pg's; PGlite's own misreads year 0099, BC and offsets with seconds
 const PGLITE_PARSERS = { [pg.types.builtins.TIMESTAMPTZ]: pg.types.getTypeParser(pg.types.builtins.TIMESTAMPTZ) };
 
 export type Db = Kysely<Database>;
@@ -36,12 +33,10 @@ export interface DatabaseOptions {
   poolSize?: number;
   /** named prepared statements (src/db/named-statements.ts); default true */
   preparedStatements?: boolean;
-  /** PGlite's shared_buffers in MiB (default 16: one process's working set; PostgreSQL's own default is 128) */
+  /** PGlite's shared_buffers in MiB (default 16: one process's working set) */
   sharedBuffersMb?: number;
   /** shown in pg_stat_activity (the service uses oas-<role>) */
   applicationName?: string;
-  /** the embedded database panicked and is of no more use (default: one line, then exit 1) */
-  onPanic?: (err: Error) => void;
   /** how room to write is judged (default: the embedded data directory's free space; nothing to measure on PostgreSQL) */
   storage?: StorageState;
 }
@@ -63,23 +58,22 @@ export async function createDatabase(opts: DatabaseOptions): Promise<DatabaseHan
     pool.on('error', () => {});
     pool.on('connect', (client) => client.on('error', () => {}));
     const dialect = new PostgresDialect({ pool: opts.preparedStatements === false ? pool : namedStatementPool(pool) });
-    return handleOf(dialect, undefined, opts.databaseUrl, opts.storage ?? new StorageState(undefined));
+    return handleOf(dialect, undefined, opts.databaseUrl, opts.storage);
   }
   // loaded only here: a process on PostgreSQL never holds the embedded database's code
   const { PGlite } = await import('@electric-sql/pglite');
-  // PostgreSQL zeroes its whole shared buffer pool at start, so the pool is resident from the first
-  // query on; the operating system's page cache still holds the rest of the data directory
+  // PostgreSQL zeroes its whole shared buffer pool at start: it is resident from the first query on
   const startParams = [...PGlite.defaultStartParams, '-c', `shared_buffers=${opts.sharedBuffersMb ?? 16}MB`];
   if (opts.databaseUrl === ':memory:') {
     const pglite = await PGlite.create({ startParams, parsers: PGLITE_PARSERS });
-    return handleOf(new PGliteDialect({ pglite }), pglite, undefined, opts.storage ?? new StorageState(undefined));
+    return handleOf(new PGliteDialect({ pglite }), pglite, undefined, opts.storage);
   }
   // one process per data directory, taken before anything in it is opened
   const lock = await lockDataDir(opts.dataDir);
   const dir = path.join(opts.dataDir, 'pgdata');
   try {
     await createEmbeddedDataDir(dir, startParams);
-    const pglite = watchForPanic(await PGlite.create(dir, { startParams, parsers: PGLITE_PARSERS }), opts.onPanic ?? exitOnPanic);
+    const pglite = watchForPanic(await PGlite.create(dir, { startParams, parsers: PGLITE_PARSERS }));
     return handleOf(new PGliteDialect({ pglite }), pglite, undefined, opts.storage ?? new StorageState(dir), () => lock.release());
   } catch (err) {
     await lock.release();
@@ -87,7 +81,7 @@ export async function createDatabase(opts: DatabaseOptions): Promise<DatabaseHan
   }
 }
 
-function handleOf(dialect: Dialect, pglite: PGlite | undefined, connectionString: string | undefined, storage: StorageState, release?: () => Promise<void>): DatabaseHandle {
+function handleOf(dialect: Dialect, pglite: PGlite | undefined, connectionString: string | undefined, storage = new StorageState(undefined), release?: () => Promise<void>): DatabaseHandle {
   const db = new Kysely<Database>({ dialect });
   return {
     db,

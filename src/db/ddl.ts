@@ -1,9 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 
-/**
- * Runs a block of DDL one statement at a time (PGlite's query() takes a single statement), split
- * on each semicolon that ends a line.
- */
+/** Runs DDL split on line-ending semicolons, one statement at a time (PGlite's query() takes one). */
 export async function runDdl(db: Kysely<unknown>, block: string): Promise<void> {
   const statements = block
     .split(/;\s*\n/)

@@ -3,10 +3,7 @@ export function isUniqueViolation(err: unknown): boolean {
   return (err as { code?: string } | undefined)?.code === '23505';
 }
 
-/**
- * The disk under the database is full: PostgreSQL's disk_full (SQLSTATE 53100), the operating
- * system's ENOSPC, or a write refused for want of room (`StorageFull`).
- */
+/** The database's disk is full: PostgreSQL's disk_full (53100), the system's ENOSPC, or a refused write (`StorageFull`). */
 export function isStorageFull(err: unknown): boolean {
   const e = err as { code?: string; message?: string } | undefined;
   return err instanceof StorageFull || e?.code === '53100' || e?.code === 'ENOSPC' || /No space left on device/.test(e?.message ?? '');
@@ -17,17 +14,10 @@ export function isDatabasePanic(err: unknown): boolean {
   return (err as { severity?: string } | undefined)?.severity === 'PANIC';
 }
 
-/**
- * A write refused before it was tried: the embedded database's disk has less free than its reserve
- * (`StorageState`, db/storage.ts), or the database reported its disk full a moment ago.
- */
+/** A write refused before it was tried: the embedded disk is below its reserve, or the database just reported it full. */
 export class StorageFull extends Error {
   readonly code = '53100';
-
-  constructor(detail: string) {
-    super(detail);
-    this.name = 'StorageFull';
-  }
+  override readonly name = 'StorageFull';
 }
 
 /** True when the database (pg or PGlite) is unreachable: the caller gets 503, not 500. */

@@ -10,10 +10,7 @@ const migrationFolder = path.join(import.meta.dirname, 'migrations');
 /** The database holds migrations this release does not know: it was upgraded by a newer one. */
 export class DataFromNewerRelease extends Error {}
 
-/**
- * Refuses data that a newer release migrated (Kysely would call it "corrupted"), reading the applied
- * names from Kysely's table: no call lists the ones its provider does not know.
- */
+/** Refuses data a newer release migrated (Kysely would call it "corrupted"): no Kysely call lists unknown applied names. */
 async function refuseNewerData(db: Db, known: readonly string[]): Promise<void> {
   const { rows: [table] } = await sql<{ t: string | null }>`SELECT to_regclass(${DEFAULT_MIGRATION_TABLE})::text AS t`.execute(db);
   if (!table?.t) return;
@@ -26,10 +23,7 @@ async function refuseNewerData(db: Db, known: readonly string[]): Promise<void> 
   }
 }
 
-/**
- * Applies every pending migration; throws DataFromNewerRelease when the database has migrations
- * this release does not know, else with the failing migration's name and cause.
- */
+/** Applies every pending migration; a failure throws with the failing migration's name and cause. */
 export async function migrateToLatest(db: Db): Promise<string[]> {
   const migrator = new Migrator({
     db,
@@ -59,10 +53,7 @@ export function databaseOptions(config: Config): DatabaseOptions {
   };
 }
 
-/**
- * The service's database, migrated (`existing`, or a new handle, closed again when a migration
- * fails), and the names of the migrations this call applied.
- */
+/** The service's database (`existing`, or a new handle, closed when a migration fails), migrated, and the migrations applied. */
 export async function openDatabase(config: Config, existing?: DatabaseHandle): Promise<{ database: DatabaseHandle; applied: string[] }> {
   const database = existing ?? (await createDatabase(databaseOptions(config)));
   try {

@@ -4,11 +4,8 @@ import type pg from 'pg';
 /** Data statements with parameters are worth preparing; DDL and transaction control are not. */
 const PREPARABLE = /^\s*(select|insert|update|delete|with)\b/i;
 
-/**
- * Distinct statement texts given a name in this process. Every connection prepares a name on its
- * first use, so this also bounds what a server backend holds; texts past it run unnamed.
- */
-export const MAX_NAMED_STATEMENTS = 1000;
+/** Statement texts named in this process, which also bounds what a server backend prepares; more run unnamed. */
+const MAX_NAMED_STATEMENTS = 1000;
 
 /** What PostgreSQL answers when a table's columns changed under a prepared `SELECT *`. */
 function isStalePlan(err: unknown): boolean {
@@ -17,10 +14,9 @@ function isStalePlan(err: unknown): boolean {
 }
 
 /**
- * Kysely's pool interface over a pg.Pool that runs every parameterised data statement as a named
- * prepared statement (pg's `name` option), parsed and planned once per connection. A connection
- * whose statements a migration made stale is closed when released. Not for a transaction-pooling
- * proxy: `DATABASE_PREPARED_STATEMENTS=false` hands Kysely the pool itself.
+ * Kysely's pool interface over a pg.Pool that runs each parameterised data statement as a named prepared
+ * statement, planned once per connection; a connection a migration made stale is closed when released.
+ * Not for a transaction-pooling proxy (`DATABASE_PREPARED_STATEMENTS=false` hands Kysely the pool).
  */
 export function namedStatementPool(pool: pg.Pool): PostgresPool {
   const names = new Map<string, string>();

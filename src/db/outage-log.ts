@@ -7,9 +7,8 @@ function messageOf(err: unknown): string {
 }
 
 /**
- * One line when a dependency stops answering and one when it answers again, whoever notices first:
- * the failures in between (every fetch loop, request and reconnect) go to debug level. A probe
- * (`check`) runs every second while it is down, so its return is logged even when nothing asks.
+ * One line when a dependency stops answering and one when it answers again, whoever notices first; the
+ * failures between go to debug level. A probe (`check`) runs every second meanwhile, so the return is seen.
  */
 export class OutageLog {
   private readonly log: FastifyBaseLogger;
@@ -32,8 +31,7 @@ export class OutageLog {
         { dependency: this.dependency, source, error: messageOf(err) },
         `${this.dependency} unavailable (${source}: ${messageOf(err)}); its errors are logged at debug level until it is back`,
       );
-      this.probe = setInterval(() => void this.check().then(() => this.answered(), () => {}), PROBE_INTERVAL_MS);
-      this.probe.unref();
+      this.probe = setInterval(() => void this.check().then(() => this.answered(), () => {}), PROBE_INTERVAL_MS).unref();
     }
     this.log.debug({ err, dependency: this.dependency, source }, `${source}: ${this.dependency} unavailable`);
   }

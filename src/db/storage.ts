@@ -2,11 +2,8 @@ import fs from 'node:fs';
 import type { PGlite } from '@electric-sql/pglite';
 import { StorageFull, isDatabasePanic, isStorageFull } from './errors.ts';
 
-/**
- * Room the embedded database keeps free on its disk: one 16 MiB WAL segment and a margin, as PGlite
- * cannot survive a failed WAL write (docs/decisions/107-full-disk.md).
- */
-export const EMBEDDED_RESERVE_BYTES = 24 * 1024 * 1024;
+/** Room kept free: one 16 MiB WAL segment and a margin, as PGlite cannot survive a failed WAL write (decision 107). */
+const EMBEDDED_RESERVE_BYTES = 24 * 1024 * 1024;
 
 /** How long a disk-full error of the database keeps /ready at 503 (PostgreSQL: nothing to measure). */
 const REPORTED_FULL_MS = 10_000;
@@ -23,7 +20,7 @@ export class StorageState {
     this.reserveBytes = reserveBytes;
   }
 
-  /** Throws `StorageFull` when the embedded database's disk has less than its reserve free (statfs is cheap: not cached). */
+  /** Throws `StorageFull` when the embedded database's disk has less than its reserve free (statfs is cheap: uncached). */
   assertRoomToWrite(): void {
     if (this.dir === undefined) return;
     const stat = fs.statfsSync(this.dir);
@@ -47,17 +44,12 @@ export class StorageState {
 
 const mib = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
 
-/**
- * `pglite` with `onPanic` called on the first PANIC any statement fails with, before its caller
- * learns of it: the next statement would find PGlite spinning, the event loop blocked for good.
- */
-export function watchForPanic(pglite: PGlite, onPanic: (err: Error) => void): PGlite {
-  let panicked = false;
+/** `pglite`, exiting at the first PANIC before its caller learns of it: the next statement would spin, blocking for good. */
+export function watchForPanic(pglite: PGlite): PGlite {
   const watch = (err: unknown) => {
-    if (!panicked && isDatabasePanic(err)) {
-      panicked = true;
-      onPanic(err as Error);
-    }
+    if (!isDatabasePanic(err)) return;
+    fs.writeSync(2, `the embedded database stopped after a PANIC (${(err as Error).message}): exiting so that a restart recovers it\n`);
+    process.exit(1);
   };
   const watched = <T extends object>(target: T, methods: ReadonlySet<PropertyKey>, wrapArgs?: (args: unknown[]) => unknown[]): T =>
     new Proxy(target, {
@@ -80,13 +72,4 @@ export function watchForPanic(pglite: PGlite, onPanic: (err: Error) => void): PG
       ? [(tx: object) => (args[0] as (tx: object) => unknown)(watched(tx, statements)), ...args.slice(1)]
       : args,
   );
-}
-
-/**
- * The embedded database panicked and cannot recover in this process: one line, then exit 1 at once
- * (the next statement would spin), for the supervisor to restart it; recovery replays the log.
- */
-export function exitOnPanic(err: Error): void {
-  fs.writeSync(2, `the embedded database stopped after a PANIC (${err.message}): exiting so that a restart recovers it\n`);
-  process.exit(1);
 }

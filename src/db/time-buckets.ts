@@ -1,8 +1,8 @@
 import { sql } from 'kysely';
 
 /**
- * The UTC hour or day a timestamptz `column` falls in, to group by (`AT TIME ZONE 'UTC'` costs a
- * third of date_trunc's time-zone argument per row), and that bucket's start as a timestamptz, to select.
+ * The UTC hour or day of a timestamptz `column`, to group by (`AT TIME ZONE 'UTC'` costs a third of
+ * date_trunc's time-zone argument), and the bucket's start as a timestamptz, to select.
  */
 export function utcBucket(bucket: 'hour' | 'day', column: string) {
   const group = sql<Date>`date_trunc(${sql.lit(bucket)}, ${sql.ref(column)} AT TIME ZONE 'UTC')`;

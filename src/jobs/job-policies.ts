@@ -9,9 +9,8 @@ export const INTERNAL_RETRY = { retryLimit: 2, retryDelay: 1, retryBackoff: true
 export const HOUSEKEEPING_RETRY = { retryDelay: 60 } as const;
 
 /**
- * A job without a fresh heartbeat (10 s, pg-boss's shortest) is failed for a retry by the next
- * supervision pass of any worker; `expireInSeconds` bounds a handler that hangs in a live process
- * (docs/decisions/005-crash-recovery.md).
+ * A job without a fresh heartbeat (10 s, pg-boss's shortest) is failed for a retry by any worker's next
+ * supervision pass; `expireInSeconds` bounds a handler that hangs in a live process (decision 005).
  */
 export const JOB_LIVENESS = { heartbeatSeconds: 10, expireInSeconds: 300 } as const;
 
@@ -19,32 +18,25 @@ export const JOB_LIVENESS = { heartbeatSeconds: 10, expireInSeconds: 300 } as co
 export const HEARTBEAT_REFRESH_SECONDS = 3;
 
 /**
- * Seconds between two supervision passes of a process that runs jobs: each fails the jobs whose
- * heartbeat lapsed and counts every queue's jobs (metrics, backlogs). The embedded database's one
- * process takes up a dead one's jobs at start-up, so its passes only count and can be rarer.
+ * Seconds between a worker process's supervision passes (lapsed heartbeats, job counts). The embedded
+ * database's one process takes up a dead one's jobs at start-up, so its passes only count: rarer.
  */
 export function superviseSeconds(embedded: boolean): number {
   return embedded ? 5 : 2;
 }
 
-/**
- * Dead-letter queues record the outcome of a job its own queue gave up on, so they keep trying
- * longer: 9 attempts over 20 to 40 minutes, enough to outlast a database failover.
- */
+/** Dead-letter queues record a given-up job's outcome: 9 attempts over 20 to 40 minutes outlast a database failover. */
 export const DEAD_LETTER_RETRY = { retryLimit: 8, retryDelay: 5, retryBackoff: true } as const;
 
 export interface QueueDefinition extends Pick<QueueOptions, 'retryLimit' | 'retryDelay' | 'retryBackoff' | 'expireInSeconds' | 'heartbeatSeconds'> {
   name: JobName;
-  /** Jobs fetched at once (default: 4, at least the concurrency); 1 for slow jobs, so that none waits behind one. */
+  /** Jobs fetched at once (default: 4, at least the concurrency); 1 for slow jobs, so none waits behind one. */
   batchSize?: number;
-  /** A defined queue that pg-boss copies a job of this one into when it gives up on it for good. */
+  /** A defined queue that pg-boss copies a job of this one into when it gives up on it. */
   deadLetter?: JobName;
   /** `stately`: at most one job waiting and one running (pg-boss drops a send while one waits), for a queue that only wakes a worker. */
   policy?: 'stately';
-  /**
-   * Its jobs are linked to what they are about when a worker first takes them (one statement per
-   * fetched batch), not in the sender's transaction: for a queue sent from a hot request path.
-   */
+  /** Its jobs are linked to what they are about when first taken (one statement per batch), not when sent: for a hot request path. */
   linkWhenTaken?: true;
 }
 
@@ -52,9 +44,8 @@ export interface QueueDefinition extends Pick<QueueOptions, 'retryLimit' | 'retr
 const RETIRED_QUEUES = ['order-counts-fold'];
 
 /**
- * Creates the defined queues or brings existing ones in line with their definitions (`createQueue`
- * leaves an existing queue as it is), dead-letter queues first, as a queue can only name an
- * existing one. A retired queue is deleted with its schedule, so no job is sent that nobody works.
+ * Creates the defined queues or updates existing ones (`createQueue` leaves them as they are), dead-letter
+ * queues first, as a queue can only name an existing one. A retired queue is deleted with its schedule.
  */
 export async function syncQueues(boss: PgBoss, definitions: readonly QueueDefinition[], retentionDays: number, log: FastifyBaseLogger): Promise<void> {
   const defs = [...definitions].sort((a, b) => Number(a.deadLetter !== undefined) - Number(b.deadLetter !== undefined));

@@ -1,7 +1,5 @@
 import type { JobWithMetadata } from 'pg-boss';
 
-/** What the service reads of pg-boss's jobs: their records, outcomes and counts. */
-
 /** The error message pg-boss kept as a failed job's output, whichever way the job failed. */
 export function jobFailureMessage(output: unknown): string | undefined {
   if (typeof output === 'string') return output;
@@ -13,7 +11,7 @@ export function jobFailureMessage(output: unknown): string | undefined {
   return undefined;
 }
 
-/** What a dead-letter job says of the job it stands for, for the log line of its handler. */
+/** What a dead-letter job says of the job it stands for, for its handler's log line. */
 export function givenUpJob(job: JobWithMetadata<unknown>): { jobId: string | null; attempts: number; cause: string | undefined } {
   return { jobId: job.sourceId, attempts: (job.sourceRetryCount ?? 0) + 1, cause: jobFailureMessage(job.sourceOutput) };
 }
@@ -21,14 +19,6 @@ export function givenUpJob(job: JobWithMetadata<unknown>): { jobId: string | nul
 /** True when this attempt is the job's last one: a failure now is final. */
 export function isLastAttempt(job: JobWithMetadata<unknown>): boolean {
   return job.retryCount >= job.retryLimit;
-}
-
-/** Per queue: jobs waiting (created, or waiting for a retry), running, and failed (still kept). */
-export interface QueueJobCounts {
-  queue: string;
-  queued: number;
-  active: number;
-  failed: number;
 }
 
 /** One job as pg-boss keeps it. */

@@ -1,13 +1,10 @@
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, TraceFlags, context, isSpanContextValid, propagation, trace, type Link, type Span } from '@opentelemetry/api';
 import type { JobWithMetadata } from 'pg-boss';
 
-/**
- * The field of a job's data with the W3C trace context its run continues, in whichever process runs
- * it: the sender's, or a stored one (`withTraceContext`'s `parent`). Absent with tracing off.
- */
+/** The field of a job's data with the W3C trace context its run continues (the sender's, or a stored one). */
 const TRACE_CONTEXT_FIELD = 'traceContext';
 
-/** The field with the sender's trace context when the job continues another trace: its run links to it. */
+/** The sender's trace context when the job continues another trace: its run links to it. */
 const TRACE_LINK_FIELD = 'traceLink';
 
 const tracer = trace.getTracer('order-account-service/jobs');
@@ -18,10 +15,7 @@ function activeCarrier(): Record<string, string> {
   return carrier;
 }
 
-/**
- * The W3C `traceparent` of the active span when it is sampled (so a tracing back end has its
- * trace), to be stored with what the span causes later; null when there is none (tracing off).
- */
+/** The W3C `traceparent` of the active span when sampled, to store with what it causes later; else null. */
 export function activeTraceparent(): string | null {
   const span = trace.getSpanContext(context.active());
   if (!span || !isSpanContextValid(span) || (span.traceFlags & TraceFlags.SAMPLED) === 0) return null;
@@ -35,8 +29,7 @@ export function traceIdOf(traceparent: string | null): string | null {
 
 /**
  * `data` with the trace context its job's run continues: the current one, or `parent` (a stored
- * `traceparent`, so that a retry belongs to the trace of the event that caused it), and then the
- * current span is a link of the run. `data` itself when tracing is off.
+ * `traceparent`, so a retry belongs to its event's trace) with the current span as a link.
  */
 export function withTraceContext<T>(data: T, parent?: string | null): T {
   const current = activeCarrier();
@@ -58,7 +51,6 @@ function linkTo(data: unknown, field: string): Link[] {
 
 const processAttributes = (name: string) => ({ 'messaging.system': 'pg-boss', 'messaging.operation.type': 'process', 'messaging.destination.name': name });
 
-/** Runs `fn`, records its throw on `span` (and rethrows it), and ends the span. */
 async function runInSpan(span: Span, fn: () => Promise<void>): Promise<void> {
   try {
     await fn();
@@ -71,21 +63,14 @@ async function runInSpan(span: Span, fn: () => Promise<void>): Promise<void> {
   }
 }
 
-/**
- * Runs `fn` for one attempt of `job` in a span of its own, a child of the trace context the job was
- * sent with. `attempt`: of the work itself when the queue counts them (each retry a job of its own),
- * else pg-boss's count.
- */
+/** Runs one attempt of `job` in its own span, a child of the context it was sent with; `attempt` defaults to pg-boss's count. */
 export function inJobSpan(name: string, job: JobWithMetadata<unknown>, fn: () => Promise<void>, attempt = job.retryCount + 1): Promise<void> {
   const attributes = { ...processAttributes(name), 'messaging.message.id': job.id, 'job.queue': name, 'job.attempt': attempt };
   const options = { kind: SpanKind.CONSUMER, attributes, links: linkTo(job.data, TRACE_LINK_FIELD) };
   return tracer.startActiveSpan(`process ${name}`, options, traceContextOf(job.data), (span) => runInSpan(span, fn));
 }
 
-/**
- * Runs `fn` for a batch of jobs run together in one span, linked to the span that sent each job
- * (OpenTelemetry's convention for a batch with many parents).
- */
+/** Runs a batch of jobs in one span, linked to each job's sender (OpenTelemetry's convention for many parents). */
 export function inBatchSpan(name: string, jobs: readonly JobWithMetadata<unknown>[], fn: () => Promise<void>): Promise<void> {
   const links = jobs.flatMap((job) => linkTo(job.data, TRACE_CONTEXT_FIELD));
   const attributes = { ...processAttributes(name), 'messaging.batch.message_count': jobs.length };

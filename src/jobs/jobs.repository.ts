@@ -1,7 +1,7 @@
 import type { Transaction } from 'kysely';
 import type { Db } from '../db/database.ts';
 import type { Database } from '../db/schema.ts';
-import type { JobSubject } from './registry.ts';
+import { jobSubjectOf } from './registry.ts';
 
 /** The subjects whose jobs an order's trace shows. */
 export interface JobSubjects {
@@ -10,31 +10,24 @@ export interface JobSubjects {
   messageRowIds: readonly number[];
 }
 
-/** The service's SQL on `job_links` (pg-boss's own tables are reached only through its API). */
+// The service's SQL on `job_links` (pg-boss's own tables are reached only through its API).
 
-/** Records what jobs of `queue` are about; a job linked already stays as it is. */
-export async function insertJobLinks(db: Db | Transaction<Database>, queue: string, jobs: readonly { id: string; subject: JobSubject }[]): Promise<void> {
-  if (jobs.length === 0) return;
-  await db
-    .insertInto('job_links')
-    .values(
-      jobs.map(({ id, subject }) => ({
-        job_id: id,
-        queue,
-        order_id: subject.orderId,
-        inbound_webhook_id: subject.inboundWebhookId,
-        message_row_id: subject.messageRowId,
-      })),
-    )
-    .onConflict((oc) => oc.column('job_id').doNothing())
-    .execute();
+/** Records what the jobs of `queue` that are about something are about; a job linked already stays as it is. */
+export async function insertJobLinks(db: Db | Transaction<Database>, queue: string, jobs: readonly { id: string; data: unknown }[]): Promise<void> {
+  const links = jobs.flatMap(({ id, data }) => {
+    const s = jobSubjectOf(data);
+    return s ? [{ job_id: id, queue, order_id: s.orderId, inbound_webhook_id: s.inboundWebhookId, message_row_id: s.messageRowId }] : [];
+  });
+  if (links.length === 0) return;
+  await db.insertInto('job_links').values(links).onConflict((oc) => oc.column('job_id').doNothing()).execute();
 }
 
 /** The jobs sent for an order, for its platform webhooks and for its outgoing messages, oldest first. */
 export async function findJobLinks(db: Db, about: JobSubjects): Promise<{ queue: string; job_id: string }[]> {
-  let q = db.selectFrom('job_links').select(['queue', 'job_id']).where('order_id', '=', about.orderId);
-  if (about.inboundWebhookIds.length > 0) q = q.union(db.selectFrom('job_links').select(['queue', 'job_id']).where('inbound_webhook_id', 'in', [...about.inboundWebhookIds]));
-  if (about.messageRowIds.length > 0) q = q.union(db.selectFrom('job_links').select(['queue', 'job_id']).where('message_row_id', 'in', [...about.messageRowIds]));
+  const links = () => db.selectFrom('job_links').select(['queue', 'job_id']);
+  let q = links().where('order_id', '=', about.orderId);
+  if (about.inboundWebhookIds.length > 0) q = q.union(links().where('inbound_webhook_id', 'in', [...about.inboundWebhookIds]));
+  if (about.messageRowIds.length > 0) q = q.union(links().where('message_row_id', 'in', [...about.messageRowIds]));
   return q.execute();
 }
 

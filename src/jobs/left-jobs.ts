@@ -6,15 +6,13 @@ import { jobFailureMessage } from './job-records.ts';
 /** What pg-boss's supervision writes into the jobs it fails because their heartbeat lapsed. */
 const HEARTBEAT_TIMEOUT = 'job heartbeat timeout';
 
-/** How long fetched jobs are gathered before their line is written: one line per queue for a dead worker's jobs. */
 const GATHER_MS = 1000;
 
 const failedByHeartbeat = (job: JobWithMetadata<unknown>) => job.retryCount > 0 && jobFailureMessage(job.output) === HEARTBEAT_TIMEOUT;
 
 /**
- * Logs the jobs pg-boss's supervision failed back, silently, because their worker stopped
- * heartbeating (it died or stalled): a live worker that fetches one again sees pg-boss's heartbeat
- * timeout as its last output. One queue's jobs fetched within a second make one line.
+ * Logs the jobs pg-boss's supervision silently failed back because their worker stopped heartbeating:
+ * a worker fetching one again sees the timeout as its last output. One line per queue and second.
  */
 export class LapsedHeartbeats {
   private readonly log: FastifyBaseLogger;
@@ -25,7 +23,6 @@ export class LapsedHeartbeats {
     this.log = log;
   }
 
-  /** Notes the fetched `jobs` of `queue` that the heartbeat failed back. */
   note(queue: string, jobs: readonly JobWithMetadata<unknown>[]): void {
     const lapsed = jobs.filter(failedByHeartbeat);
     if (lapsed.length === 0) return;
@@ -33,7 +30,7 @@ export class LapsedHeartbeats {
     this.timer ??= setTimeout(() => this.flush(), GATHER_MS).unref();
   }
 
-  /** Writes the gathered lines now (also at shutdown). */
+  /** Also at shutdown. */
   flush(): void {
     clearTimeout(this.timer);
     this.timer = undefined;
@@ -48,11 +45,9 @@ export class LapsedHeartbeats {
 }
 
 /**
- * At start-up of the one process that runs jobs on the embedded database (it holds the data
- * directory alone, so a running job was left by a process that died), fails every job still
- * running, read queue by queue (no pg-boss call lists them across queues). pg-boss's own
- * (`__pgboss__send-it`) too, so a cron occurrence is forwarded at once, not after its 15 minute
- * expiry, but uncounted: a clean stop can leave one running. Returns how many per queue.
+ * At start-up on the embedded database (one process holds it, so a running job's process died), fails
+ * every running job, queue by queue; pg-boss's own (`__pgboss__send-it`) too, so a cron occurrence is
+ * forwarded at once, but uncounted: a clean stop can leave one running. Returns how many per queue.
  */
 export async function takeUpLeftJobs(boss: PgBoss): Promise<Record<string, number>> {
   const takenUp: Record<string, number> = {};

@@ -10,30 +10,23 @@ import type { Database } from '../db/schema.ts';
 import { inBatchSpan, inJobSpan, withTraceContext } from './job-tracing.ts';
 import { LapsedHeartbeats, takeUpLeftJobs } from './left-jobs.ts';
 import { Wakes } from './wake.ts';
-import { toJobRecord, type JobRecord, type QueueJobCounts } from './job-records.ts';
+import { toJobRecord, type JobRecord } from './job-records.ts';
 import { findJobLinks, insertJobLinks, type JobSubjects } from './jobs.repository.ts';
 import { DEAD_LETTER_RETRY, HEARTBEAT_REFRESH_SECONDS, superviseSeconds, syncQueues, type QueueDefinition } from './job-policies.ts';
-import { deadLetterQueueOf, jobSubjectOf, type DeadLettered, type Job, type JobName, type JobPayloads } from './registry.ts';
+import { deadLetterQueueOf, type DeadLettered, type Job, type JobName, type JobPayloads } from './registry.ts';
 
-export { DEAD_LETTER_RETRY, HOUSEKEEPING_RETRY, INTERNAL_RETRY, JOB_LIVENESS, type QueueDefinition } from './job-policies.ts';
-export { givenUpJob, isLastAttempt, jobFailureMessage, type JobRecord, type QueueJobCounts } from './job-records.ts';
+export { HOUSEKEEPING_RETRY, INTERNAL_RETRY, type QueueDefinition } from './job-policies.ts';
+export { givenUpJob, isLastAttempt, jobFailureMessage, type JobRecord } from './job-records.ts';
+export type QueueJobCounts = Awaited<ReturnType<JobQueue['counts']>>[number];
 
-/** `traceParent`: a stored `traceparent` the job's run continues, linked to the sender's span. */
-export interface TraceOption {
-  traceParent?: string | null;
-}
+type JobHandler<N extends JobName> = (job: Job<N>) => Promise<void>;
 
-export type JobHandler<N extends JobName> = (job: Job<N>) => Promise<void>;
-
-export interface WorkOptions<N extends JobName> {
+interface WorkOptions<N extends JobName> {
   /** At most this many jobs of one group (`group: { id }` when sent) run at once here; batchSize 1 only. */
   perGroup?: number;
   /** What the handler loads lazily (an API process never needs it), loaded before a worker's first fetch. */
   load?: () => Promise<unknown>;
-  /**
-   * Runs a fetched batch of two or more jobs as one piece of work (batchSize above 1); when it
-   * throws, each job runs alone through the handler.
-   */
+  /** Runs a fetched batch of two or more jobs as one piece of work; when it throws, each job runs alone. */
   together?: (jobs: Job<N>[]) => Promise<void>;
   /** Which attempt of its work a job is, for its span, when the queue counts attempts itself. */
   attempt?: (job: Job<N>) => number;
@@ -47,10 +40,8 @@ interface Worker {
   opts: WorkOptions<JobName>;
 }
 
-/** Jobs fetched at once by a queue's loop unless its definition says otherwise. */
 const DEFAULT_BATCH_SIZE = 4;
 
-/** Runs `fn` over `items`, at most `limit` at a time. */
 async function eachLimited<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
   let next = 0;
   const runner = async () => {
@@ -59,16 +50,9 @@ async function eachLimited<T>(items: readonly T[], limit: number, fn: (item: T) 
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, runner));
 }
 
-/** A fetched job with what it is about, if anything. */
-function subjectOf(job: JobWithMetadata<unknown>) {
-  const subject = jobSubjectOf(job.data);
-  return subject ? [{ id: job.id, subject }] : [];
-}
-
 /**
- * pg-boss on the service's own database; a job sent in the caller's transaction commits or rolls
- * back with it. A queue's loops wake on NOTIFY, fetch again at once while there is more, and poll
- * every JOB_POLLING_SECONDS for retries and delayed jobs.
+ * pg-boss on the service's own database, sending in the caller's transaction. A queue's loops wake on
+ * NOTIFY, fetch again at once while there is more, and poll every JOB_POLLING_SECONDS for retries.
  */
 export class JobQueue {
   readonly boss: PgBoss;
@@ -79,7 +63,7 @@ export class JobQueue {
   private readonly config: Config;
   private readonly log: FastifyBaseLogger;
   private readonly handle: DatabaseHandle;
-  /** One line when the database stops answering and one when it is back, for the whole process (the error handler reports to it too). */
+  /** The process's one database outage log (the error handler reports to it too). */
   readonly databaseOutage: OutageLog;
   private readonly lapsedHeartbeats: LapsedHeartbeats;
   private readonly wakes: Wakes;
@@ -104,30 +88,22 @@ export class JobQueue {
       : new PgBoss({ ...common, connectionString: handle.connectionString, max: config.jobQueuePoolSize });
     this.databaseOutage = new OutageLog(log, 'database', () => handle.ping());
     this.lapsedHeartbeats = new LapsedHeartbeats(log);
+    const failed = (err: unknown, otherwise: () => void) => (isDatabaseUnavailable(err) ? this.databaseOutage.failed(err, 'job queue') : otherwise());
     this.wakes = new Wakes((name) =>
       this.boss.send(name, {}).then(
         () => undefined,
-        (err: unknown) => {
-          if (isDatabaseUnavailable(err)) this.databaseOutage.failed(err, 'job queue');
-          else this.log.warn({ err, queue: name }, 'waking a job queue failed; its schedule runs it');
-        },
+        (err: unknown) => failed(err, () => this.log.warn({ err, queue: name }, 'waking a job queue failed; its schedule runs it')),
       ),
     );
     // while the database is down every fetch loop fails on each poll: one line per outage, not per error
-    this.boss.on('error', (err: Error) => {
-      if (isDatabaseUnavailable(err)) this.databaseOutage.failed(err, 'job queue');
-      else this.log.error({ err }, 'job queue error');
-    });
+    this.boss.on('error', (err: Error) => failed(err, () => this.log.error({ err }, 'job queue error')));
   }
 
   define(def: QueueDefinition): void {
     this.definitions.set(def.name, def);
   }
 
-  /**
-   * Registers a handler, run (by a process whose role includes the worker) for each job, at most
-   * `concurrency` at once. A throw fails that job alone, and pg-boss retries it.
-   */
+  /** Registers a handler for each job, at most `concurrency` at once; a throw fails that job alone, for a retry. */
   work<N extends JobName>(name: N, handler: JobHandler<N>, concurrency = 1, opts: WorkOptions<N> = {}): void {
     const def = this.definitions.get(name);
     if (!def) throw new Error(`queue ${name} is not defined`);
@@ -153,10 +129,7 @@ export class JobQueue {
     this.schedules.push({ name, cron });
   }
 
-  /**
-   * Starts pg-boss; in a process that runs jobs, takes up the jobs a dead process left running
-   * (embedded database only) and starts the fetch loops. Returns the jobs taken up, per queue.
-   */
+  /** Starts pg-boss and, in a process that runs jobs, its fetch loops; returns the left jobs taken up, per queue. */
   async start(): Promise<Record<string, number>> {
     await this.boss.start();
     await syncQueues(this.boss, [...this.definitions.values()], this.config.jobRetentionDays, this.log);
@@ -171,9 +144,8 @@ export class JobQueue {
   }
 
   /**
-   * A queue fetched in batches gets one loop, running a batch `concurrency` at a time and fetching
-   * again at once after a full batch. A queue fetched one job at a time gets `concurrency` loops, so
-   * no job waits behind a slow one; each fetches again at once while pg-boss counts a backlog.
+   * A queue fetched in batches gets one loop, running a batch `concurrency` at a time; one fetched a
+   * job at a time gets `concurrency` loops, so no job waits behind a slow one.
    */
   private async startLoops(w: Worker): Promise<void> {
     const common = {
@@ -190,7 +162,7 @@ export class JobQueue {
     await this.boss.work<unknown, unknown, typeof options>(w.name, options, async (jobs) => {
       this.lapsedHeartbeats.note(w.name, jobs);
       // a throw fails the batch, and pg-boss retries its jobs
-      if (linkWhenTaken) await insertJobLinks(this.handle.db, w.name, jobs.flatMap(subjectOf));
+      if (linkWhenTaken) await insertJobLinks(this.handle.db, w.name, jobs);
       return this.runBatch(w, jobs);
     });
   }
@@ -220,19 +192,18 @@ export class JobQueue {
   }
 
   /**
-   * Enqueues inside `trx` (the job exists only if the transaction commits); returns the job's id.
-   * A job about an order, a platform webhook or an outgoing message is linked to it in `trx` too.
+   * Enqueues inside `trx` (the job, and its link to what it is about, exist only if it commits);
+   * `traceParent`: a stored `traceparent` the job's run continues, linked to the sender's span.
    */
-  async send<N extends JobName>(trx: Transaction<Database>, name: N, data: JobPayloads[N], options: SendOptions & TraceOption = {}): Promise<string> {
+  async send<N extends JobName>(trx: Transaction<Database>, name: N, data: JobPayloads[N], options: SendOptions & { traceParent?: string | null } = {}): Promise<string> {
     const { traceParent, ...sendOptions } = options;
     const id = options.id ?? randomUUID();
     await this.boss.send(name, withTraceContext(data, traceParent), { ...sendOptions, id, db: fromKysely(trx) });
-    const subject = jobSubjectOf(data);
-    if (subject && !this.definitions.get(name)?.linkWhenTaken) await insertJobLinks(trx, name, [{ id, subject }]);
+    if (!this.definitions.get(name)?.linkWhenTaken) await insertJobLinks(trx, name, [{ id, data }]);
     return id;
   }
 
-  /** Enqueues outside any transaction (for jobs that follow a committed change). */
+  /** Enqueues outside any transaction, for jobs that follow a committed change. */
   async sendNow<N extends JobName>(name: N, data: JobPayloads[N], options: SendOptions = {}): Promise<string> {
     return this.handle.db.transaction().execute((trx) => this.send(trx, name, data, options));
   }
@@ -242,16 +213,13 @@ export class JobQueue {
     if (this.started) this.wakes.wake(name);
   }
 
-  /** Per queue: jobs waiting (new, or waiting for a retry), running, and failed and still kept, as pg-boss's supervision last counted them. */
-  async counts(): Promise<QueueJobCounts[]> {
+  /** Per queue: jobs waiting (new, or for a retry), running, and failed (still kept), as pg-boss's supervision last counted them. */
+  async counts() {
     const queues = await this.boss.getQueues([...this.definitions.keys()]);
     return queues.map((q) => ({ queue: q.name, queued: q.queuedCount, active: q.activeCount, failed: q.failedCount })).sort((a, b) => a.queue.localeCompare(b.queue));
   }
 
-  /**
-   * The jobs linked to an order, its platform webhooks and its outgoing messages, and the dead-letter
-   * copies of the order's and the webhooks' jobs, that pg-boss still keeps, oldest first.
-   */
+  /** The jobs pg-boss still keeps about an order (links and dead-letter copies), oldest first. */
   async jobsAbout(about: JobSubjects): Promise<JobRecord[]> {
     const links = await findJobLinks(this.handle.db, about);
     const linked = await Promise.all(links.map((l) => this.boss.getJobById(l.queue, l.job_id)));
@@ -269,10 +237,7 @@ export class JobQueue {
     await this.boss.getDb().executeSql('SELECT 1', []);
   }
 
-  /**
-   * Stops fetching, lets running jobs finish, fails the ones still running at the timeout (below
-   * server.ts's 30 s grace period) so they are retried elsewhere at once, and closes.
-   */
+  /** Lets running jobs finish; fails those still running at the timeout (below server.ts's 30 s grace) for a retry elsewhere. */
   async stop(timeoutMs = 20000): Promise<void> {
     this.databaseOutage.stop();
     if (!this.started) return;

@@ -3,10 +3,7 @@ import type { JobWithMetadata } from 'pg-boss';
 /** A job that carries nothing: a scheduled sweep. */
 export type NoPayload = Record<string, never>;
 
-/**
- * Every queue of the service and the payload its jobs carry, which types `JobQueue.send` and
- * `JobQueue.work`. Each module defines its queues and registers its workers in its own `*.jobs.ts`.
- */
+/** Every queue and its jobs' payload, typing `JobQueue.send` and `work`; each module defines and works its own (in `*.jobs.ts` or its module file). */
 interface Payloads {
   /** price an order and reserve its stock (orders) */
   'order-process': { orderId: number };
@@ -18,9 +15,7 @@ interface Payloads {
   'webhook-platform-report': { orderId: number };
   /** one attempt of one outgoing message (outbound-webhooks) */
   'webhook-deliver': { messageRowId: number; attempt: number };
-  /** tell the owner that the service disabled their subscription (outbound-webhooks) */
   'webhook-disabled-email': { subscriptionId: number };
-  /** the welcome e-mail of a new user (users) */
   'user-welcome-email': { userId: number };
   /** tell the previous address of a user that the account's e-mail changed (users) */
   'user-email-changed': { userId: number; previousEmail: string; newEmail: string; changedAt: string; changeId?: number };
@@ -32,13 +27,11 @@ interface Payloads {
   'password-recovery-email': { email: string };
   /** scheduled: delete refresh, password reset and e-mail link tokens expired, used or revoked for a day (auth) */
   'refresh-tokens-purge': NoPayload;
-  /** scheduled: delete expired Idempotency-Key responses (orders) */
   'idempotency-keys-purge': NoPayload;
   /** scheduled: delete delivered and failed outgoing messages with their attempts (outbound-webhooks) */
   'webhook-messages-purge': NoPayload;
   /** scheduled: remove the payloads of processed platform webhooks (inbound-webhooks) */
   'inbound-payloads-purge': NoPayload;
-  /** scheduled: delete finished jobs (operations) */
   'jobs-purge': NoPayload;
 }
 
@@ -54,18 +47,8 @@ export type JobName = keyof JobPayloads;
 /** A fetched job of queue `N`, with pg-boss's metadata (attempt, dead-letter source). */
 export type Job<N extends JobName> = JobWithMetadata<JobPayloads[N]>;
 
-/**
- * What a job is about: the order, platform webhook or outgoing message (webhook_messages.id) its
- * payload names, recorded when it is sent so that the trace of an order finds every job run for it.
- */
-export interface JobSubject {
-  orderId: number | null;
-  inboundWebhookId: number | null;
-  messageRowId: number | null;
-}
-
-/** The subject of a job from its payload; undefined for a job about none of them (a purge, an e-mail). */
-export function jobSubjectOf(data: unknown): JobSubject | undefined {
+/** The order, platform webhook or outgoing message a job's payload names, by which an order's trace finds it; else undefined. */
+export function jobSubjectOf(data: unknown) {
   if (data === null || typeof data !== 'object') return undefined;
   const d = data as Record<string, unknown>;
   const id = (key: string) => (typeof d[key] === 'number' ? (d[key] as number) : null);
@@ -73,7 +56,6 @@ export function jobSubjectOf(data: unknown): JobSubject | undefined {
   return subject.orderId === null && subject.inboundWebhookId === null && subject.messageRowId === null ? undefined : subject;
 }
 
-/** The name of the dead-letter queue of `queue`. */
 export function deadLetterQueueOf<N extends DeadLettered>(queue: N): DeadLetterQueue<N> {
   return `${queue}-dead-letter`;
 }

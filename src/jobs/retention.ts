@@ -2,11 +2,11 @@ import type { FastifyBaseLogger } from 'fastify';
 import { HOUSEKEEPING_RETRY, type JobQueue } from './queue.ts';
 import type { JobName } from './registry.ts';
 
-/** Rows one purge statement deletes at most: each batch is its own short transaction. */
-export const PURGE_BATCH = 1000;
+/** Rows one purge statement (its own short transaction) deletes at most. */
+const PURGE_BATCH = 1000;
 
 /** How long one scheduled run may keep purging; what is left goes with the next run. */
-export const PURGE_BUDGET_MS = 60_000;
+const PURGE_BUDGET_MS = 60_000;
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
@@ -15,10 +15,7 @@ export function retentionCutoff(days: number, now = Date.now()): Date | undefine
   return days > 0 ? new Date(now - days * DAY_MS) : undefined;
 }
 
-/**
- * Runs `batch` (one statement that removes at most `limit` rows, returning how many) until a batch
- * comes back short or the time budget is spent, and logs what it removed.
- */
+/** Runs `batch` (removing at most `limit` rows, returning how many) until one comes back short or the budget is spent. */
 export async function purgeInBatches(
   what: string,
   log: FastifyBaseLogger,

@@ -1,15 +1,10 @@
 /**
- * Wake-ups of `stately` queues (a payload-less job that has a worker run the queue): the send is its
- * own statement, after the caller's commit, since inside the transaction the policy's unique index
- * would make concurrent transactions wait for each other. pg-boss drops the send while a job waits
- * already. A quiet queue's wake is sent at once; one asked for while a send is on its way, or within
- * `spacingMs` of the last one's start, is sent once after that, for every commit meanwhile: under
- * load a process sends a few wakes a second instead of one per commit (each a statement pg-boss
- * parses anew), and a run starts at most `spacingMs` later. Not awaited; a send lost to a crash or
- * an outage is made up by the queue's schedule.
+ * Wake-ups of `stately` queues, sent after the caller's commit: inside its transaction the policy's unique
+ * index would make concurrent transactions wait for each other. Wakes asked for while one is on its way or
+ * within `spacingMs` of its start are sent once after it. A lost send is made up by the queue's schedule.
  */
 export class Wakes {
-  /** Per queue woken: the send on its way and the spacing after it, and whether another was asked for meanwhile. */
+  /** Per queue: the send on its way with the spacing after it, and whether another was asked for meanwhile. */
   private readonly waking = new Map<string, { done: Promise<void>; again: boolean }>();
   private readonly send: (name: string) => Promise<void>;
   private readonly spacingMs: number;

@@ -1,10 +1,7 @@
 import type { Db } from '../../db/database.ts';
 import type { OrderEventRow } from '../../db/schema.ts';
 
-/**
- * The `order_events` outbox read as a feed by id (the live event stream, src/modules/live/), every
- * read served by the primary key.
- */
+/** The `order_events` outbox read as a feed by id (src/modules/live/), every read served by the primary key. */
 
 /** The newest event's id (0 with no event): where a feed that starts now begins. */
 export async function latestOrderEventId(db: Db): Promise<number> {

@@ -7,10 +7,8 @@ import { exactTotal, MAX_MONEY } from '../products/money.ts';
 import { changeStock, type LockedProduct } from '../products/products.repository.ts';
 import { changeOrder, changeOrders, inOrderTransaction } from './order-lifecycle.ts';
 import { lockOrder, lockOrders, lockOrdersWithProducts, requeuedSince, type ProductDemand, type StatusChange } from './orders.changes.repository.ts';
-import { findOrderStatus } from './orders.reads.repository.ts';
+import { findOrderWithLines } from './orders.reads.repository.ts';
 import type { FailureDetails } from './orders.schemas.ts';
-
-type FailureReason = 'INSUFFICIENT_STOCK' | 'PRODUCT_UNAVAILABLE' | 'TOTAL_TOO_LARGE' | 'PROCESSING_ERROR';
 
 /** Seams for tests (buildApp's `hooks.orderProcessing`): fault injection without touching the database. */
 export interface OrderProcessorHooks {
@@ -22,22 +20,12 @@ export interface OrderProcessorHooks {
   afterProcess?: (orderIds: readonly number[]) => void;
 }
 
-/**
- * How far a retry's `pending` event must follow the creation of a given-up job to count as a new
- * round of processing: the job reaches JavaScript cut to milliseconds, the event keeps microseconds.
- */
+/** A retry's `pending` event must follow a given-up job's creation by this: the job's time is cut to milliseconds, the event's is not. */
 const REQUEUE_MARGIN_MS = 1;
 
-/** What the processing of one order decides: completed at its total, or failed, with why. */
-type Decision = { status: 'completed'; total: string } | { status: 'failed'; reason: FailureReason; details: FailureDetails | undefined };
-
-/**
- * Prices an order's demand with its locked products, or fails it: an inactive (or missing) product
- * fails it PRODUCT_UNAVAILABLE, a line wanting more than `available` of its product
- * INSUFFICIENT_STOCK (with every short line), a total above the largest amount TOTAL_TOO_LARGE.
- */
-function decide(demand: readonly ProductDemand[], products: ReadonlyMap<number, LockedProduct>, available: (product: LockedProduct) => number): Decision {
-  let failure: FailureReason | undefined;
+/** A processing order's move: completed at its total, or failed PRODUCT_UNAVAILABLE, INSUFFICIENT_STOCK (with the short lines) or TOTAL_TOO_LARGE. */
+function decide(id: number, demand: readonly ProductDemand[], products: ReadonlyMap<number, LockedProduct>, stock: ReadonlyMap<number, number>): StatusChange {
+  let failure: 'INSUFFICIENT_STOCK' | 'PRODUCT_UNAVAILABLE' | 'TOTAL_TOO_LARGE' | undefined;
   const short: FailureDetails['lines'] = [];
   for (const d of demand) {
     const p = products.get(d.productId);
@@ -45,23 +33,23 @@ function decide(demand: readonly ProductDemand[], products: ReadonlyMap<number, 
       failure = 'PRODUCT_UNAVAILABLE';
       break;
     }
-    if (available(p) < d.quantity) {
+    if (stock.get(p.id)! < d.quantity) {
       failure ??= 'INSUFFICIENT_STOCK';
-      short.push({ product_id: d.productId, requested: d.quantity, available: available(p) });
+      short.push({ product_id: d.productId, requested: d.quantity, available: stock.get(p.id)! });
     }
   }
   if (failure === undefined) {
     const total = exactTotal(demand.map((d) => ({ price: products.get(d.productId)!.price, quantity: d.quantity })));
-    if (Number(total) <= MAX_MONEY) return { status: 'completed', total };
+    if (Number(total) <= MAX_MONEY) return { id, from: 'processing', to: 'completed', total, failureReason: null };
     failure = 'TOTAL_TOO_LARGE';
   }
-  return { status: 'failed', reason: failure, details: failure === 'INSUFFICIENT_STOCK' ? { lines: short } : undefined };
+  const details = failure === 'INSUFFICIENT_STOCK' ? { lines: short } : undefined;
+  return { id, from: 'processing', to: 'failed', failureReason: failure, reason: failure, details };
 }
 
 /**
- * The background processing of orders, one or a batch alike (docs/architecture.md, Jobs). Safe to
- * run any number of times: the order row's lock and status decide whether anything is left to do,
- * so stock is never reserved twice, nor for an order cancelled meanwhile (cancelling takes the lock).
+ * The processing of orders, one or a batch alike (docs/architecture.md, Jobs), safe to rerun: the order
+ * row's lock and status decide what is left, so stock is never reserved twice or for a cancelled order.
  */
 export class OrderProcessor {
   private readonly hooks: OrderProcessorHooks;
@@ -101,55 +89,42 @@ export class OrderProcessor {
   /** Processes one order; returns its status afterwards (undefined: no such order). */
   async process(orderId: number): Promise<OrderStatus | undefined> {
     await this.processOrders([{ orderId, attempt: 1 }]);
-    return findOrderStatus(this.db, orderId);
+    return (await findOrderWithLines(this.db, orderId))?.order.status;
   }
 
+  /** pending → processing, then each order completed from stock or failed, in two transactions. */
   private async processOrders(items: readonly { orderId: number; attempt: number }[]): Promise<void> {
     const ids = [...new Set(items.map((i) => i.orderId))].sort((a, b) => a - b);
     try {
-      await this.reserve(ids, items);
+      // two or more orders locked in id order first; one processing already (an earlier attempt moved it) stays as it is
+      await inOrderTransaction(this.db, this.queue, async (trx) => {
+        if (ids.length > 1) await lockOrders(trx, ids);
+        await changeOrders(trx, ids.map((id) => ({ id, from: 'pending', to: 'processing' })));
+      });
+      for (const item of items) await this.hooks.beforeReserve?.(item.orderId, item.attempt);
+      await inOrderTransaction(this.db, this.queue, async (trx) => {
+        const locked = await lockOrdersWithProducts(trx, ids, 'processing');
+        const products = new Map(locked.products.map((p) => [p.id, p]));
+        // what each product has left for the next order, once the orders before it took their units
+        const left = new Map(locked.products.map((p) => [p.id, p.stock]));
+        const changes: StatusChange[] = [];
+        for (const order of locked.orders) {
+          // completed, failed or cancelled already (a duplicate job, or cancelled while queued)
+          if (order.status !== 'processing') continue;
+          const change = decide(order.id, order.demand, products, left);
+          if (change.to === 'completed') for (const d of order.demand) left.set(d.productId, left.get(d.productId)! - d.quantity);
+          changes.push(change);
+        }
+        const stock = [...left].map(([productId, units]) => ({ productId, delta: units - products.get(productId)!.stock }));
+        await changeStock(trx, stock.filter((c) => c.delta !== 0));
+        await changeOrders(trx, changes, locked.products);
+      });
     } finally {
       this.hooks.afterProcess?.(ids);
     }
   }
 
-  /** pending → processing, then each order completed from stock or failed, in two transactions. */
-  private async reserve(ids: readonly number[], items: readonly { orderId: number; attempt: number }[]): Promise<void> {
-    // pending → processing, two or more orders locked in id order first; one processing already (an earlier attempt moved it) stays as it is
-    await inOrderTransaction(this.db, this.queue, async (trx) => {
-      if (ids.length > 1) await lockOrders(trx, ids);
-      await changeOrders(trx, ids.map((id) => ({ id, from: 'pending', to: 'processing' })));
-    });
-    for (const item of items) await this.hooks.beforeReserve?.(item.orderId, item.attempt);
-    await inOrderTransaction(this.db, this.queue, async (trx) => {
-      const locked = await lockOrdersWithProducts(trx, ids, 'processing');
-      const products = new Map(locked.products.map((p) => [p.id, p]));
-      // what each product has left for the next order, once the orders before it took their units
-      const left = new Map(locked.products.map((p) => [p.id, p.stock]));
-      const changes: StatusChange[] = [];
-      for (const order of locked.orders) {
-        // completed, failed or cancelled already (a duplicate job, or cancelled while queued)
-        if (order.status !== 'processing') continue;
-        const decision = decide(order.demand, products, (p) => left.get(p.id)!);
-        if (decision.status === 'failed') {
-          changes.push({ id: order.id, from: 'processing', to: 'failed', failureReason: decision.reason, reason: decision.reason, details: decision.details });
-          continue;
-        }
-        for (const d of order.demand) left.set(d.productId, left.get(d.productId)! - d.quantity);
-        changes.push({ id: order.id, from: 'processing', to: 'completed', total: decision.total, failureReason: null });
-      }
-      const stock = [...left].map(([productId, units]) => ({ productId, delta: units - products.get(productId)!.stock }));
-      await changeStock(trx, stock.filter((c) => c.delta !== 0));
-      await changeOrders(trx, changes, locked.products);
-    });
-  }
-
-  /**
-   * The dead-letter handler: pg-boss gave up on the order's job without the handler recording it
-   * (the last attempt expired or lost its worker, or recording the failure threw). Fails the order
-   * with PROCESSING_ERROR like a last attempt does (`failUnlessFinal`), so running it again, or
-   * late, is harmless. Returns whether it failed the order.
-   */
+  /** The dead-letter handler (pg-boss gave up without `handle` recording it): fails the order like a last attempt; returns whether it did. */
   async abandon(job: Job<'order-process-dead-letter'>): Promise<boolean> {
     const { orderId } = job.data;
     const requeuedAfter = job.sourceCreatedOn === null ? undefined : new Date(new Date(job.sourceCreatedOn).getTime() + REQUEUE_MARGIN_MS);
@@ -158,11 +133,7 @@ export class OrderProcessor {
     return failed;
   }
 
-  /**
-   * Fails the order with PROCESSING_ERROR unless it is final already, or (with `requeuedAfter`) was
-   * retried after that time, when a newer job owns it. A `pending` order goes through `processing`
-   * first, in the same transaction: subscribers see every transition. Returns whether it failed it.
-   */
+  /** Fails the order unless final or retried after `requeuedAfter` (a newer job owns it); a pending one passes through processing for subscribers. */
   private async failUnlessFinal(orderId: number, requeuedAfter?: Date): Promise<boolean> {
     return inOrderTransaction(this.db, this.queue, async (trx) => {
       const order = await lockOrder(trx, orderId);

@@ -8,33 +8,27 @@ import { findUserByEmail } from '../users/users.repository.ts';
 import { findOrderWithLines, listOrderEvents, listOrders, orderBatches, type OrderFilter, type OrderLineView } from './orders.reads.repository.ts';
 import type { AdminOrderFilterQuery, AdminOrderListQuery } from './orders.schemas.ts';
 
+type ExportRow = { order: OrderRow; customer: Customer | undefined };
+
 const DAY_MS = 24 * 60 * 60 * 1000;
-/** orders per read of the export: one index range each, a bounded part of the list in memory */
+/** orders per read of the export: a bounded part of the list in memory */
 const EXPORT_BATCH = 1000;
-/** customers a search passes to the orders' query by id; more match a prefix so common that the orders' newest-first walk finds them soon */
+/** customers a search passes to the orders' query by id; more match a prefix so common that the newest-first walk finds them soon */
 const SEARCH_CUSTOMERS = 1000;
 const DATE_ONLY = /^\d{4}-\d{2}-\d{2}$/;
 /** The first instant after the range the API accepts (years 1–9999, UTC). */
 const END_OF_RANGE_MS = Date.UTC(10000, 0, 1);
 
 /** An order as an administrator reads it: its lines and every event of its history. */
-export interface OrderRecord {
-  order: OrderRow;
-  lines: OrderLineView[];
-  events: OrderEventRow[];
-}
+export type OrderRecord = { order: OrderRow; lines: OrderLineView[]; events: OrderEventRow[] };
 
-/**
- * The creation-time filters, both inclusive: a date-time to the millisecond the API shows times in
- * (the database keeps microseconds), a date the whole of that UTC day.
- */
+/** The creation-time filters, both inclusive: a date-time to the millisecond the API shows (the database keeps microseconds), a date the whole UTC day. */
 function timeRange(q: AdminOrderFilterQuery): Pick<OrderFilter, 'createdFrom' | 'createdBefore'> {
   const range: Pick<OrderFilter, 'createdFrom' | 'createdBefore'> = {};
   if (q.created_from !== undefined) range.createdFrom = new Date(DATE_ONLY.test(q.created_from) ? `${q.created_from}T00:00:00Z` : q.created_from);
   if (q.created_to !== undefined) {
     const to = DATE_ONLY.test(q.created_to) ? Date.parse(`${q.created_to}T00:00:00Z`) + DAY_MS : Date.parse(q.created_to) + 1;
-    // the end of year 9999 (UTC) bounds nothing (no order is created later), and the step past it
-    // makes year 10000, which PostgreSQL refuses: no upper bound then
+    // past the end of year 9999 is year 10000, which PostgreSQL refuses: no upper bound then (nothing is later)
     if (!(to >= END_OF_RANGE_MS)) range.createdBefore = new Date(to);
   }
   for (const [field, d] of [['created_from', range.createdFrom], ['created_to', range.createdBefore]] as const) {
@@ -46,11 +40,6 @@ function timeRange(q: AdminOrderFilterQuery): Pick<OrderFilter, 'createdFrom' | 
   return range;
 }
 
-export interface ExportRow {
-  order: OrderRow;
-  customer: Customer | undefined;
-}
-
 /** The administrators' view of orders: every user's, with their origin, failure and history. */
 export class OrdersAdminService {
   private readonly db: Db;
@@ -59,10 +48,7 @@ export class OrdersAdminService {
     this.db = deps.db;
   }
 
-  /**
-   * The filter `q` names (`statuses`: those its status filter stands for in the caller's API version,
-   * mappers' `statusesFor`); undefined when no order can match.
-   */
+  /** The filter `q` names (`statuses`: those its status filter stands for, `statusesFor`); undefined when no order can match. */
   private async filterOf(q: AdminOrderFilterQuery, statuses: OrderStatus[] | undefined): Promise<OrderFilter | undefined> {
     const userId = q.customer_email === undefined ? q.user_id : (await findUserByEmail(this.db, q.customer_email))?.id;
     // no user has that e-mail, or another user than `user_id` names has it: no order matches
@@ -83,8 +69,7 @@ export class OrdersAdminService {
     }
     // one owner already chosen: the prefix only has to hold for them
     if (userId !== undefined) return { ...filter, customerPrefix: search };
-    // The customers first: the orders' query then knows how many (a subquery's count is a guess,
-    // which at a million orders chose to walk them all for a prefix nobody has).
+    // the customers first, so the orders' query knows how many (it guesses a subquery's count, and walked every order for a prefix nobody had)
     const matches = await findCustomerIdsByPrefix(this.db, search, SEARCH_CUSTOMERS + 1);
     if (matches.length === 0) return undefined;
     if (matches.length === 1) return { ...filter, userId: matches[0] };
@@ -100,11 +85,7 @@ export class OrdersAdminService {
     return { ...cappedPageOf(rows, count, q.page, q.page_size), customers };
   }
 
-  /**
-   * Every order `q` selects, newest first, a batch at a time with the batch's owners. The filter is
-   * checked and the first batch read before this returns, so their errors are answered as errors
-   * (not as a response cut short).
-   */
+  /** Every order `q` selects, newest first, in batches with their owners; the first is read here, so its errors are answered as errors. */
   async export(q: AdminOrderFilterQuery, statuses: OrderStatus[] | undefined): Promise<AsyncIterable<ExportRow[]> | Iterable<ExportRow[]>> {
     const filter = await this.filterOf(q, statuses);
     if (filter === undefined) return [];

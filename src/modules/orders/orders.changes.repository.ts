@@ -1,20 +1,17 @@
 import { sql, type Transaction } from 'kysely';
+import type { Db } from '../../db/database.ts';
 import type { Database, OrderRow, OrderStatus } from '../../db/schema.ts';
 import type { OrderEventOf } from '../../events/order-events.ts';
 import { activeTraceparent, traceIdOf } from '../../jobs/job-tracing.ts';
 import { lockProducts, productStatesQuery, type LockedProduct, type ProductState } from '../products/products.repository.ts';
 
-/**
- * The orders module's writes. Every change of an order writes its numbered event in the same
- * statement; the events are the outbox the publishing job hands to the listeners.
- */
+/** The orders module's writes: every change of an order writes its numbered event, the outbox, in the same statement. */
 
-/** The order row, locked until `trx` ends. */
 export async function lockOrder(trx: Transaction<Database>, id: number): Promise<OrderRow | undefined> {
   return trx.selectFrom('orders').selectAll().where('id', '=', id).forUpdate().executeTakeFirst();
 }
 
-/** Locks the order rows of `ids` in id order (the lock order of docs/architecture.md) until `trx` ends. */
+/** Locks the order rows of `ids` in id order (the lock order of docs/architecture.md). */
 export async function lockOrders(trx: Transaction<Database>, ids: readonly number[]): Promise<void> {
   await trx.selectFrom('orders').select('id').where('id', 'in', [...ids]).orderBy('id').forUpdate().execute();
 }
@@ -23,17 +20,12 @@ export interface NewOrder {
   userId: number;
   shippingAddress: string;
   lines: readonly { productId: number; quantity: number }[];
-  /** where the order came from: 'api' (default) or an inbound platform */
+  /** 'api' (default) or an inbound platform, which knows the order by `externalId` */
   source?: string;
-  /** the platform's own order id, unique per source */
   externalId?: string | null;
 }
 
-/**
- * Inserts a pending order (total 0) with its lines (unit price 0, in the order given) and its
- * `order.created` event, in one statement, only when every product of the lines is active;
- * otherwise `order` is undefined and nothing is written. `products` are those found.
- */
+/** Inserts a pending, unpriced order with its lines and `order.created` event if every product is active (else `order` is undefined). */
 export async function insertOrder(trx: Transaction<Database>, input: NewOrder): Promise<{ order: OrderRow | undefined; products: ProductState[] }> {
   const productIds = input.lines.map((l) => l.productId);
   const distinct = new Set(productIds).size;
@@ -61,39 +53,25 @@ export async function insertOrder(trx: Transaction<Database>, input: NewOrder): 
   return { order: order.id === null ? undefined : (order as OrderRow), products: products ?? [] };
 }
 
-/** One order's move from `from` to `to`, for `changeStatuses`. */
+/** One order's move; `total` and `failureReason` (null clears it) change the order when given, `reason` and `details` go on the event. */
 export interface StatusChange {
   id: number;
   from: OrderStatus;
   to: OrderStatus;
-  /** the order's total (a completion); unchanged when undefined */
   total?: string;
-  /** the order's failure reason: set to this (a failure), cleared with null; unchanged when undefined */
   failureReason?: string | null;
-  /** why, on the event (a failure's reason, a cancellation's) */
   reason?: string | null;
-  /** what a failure concerned, on the event (JSON) */
   details?: unknown;
 }
 
 /** A product's price (exact decimal text) and name, as a completed order's lines take them. */
-export interface LinePrice {
-  id: number;
-  price: string;
-  name: string;
-}
+export type LinePrice = Pick<LockedProduct, 'id' | 'price' | 'name'>;
 
 /**
- * Moves each order of `changes` still in its `from` status to its `to` status with its
- * `order.status_changed` event, in one statement; the lines of an order moved to `completed` take
- * the prices and names of `linePrices`. Returns the orders moved, in id order. Without the caller's
- * locks (`lockOrders`) the UPDATE takes them, and re-checks `from` on an order changed meanwhile.
+ * Moves each order still in `from` to `to` with its event in one statement (a completed one's lines take `linePrices`); returns them by id.
+ * Without the caller's locks the UPDATE takes them, and re-checks `from` on an order changed meanwhile.
  */
-export async function changeStatuses(
-  trx: Transaction<Database>,
-  changes: readonly StatusChange[],
-  linePrices: readonly LinePrice[] = [],
-): Promise<OrderRow[]> {
+export async function changeStatuses(trx: Transaction<Database>, changes: readonly StatusChange[], linePrices: readonly LinePrice[]): Promise<OrderRow[]> {
   if (changes.length === 0) return [];
   const column = <T>(pick: (c: StatusChange) => T) => changes.map(pick);
   const { rows } = await sql<OrderRow>`
@@ -131,18 +109,9 @@ export interface ProductDemand {
   quantity: number;
 }
 
-/** An order locked by `lockOrdersWithProducts`: its status under the lock, and what it wants of each product. */
-export interface LockedOrder {
-  id: number;
-  status: OrderStatus;
-  demand: ProductDemand[];
-}
+type LockedOrder = { id: number; status: OrderStatus; demand: ProductDemand[] };
 
-/**
- * The order rows of `ids` that exist, locked in id order, each with its status and demand, then
- * the products of those in `status`, locked in id order: the order's lock comes before its
- * products' (the lock order of docs/architecture.md).
- */
+/** Locks the orders of `ids`, then the products of those in `status`, each in id order (docs/architecture.md's lock order). */
 export async function lockOrdersWithProducts(
   trx: Transaction<Database>,
   ids: readonly number[],
@@ -164,17 +133,6 @@ export async function lockOrdersWithProducts(
   return { orders: [...orders.values()], products: await lockProducts(trx, [...new Set(wanted)]) };
 }
 
-/** An order's demand, one row per product, in product id order. */
-export async function orderDemand(trx: Transaction<Database>, orderId: number): Promise<ProductDemand[]> {
-  return trx
-    .selectFrom('order_items')
-    .select(['product_id as productId', (eb) => sql<number>`sum(${eb.ref('quantity')})::integer`.as('quantity')])
-    .where('order_id', '=', orderId)
-    .groupBy('product_id')
-    .orderBy('product_id')
-    .execute();
-}
-
 /** True when the order went back to `pending` (a retry) after `since`, so a job created before is stale. */
 export async function requeuedSince(trx: Transaction<Database>, orderId: number, since: Date): Promise<boolean> {
   const row = await trx
@@ -188,14 +146,10 @@ export async function requeuedSince(trx: Transaction<Database>, orderId: number,
   return row !== undefined;
 }
 
-/** The first key of the publishing lock (`unpublishedEvents`). */
+/** The first key of the publishing lock: two keys never collide with pg-boss's single-key advisory locks. */
 const PUBLISHING_LOCK = -17;
 
-/**
- * Up to `limit` events not yet handed to the listeners, oldest first, with their orders' origin,
- * after taking the publishing lock: one publisher at a time, so each order's events reach the
- * listeners in sequence. The two-key advisory lock never collides with pg-boss's single-key ones.
- */
+/** Unpublished events, oldest first, under the publishing lock: one publisher at a time keeps each order's events in sequence. */
 export async function unpublishedEvents(trx: Transaction<Database>, limit: number): Promise<OrderEventOf[]> {
   await sql`SELECT pg_advisory_xact_lock(${PUBLISHING_LOCK}::int, 0)`.execute(trx);
   const rows = await trx
@@ -210,7 +164,44 @@ export async function unpublishedEvents(trx: Transaction<Database>, limit: numbe
   return rows.map(({ source, external_id, ...event }) => ({ event, order: { id: event.order_id, source, external_id } }));
 }
 
-/** Marks events as handed to the listeners, in the transaction of what the listeners wrote. */
+/** Marks events as handed to the listeners, in the transaction of what they wrote. */
 export async function markPublished(trx: Transaction<Database>, ids: readonly number[]): Promise<void> {
   if (ids.length > 0) await trx.updateTable('order_events').set({ published: true }).where('id', 'in', [...ids]).execute();
+}
+
+/** The responses stored under an `Idempotency-Key` of `POST /orders` (201s only), kept 24 h. */
+const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
+
+export async function findIdempotencyKey(db: Db, userId: number, key: string): Promise<{ request_hash: string; response_body: unknown } | undefined> {
+  return db
+    .selectFrom('idempotency_keys')
+    .select(['request_hash', 'response_body'])
+    .where('user_id', '=', userId)
+    .where('key', '=', key)
+    .where('expires_at', '>', new Date())
+    .executeTakeFirst();
+}
+
+/** Stores the 201 under the key, replacing an expired row; false for a live row (a concurrent duplicate waits here, then sees it). */
+export async function saveIdempotencyKey(trx: Transaction<Database>, userId: number, key: string, requestHash: string, body: unknown): Promise<boolean> {
+  const now = new Date();
+  const response = {
+    request_hash: requestHash,
+    response_status: 201,
+    response_body: JSON.stringify(body),
+    created_at: now,
+    expires_at: new Date(now.getTime() + IDEMPOTENCY_TTL_MS),
+  };
+  const saved = await trx
+    .insertInto('idempotency_keys')
+    .values({ user_id: userId, key, ...response })
+    .onConflict((oc) => oc.columns(['user_id', 'key']).doUpdateSet(response).where('idempotency_keys.expires_at', '<=', new Date()))
+    .returning('key')
+    .executeTakeFirst();
+  return saved !== undefined;
+}
+
+export async function purgeExpiredIdempotencyKeys(db: Db): Promise<number> {
+  const result = await db.deleteFrom('idempotency_keys').where('expires_at', '<=', new Date()).executeTakeFirst();
+  return Number(result.numDeletedRows);
 }

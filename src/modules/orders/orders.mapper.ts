@@ -32,14 +32,8 @@ function tail(version: ApiVersion, o: OrderRow) {
 
 /** The 201 of POST /orders: the order as just created (pending, nothing priced yet), the same in every version. */
 export function toOrderCreated(o: OrderRow, lines: { productId: number; quantity: number }[]): OrderCreated {
-  return {
-    id: o.id,
-    user_id: o.user_id,
-    status: statusIn('v1', o.status) as OrderCreated['status'],
-    total_amount: moneyToNumber(o.total_amount),
-    items: lines.map((l) => ({ product_id: l.productId, quantity: l.quantity, unit_price: 0 })),
-    created_at: iso(o.created_at),
-  };
+  const items = lines.map((l) => ({ product_id: l.productId, quantity: l.quantity, unit_price: 0 }));
+  return { ...(head('v1', o) as Omit<OrderCreated, 'items' | 'created_at'>), items, created_at: iso(o.created_at) };
 }
 
 export function toOrderSummary(version: ApiVersion, o: OrderRow) {
@@ -50,13 +44,7 @@ export function toOrderDetail(version: ApiVersion, o: OrderRow, lines: OrderLine
   return {
     ...head(version, o),
     shipping_address: o.shipping_address,
-    items: lines.map((l) => ({
-      id: l.id,
-      product_id: l.product_id,
-      product_name: l.product_name,
-      quantity: l.quantity,
-      unit_price: moneyToNumber(l.unit_price),
-    })),
+    items: lines.map((l) => ({ ...l, unit_price: moneyToNumber(l.unit_price) })),
     ...tail(version, o),
   };
 }

@@ -1,10 +1,7 @@
 import client from 'prom-client';
 import type { OrderStatus } from '../../db/schema.ts';
 
-/**
- * Order status changes counted by the process that makes them (decision 011): an API process the
- * orders it places, retries and cancels, a worker those it processes. /metrics registers it.
- */
+/** Order status changes counted by the process that makes them (decision 011); /metrics registers it. */
 export const orderStatusTransitions = new client.Counter({
   name: 'order_status_transitions_total',
   help: 'Order status changes made by this process since it started, by the status moved to (pending: created, or queued again by a retry)',
@@ -13,7 +10,6 @@ export const orderStatusTransitions = new client.Counter({
 });
 for (const status of ['pending', 'processing', 'completed', 'failed', 'cancelled'] satisfies OrderStatus[]) orderStatusTransitions.inc({ status }, 0);
 
-/** Counts the orders moved to their (new) status. */
 export function countStatusChanges(orders: readonly { status: OrderStatus }[]): void {
   for (const o of orders) orderStatusTransitions.inc({ status: o.status });
 }

@@ -1,8 +1,9 @@
 import type { AppContext, AppModule } from '../../app-context.ts';
+import { HOUSEKEEPING_RETRY } from '../../jobs/queue.ts';
+import { PUBLISH_QUEUE, publishEvents } from './order-lifecycle.ts';
 import { OrderProcessor, type OrderProcessorHooks } from './order-processor.ts';
-import { registerOrderAdminRoutes } from './orders.admin.routes.ts';
 import { OrdersAdminService } from './orders.admin.service.ts';
-import { registerOrderJobs } from './orders.jobs.ts';
+import { purgeExpiredIdempotencyKeys } from './orders.changes.repository.ts';
 import { registerOrderRoutes } from './orders.routes.ts';
 import { OrdersService } from './orders.service.ts';
 
@@ -14,16 +15,30 @@ export interface OrdersModule extends AppModule {
 
 /** Orders, their background processing, the Idempotency-Key store and the administrators' order console. */
 export function createOrdersModule(ctx: AppContext, opts: { hooks?: OrderProcessorHooks } = {}): OrdersModule {
-  const service = new OrdersService({ db: ctx.db, queue: ctx.queue });
-  const processor = new OrderProcessor({ db: ctx.db, queue: ctx.queue, log: ctx.log, hooks: opts.hooks });
-  registerOrderJobs(ctx.queue, { db: ctx.db, log: ctx.log, processor, orderEvents: ctx.orderEvents, concurrency: ctx.config.orderWorkerConcurrency });
-  const admin = new OrdersAdminService({ db: ctx.db });
+  const { db, queue, log } = ctx;
+  const service = new OrdersService({ db, queue });
+  const processor = new OrderProcessor({ db, queue, log, hooks: opts.hooks });
+  // POST /orders sends one per order: its link costs the request nothing (src/jobs/job-policies.ts)
+  queue.define({ name: 'order-process', linkWhenTaken: true });
+  queue.work('order-process', (job) => processor.handle(job), ctx.config.orderWorkerConcurrency, { together: (jobs) => processor.handleBatch(jobs) });
+  queue.workGivenUp('order-process', async (job) => {
+    await processor.abandon(job);
+  });
+  // Publishing is woken after each change's commit, and runs every minute for a wake that was lost;
+  // one job waiting and one running at most: a run publishes every event committed before it starts.
+  queue.define({ name: PUBLISH_QUEUE, policy: 'stately', batchSize: 1 });
+  queue.work(PUBLISH_QUEUE, () => publishEvents(db, ctx.orderEvents));
+  queue.scheduleCron(PUBLISH_QUEUE, '* * * * *');
+  queue.define({ name: 'idempotency-keys-purge', ...HOUSEKEEPING_RETRY });
+  queue.work('idempotency-keys-purge', async () => {
+    const purged = await purgeExpiredIdempotencyKeys(db);
+    if (purged > 0) log.info({ purged }, 'purged expired idempotency keys');
+  });
+  queue.scheduleCron('idempotency-keys-purge', '23 * * * *');
+  const admin = new OrdersAdminService({ db });
   return {
     service,
     admin,
-    routes: (api) => {
-      registerOrderRoutes(api, service);
-      registerOrderAdminRoutes(api, admin, ctx.config.currency);
-    },
+    routes: (api) => registerOrderRoutes(api, service, admin, ctx.config.currency),
   };
 }

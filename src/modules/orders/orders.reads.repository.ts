@@ -1,27 +1,13 @@
-import { sql } from 'kysely';
+import { sql, type Selectable } from 'kysely';
 import { jsonArrayFrom } from 'kysely/helpers/postgres';
 import { countCapped, type CappedCount } from '../../db/capped-count.ts';
 import type { Db } from '../../db/database.ts';
 import { utcBucket } from '../../db/time-buckets.ts';
-import type { OrderEventRow, OrderRow, OrderStatus } from '../../db/schema.ts';
+import type { OrderEventRow, OrderItemsTable, OrderRow, OrderStatus } from '../../db/schema.ts';
 import { customerIdsByPrefix } from '../users/customers.repository.ts';
 
-/** The orders module's reads: one order, a user's pages, every order for administrators, the open orders. */
+export type OrderLineView = Omit<Selectable<OrderItemsTable>, 'order_id'>;
 
-export interface OrderLineView {
-  id: number;
-  product_id: number;
-  product_name: string;
-  quantity: number;
-  unit_price: string;
-}
-
-/** The order's status as committed now, without a lock (undefined: no such order). */
-export async function findOrderStatus(db: Db, id: number): Promise<OrderStatus | undefined> {
-  return (await db.selectFrom('orders').select('status').where('id', '=', id).executeTakeFirst())?.status;
-}
-
-/** An order and its lines (in line order) in one round trip; undefined when there is no such order. */
 export async function findOrderWithLines(db: Db, id: number): Promise<{ order: OrderRow; lines: OrderLineView[] } | undefined> {
   return (await findOrdersWithLines(db, [id]))[0];
 }
@@ -47,48 +33,35 @@ export async function findOrdersWithLines(db: Db, ids: readonly number[]): Promi
   return rows.map(({ lines, ...order }) => ({ order, lines }));
 }
 
-/**
- * A page of one user's orders (those in any of `statuses`, when given), newest first, and how many
- * there are: a count orders_user_created_idx (or orders_user_status_created_idx) serves.
- */
-export async function listUserOrders(
-  db: Db,
-  opts: { userId: number; statuses: readonly OrderStatus[] | undefined; limit: number; offset: number },
-): Promise<{ rows: OrderRow[]; total: number }> {
-  const mine = filtered(db, { userId: opts.userId, statuses: opts.statuses });
+/** A page of one user's orders, newest first, and how many: a count orders_user_created_idx (or orders_user_status_created_idx) serves. */
+export async function listUserOrders(db: Db, f: { userId: number; statuses?: readonly OrderStatus[] }, page: { limit: number; offset: number }): Promise<{ rows: OrderRow[]; total: number }> {
+  const mine = filtered(db, f);
   const [rows, count] = await Promise.all([
-    mine.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(opts.limit).offset(opts.offset).execute(),
+    mine.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(page.limit).offset(page.offset).execute(),
     mine.select((eb) => eb.fn.countAll<string>().as('total')).executeTakeFirstOrThrow(),
   ]);
   return { rows, total: Number(count.total) };
 }
 
-/** The id of the order a platform knows by `externalId`, if it exists. */
 export async function findOrderIdByExternalId(db: Db, source: string, externalId: string): Promise<number | undefined> {
   const row = await db.selectFrom('orders').select('id').where('source', '=', source).where('external_id', '=', externalId).executeTakeFirst();
   return row?.id;
 }
 
-/** An order's events, oldest first. */
 export async function listOrderEvents(db: Db, orderId: number): Promise<OrderEventRow[]> {
   return db.selectFrom('order_events').selectAll().where('order_id', '=', orderId).orderBy('sequence', 'asc').execute();
 }
 
-/** The order filters (the administrators' list has them all); each one given narrows the list. */
+/** The order filters, each one given narrowing the list; `customerPrefix`: the start of the owner's e-mail or name. */
 export interface OrderFilter {
-  /** orders in any of these statuses */
   statuses?: readonly OrderStatus[];
   userId?: number;
-  /** orders of any of these users */
   userIds?: readonly number[];
   /** true: orders from an inbound platform (any source but the API); false: orders placed through the API */
   platform?: boolean;
   externalId?: string;
-  /** created at or after */
   createdFrom?: Date;
-  /** created before */
   createdBefore?: Date;
-  /** the search: an order number, or the start of the owner's e-mail or name */
   id?: number;
   customerPrefix?: string;
 }
@@ -121,10 +94,7 @@ export async function listOrders(db: Db, f: OrderFilter, page: { limit: number; 
   return { rows, count };
 }
 
-/**
- * Every order that matches `f`, newest first, in batches of `size` read by keyset (created_at, id):
- * each batch is one index range, however deep into the list, and only one batch is held at a time.
- */
+/** Every order that matches `f`, newest first, in batches read by keyset (created_at, id): each batch is one index range. */
 export async function* orderBatches(db: Db, f: OrderFilter, size: number): AsyncGenerator<OrderRow[]> {
   // the last row's created_at as the database's text: a Date would drop its microseconds
   let after: { at: string; id: number } | undefined;
@@ -139,10 +109,7 @@ export async function* orderBatches(db: Db, f: OrderFilter, size: number): Async
   }
 }
 
-/**
- * The orders created in [from, to) per UTC hour or day and current status, with their total:
- * read from orders_created_idx alone (it includes status and total_amount). Empty buckets are absent.
- */
+/** The orders created in [from, to) per UTC hour or day and status, with their total, from orders_created_idx alone. */
 export async function countOrdersPerBucket(
   db: Db,
   opts: { bucket: 'hour' | 'day'; from: Date; to: Date },
@@ -158,11 +125,7 @@ export async function countOrdersPerBucket(
   return rows.map((r) => ({ start: new Date(r.start), status: r.status, orders: Number(r.orders), amount: r.amount }));
 }
 
-/**
- * The products most often short in the orders created in [from, to) that failed for want of stock
- * (the short lines their `failed` event names), most first: the failed orders by
- * orders_status_created_idx, each one's event by its (order_id, sequence) key.
- */
+/** The products most often short in the failed orders created in [from, to), most first (orders_status_created_idx, then each event by key). */
 export async function mostShortProducts(db: Db, opts: { from: Date; to: Date; limit: number }): Promise<{ product_id: number; failed_orders: number }[]> {
   const { rows } = await sql<{ product_id: number; failed_orders: string }>`
     SELECT line.product_id, count(DISTINCT o.id) AS failed_orders

@@ -1,17 +1,22 @@
+import { Readable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
+import { Type } from 'typebox';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { apiVersionOf } from '../../http/api-version.ts';
 import { authUser } from '../../http/auth.ts';
+import { csvRecord } from '../../http/csv.ts';
 import { errorResponses } from '../../http/errors.ts';
-import { statusesFor, toOrderDetail, toOrderEvent, toOrderSummary } from './orders.mapper.ts';
+import type { OrdersAdminService } from './orders.admin.service.ts';
+import { EXPORT_COLUMNS, statusesFor, toAdminOrderDetail, toAdminOrderSummary, toExportRecord, toOrderDetail, toOrderEvent, toOrderSummary } from './orders.mapper.ts';
 import { OrderAction, OrderCancelBody, OrderCreateBody, OrderCreated, OrderCreateHeaders, OrderIdParams, orderSchemas } from './orders.schemas.ts';
 import type { OrdersService } from './orders.service.ts';
 
 /** The order routes of the API version `root` serves: its schemas and mappers, the same handlers. */
-export function registerOrderRoutes(root: FastifyInstance, orders: OrdersService): void {
+export function registerOrderRoutes(root: FastifyInstance, orders: OrdersService, admin: OrdersAdminService, currency: string): void {
   const app = root.withTypeProvider<TypeBoxTypeProvider>();
   const version = apiVersionOf(root);
-  const { OrderDetail, OrderEventList, OrderListQuery, OrderPage } = orderSchemas(version);
+  const { OrderDetail, OrderEventList, OrderListQuery, OrderPage, AdminOrderDetail, AdminOrderExportQuery, AdminOrderListQuery, AdminOrderPage } =
+    orderSchemas(version);
   const tags = ['orders'];
 
   app.post('/orders', {
@@ -26,7 +31,7 @@ export function registerOrderRoutes(root: FastifyInstance, orders: OrdersService
     handler: async (request, reply) => {
       const result = await orders.create(authUser(request), request.body, request.headers['idempotency-key']);
       if (result.replayed) void reply.header('idempotent-replayed', 'true');
-      return reply.code(result.statusCode).send(result.body);
+      return reply.code(201).send(result.body);
     },
   });
 
@@ -39,8 +44,7 @@ export function registerOrderRoutes(root: FastifyInstance, orders: OrdersService
       response: { 200: OrderPage, ...errorResponses(401, 403, 422, 429) },
     },
     handler: async (request) => {
-      const { status, ...q } = request.query;
-      const page = await orders.list(authUser(request), { ...q, statuses: statusesFor(version, status) });
+      const page = await orders.list(authUser(request), request.query, statusesFor(version, request.query.status));
       return { ...page, items: page.items.map((o) => toOrderSummary(version, o)) };
     },
   });
@@ -90,25 +94,90 @@ export function registerOrderRoutes(root: FastifyInstance, orders: OrdersService
   });
 
   // v1's statuses have no `cancelled`: only v2 can cancel
-  if (version === 'v1') return;
+  if (version === 'v2') {
+    app.post('/orders/:order_id/cancel', {
+      config: { auth: 'user' },
+      schema: {
+        tags,
+        summary: 'Cancel an order (owner or administrator); a completed order\'s stock is released',
+        description:
+          'Allowed from `pending`, `processing` and `completed`; a `failed` or already `cancelled` order is 400 `ORDER_NOT_CANCELLABLE`. ' +
+          'A completed order\'s units go back to stock with the status change; a pending or processing one is never priced or reserved afterwards. ' +
+          'Writes the next order event (with the `reason`, when given) and sends `order.status_changed` and `order.cancelled` to subscriptions. ' +
+          'Another user\'s order is 403, as for retry.',
+        params: OrderIdParams,
+        body: OrderCancelBody,
+        response: { 200: OrderDetail, ...errorResponses(400, 401, 403, 404, 422, 429) },
+      },
+      handler: async (request) => {
+        const { order, lines } = await orders.cancel(authUser(request), request.params.order_id, request.body?.reason ?? null);
+        return toOrderDetail(version, order, lines);
+      },
+    });
+  }
 
-  app.post('/orders/:order_id/cancel', {
-    config: { auth: 'user' },
+  // the administrators' order console
+  app.get('/admin/orders', {
+    config: { auth: 'admin' },
     schema: {
-      tags,
-      summary: 'Cancel an order (owner or administrator); a completed order\'s stock is released',
+      tags: ['admin'],
+      summary: "List every user's orders, newest first (administrators)",
       description:
-        'Allowed from `pending`, `processing` and `completed`; a `failed` or already `cancelled` order is 400 `ORDER_NOT_CANCELLABLE`. ' +
-        'A completed order\'s units go back to stock with the status change; a pending or processing one is never priced or reserved afterwards. ' +
-        'Writes the next order event (with the `reason`, when given) and sends `order.status_changed` and `order.cancelled` to subscriptions. ' +
-        'Another user\'s order is 403, as for retry.',
-      params: OrderIdParams,
-      body: OrderCancelBody,
-      response: { 200: OrderDetail, ...errorResponses(400, 401, 403, 404, 422, 429) },
+        'Filters combine. `source=platform` selects the orders created from an e-commerce platform\'s webhooks, `source=api` those placed ' +
+        'through POST /orders. `created_from` and `created_to` are inclusive: an ISO 8601 date-time with its offset, or a date for the ' +
+        'whole of that day in UTC. `customer_email` selects the orders of the user with that e-mail (compared in any case).',
+      querystring: AdminOrderListQuery,
+      response: { 200: AdminOrderPage, ...errorResponses(401, 403, 422, 429) },
     },
     handler: async (request) => {
-      const { order, lines } = await orders.cancel(authUser(request), request.params.order_id, request.body?.reason ?? null);
-      return toOrderDetail(version, order, lines);
+      const { customers, ...page } = await admin.list(request.query, statusesFor(version, request.query.status), version === 'v2');
+      return { ...page, items: page.items.map((o) => toAdminOrderSummary(version, o, customers.get(o.user_id))) };
+    },
+  });
+
+  if (version === 'v2') {
+    app.get('/admin/orders/export', {
+      config: { auth: 'admin' },
+      schema: {
+        tags: ['admin'],
+        summary: 'Export every order the filters select as CSV, newest first (administrators)',
+        description:
+          'The filters of GET /admin/orders (no paging). A `text/csv` attachment, streamed as it is read, with a header row: ' +
+          `\`${EXPORT_COLUMNS.join(',')}\`. RFC 4180 quoting; a cell that starts with \`=\`, \`+\`, \`-\`, \`@\`, a tab or a carriage ` +
+          'return gets a leading `\'` so that a spreadsheet shows it rather than running it. `total_amount` is exact, in `currency`.',
+        querystring: AdminOrderExportQuery,
+        response: {
+          200: { description: 'the orders, one CSV record each', content: { 'text/csv': { schema: Type.String() } } },
+          ...errorResponses(401, 403, 422, 429),
+        },
+      },
+      handler: async (request, reply) => {
+        const batches = await admin.export(request.query, statusesFor(version, request.query.status));
+        const stamp = new Date().toISOString().replace(/[-:]|\.\d+/g, '');
+        async function* records() {
+          yield csvRecord(EXPORT_COLUMNS);
+          for await (const batch of batches) yield batch.map((r) => csvRecord(toExportRecord(r.order, r.customer, currency))).join('');
+        }
+        return reply
+          .type('text/csv; charset=utf-8')
+          .header('content-disposition', `attachment; filename="orders-${stamp}.csv"`)
+          // a stream is sent as it is read; the schema's string documents the body
+          .send(Readable.from(records()) as unknown as string);
+      },
+    });
+  }
+
+  app.get('/admin/orders/:order_id', {
+    config: { auth: 'admin' },
+    schema: {
+      tags: ['admin'],
+      summary: "Read any order with its lines, origin, failure reason and events (administrators)",
+      params: OrderIdParams,
+      response: { 200: AdminOrderDetail, ...errorResponses(401, 403, 404, 422, 429) },
+    },
+    handler: async (request) => {
+      const { order, lines, events } = await admin.get(request.params.order_id);
+      return toAdminOrderDetail(version, order, lines, events);
     },
   });
 }

@@ -4,23 +4,13 @@ import type { ApiVersion } from '../../http/api-version.ts';
 import { CappedPage, IdOf, NonBlank, NullableTimestamp, Page, PageQuery, ruleBounds, Timestamp } from '../../http/common.schemas.ts';
 import { MAX_ID } from '../../http/path-ids.ts';
 
-/** The order statuses each API version knows: v1 has no `cancelled` (its clients read such an order as `failed`). */
-export const STATUSES: Record<ApiVersion, readonly OrderStatus[]> = {
-  v1: ['pending', 'processing', 'completed', 'failed'],
-  v2: ['pending', 'processing', 'completed', 'failed', 'cancelled'],
-};
+const STATUSES: readonly OrderStatus[] = ['pending', 'processing', 'completed', 'failed', 'cancelled'];
+/** The order statuses of a version: v1 has no `cancelled` (its clients read such an order as `failed`). */
+const StatusOf = (version: ApiVersion) => Type.Union(STATUSES.filter((s) => version === 'v2' || s !== 'cancelled').map((s) => Type.Literal(s)));
 
-const StatusOf = (version: ApiVersion) => Type.Union(STATUSES[version].map((s) => Type.Literal(s)));
-/** v1's statuses (the order as just created is always `pending`, in every version) */
-export const Status = StatusOf('v1');
-
-/** The most lines one order may have. */
 export const MAX_ORDER_LINES = 100;
 
-/**
- * Lines and quantities are integers here; their business limits (1–1000, known product) are 400s,
- * so the quantity's bounds are stated for the documents only (ruleBounds).
- */
+/** The lines' business limits (1–1000, known product) are 400s, so the quantity's bounds are for the documents only. */
 const OrderLineInput = Type.Object(
   {
     product_id: Type.Integer({ description: 'an active product (otherwise 400 `INVALID_PRODUCT`)' }),
@@ -55,7 +45,8 @@ export const OrderCreateHeaders = Type.Object({
 export const OrderCreated = Type.Object({
   id: Type.Integer(),
   user_id: Type.Integer(),
-  status: Status,
+  // the order as just created is `pending` in every version
+  status: StatusOf('v1'),
   total_amount: Type.Number({ description: '0 until the background job has priced the order' }),
   items: Type.Array(
     Type.Object({
@@ -92,14 +83,11 @@ export const FailureDetails = Type.Object(
 );
 export type FailureDetails = Static<typeof FailureDetails>;
 
-const Source = Type.Union([Type.Literal('api'), Type.Literal('platform')], {
-  description: '`api`: placed through POST /orders; `platform`: created from an e-commerce platform\'s webhook',
-});
+const SourceOf = (description: string) => Type.Union([Type.Literal('api'), Type.Literal('platform')], { description });
 
 /** ISO 8601: a date-time with its offset, or a date (a whole day, UTC). */
 const Instant = (description: string) => Type.Union([Type.String({ format: 'date-time' }), Type.String({ format: 'date' })], { description });
 
-/** The owner of an order, in v2's administrators' list. */
 const Customer = Type.Object(
   { id: Type.Integer(), email: Type.String(), name: Type.String() },
   { description: "the order's owner (the user `user_id` names)" },
@@ -109,16 +97,12 @@ const SEARCH =
   'an order number (all digits: that order), or the start of the customer\'s e-mail or name, in any case ' +
   '(`jane` finds jane.doe@example.com and Jane Doe); 1 to 200 characters';
 
-/** What v2 adds to an order read. */
 const V2_ORDER_FIELDS = {
   failure_reason: NullableText('why the order failed (`INSUFFICIENT_STOCK`, `PRODUCT_UNAVAILABLE`, `TOTAL_TOO_LARGE`, `PROCESSING_ERROR`); null unless it is `failed`'),
   cancelled_at: { ...NullableTimestamp, description: 'when it was cancelled; null unless it is `cancelled`' },
 };
 
-/**
- * The order schemas of one API version: the routes are the same in every version, only these and
- * the mappers differ. Queries are typed as v2's, a superset of v1's.
- */
+/** The order schemas of one API version (the routes are the same, these and the mappers differ); queries are typed as v2's. */
 function buildOrderSchemas(version: ApiVersion) {
   const Status = StatusOf(version);
   const v2 = version === 'v2' ? V2_ORDER_FIELDS : {};
@@ -155,7 +139,7 @@ function buildOrderSchemas(version: ApiVersion) {
   });
   const OrderEventList = Type.Array(OrderEvent, { description: "The order's events, oldest first" });
   const AdminOrderFields = {
-    source: Source,
+    source: SourceOf('`api`: placed through POST /orders; `platform`: created from an e-commerce platform\'s webhook'),
     external_id: NullableText("the platform's own order id; null for API orders"),
     failure_reason: NullableText(
       version === 'v1' ? 'why the order failed (`CANCELLED` for a cancelled order); null unless it is `failed`' : 'why the order failed; null unless it is `failed`',
@@ -167,10 +151,22 @@ function buildOrderSchemas(version: ApiVersion) {
     ...Status,
     description: version === 'v1' ? '`failed` includes the orders that will not be fulfilled for any reason' : 'one status',
   });
-  // v2: one box for an order number, or the start of the customer's e-mail or name
+  // v2's search: one box for an order number, or the start of the customer's e-mail or name (typed in v1 too, never received)
   const v2Search = { q: Type.Optional(NonBlank({ maxLength: 200, description: SEARCH })) };
-  // typed as v2's in both versions, as the queries are (an optional field v1 never receives)
   const search = version === 'v2' ? v2Search : ({} as typeof v2Search);
+  const AdminOrderListQuery = Type.Object({
+    ...PageQuery,
+    ...search,
+    status: statusFilter,
+    user_id: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_ID, description: "the owner's id" })),
+    customer_email: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 254, description: "the owner's e-mail, in any case (`jane.doe@example.com`)" }),
+    ),
+    source: Type.Optional(SourceOf('`platform`: orders from any inbound platform')),
+    external_id: Type.Optional(Type.String({ minLength: 1, maxLength: 255, description: "a platform's order id (`820982911946154508`)" })),
+    created_from: Type.Optional(Instant('created at or after: `2026-01-31T08:00:00Z`, or a date for the start of that day (UTC)')),
+    created_to: Type.Optional(Instant('created at or before: `2026-01-31T18:00:00+02:00`, or a date for the whole of that day (UTC)')),
+  });
   return {
     OrderPage: Page(OrderSummary, "A page of the caller's orders, newest first") as TSchema,
     OrderDetail: OrderDetail as TSchema,
@@ -178,30 +174,13 @@ function buildOrderSchemas(version: ApiVersion) {
     AdminOrderPage: CappedPage(AdminOrderSummary, "A page of every user's orders, newest first") as TSchema,
     AdminOrderDetail: Type.Object({ ...OrderDetail.properties, ...AdminOrderFields, events: OrderEventList }) as TSchema,
     OrderListQuery: Type.Object({ ...PageQuery, status: statusFilter }),
-    AdminOrderListQuery: Type.Object({
-      ...PageQuery,
-      ...search,
-      status: statusFilter,
-      user_id: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_ID, description: "the owner's id" })),
-      customer_email: Type.Optional(
-        Type.String({ minLength: 1, maxLength: 254, description: "the owner's e-mail, in any case (`jane.doe@example.com`)" }),
-      ),
-      source: Type.Optional(
-        Type.Union([Type.Literal('api'), Type.Literal('platform')], { description: '`platform`: orders from any inbound platform' }),
-      ),
-      external_id: Type.Optional(Type.String({ minLength: 1, maxLength: 255, description: "a platform's order id (`820982911946154508`)" })),
-      created_from: Type.Optional(Instant('created at or after: `2026-01-31T08:00:00Z`, or a date for the start of that day (UTC)')),
-      created_to: Type.Optional(Instant('created at or before: `2026-01-31T18:00:00+02:00`, or a date for the whole of that day (UTC)')),
-    }),
+    AdminOrderListQuery,
+    // the list's filters without its paging
+    AdminOrderExportQuery: Type.Omit(AdminOrderListQuery, ['page', 'page_size']),
   };
 }
 
-/** The list's filters without its paging: the export's query. */
-function withExport<T extends ReturnType<typeof buildOrderSchemas>>(schemas: T) {
-  return { ...schemas, AdminOrderExportQuery: Type.Omit(schemas.AdminOrderListQuery, ['page', 'page_size']) };
-}
-
-const SCHEMAS = { v1: withExport(buildOrderSchemas('v1')), v2: withExport(buildOrderSchemas('v2')) };
+const SCHEMAS = { v1: buildOrderSchemas('v1'), v2: buildOrderSchemas('v2') };
 
 /** The order schemas of `version` (built once per version). */
 export function orderSchemas(version: ApiVersion) {

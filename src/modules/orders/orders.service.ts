@@ -8,28 +8,16 @@ import { pageOf, type PageResult } from '../../http/common.schemas.ts';
 import { MAX_ID } from '../../http/path-ids.ts';
 import type { JobQueue } from '../../jobs/queue.ts';
 import { findProductStates } from '../products/products.repository.ts';
-import { findIdempotencyKey, saveIdempotencyKey, type IdempotentResponse } from './idempotency.repository.ts';
 import { CANCELLABLE, cancelOrder, changeOrder, inOrderTransaction, placeOrder } from './order-lifecycle.ts';
-import { lockOrder, type NewOrder } from './orders.changes.repository.ts';
+import { findIdempotencyKey, lockOrder, saveIdempotencyKey, type NewOrder } from './orders.changes.repository.ts';
 import { toOrderCreated } from './orders.mapper.ts';
 import { findOrderIdByExternalId, findOrderWithLines, listOrderEvents, listUserOrders, type OrderLineView } from './orders.reads.repository.ts';
 import type { OrderCreateBody, OrderCreated, OrderListQuery } from './orders.schemas.ts';
 
-/** The most units of one product an order line may ask for. */
 export const MAX_QUANTITY = 1000;
-const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
 
 const orderNotFound = () => new AppError('NOT_FOUND', 'Order not found');
 const notYourOrder = () => new AppError('FORBIDDEN', 'Not enough permissions to access this order');
-
-/** 400 for a quantity outside 1–1000, naming the first bad line. */
-function assertQuantities(body: OrderCreateBody): void {
-  for (const line of body.items) {
-    if (line.quantity < 1 || line.quantity > MAX_QUANTITY) {
-      throw new AppError('INVALID_QUANTITY', `Invalid quantity ${line.quantity} for product ${line.product_id}: must be between 1 and ${MAX_QUANTITY}`);
-    }
-  }
-}
 
 /** The 400 for the first line whose product is not among the active ones of `found`. */
 function invalidProduct(body: OrderCreateBody, found: readonly { id: number; is_active: boolean }[]): AppError {
@@ -38,14 +26,6 @@ function invalidProduct(body: OrderCreateBody, found: readonly { id: number; is_
   // the insert refused the order for its products: one of them must be missing or inactive
   if (!bad) throw new Error('an order was refused for its products, but all of them are active');
   return new AppError('INVALID_PRODUCT', `Invalid product id ${bad.product_id}: no such active product`);
-}
-
-export interface CreateOrderResult {
-  /** only successful creations are stored under a key, so a replay is a 201 too */
-  statusCode: 201;
-  body: OrderCreated;
-  /** true when the response is the stored answer to an earlier request with the same key */
-  replayed: boolean;
 }
 
 /** Thrown inside the creating transaction when a concurrent request took the key first. */
@@ -69,64 +49,46 @@ export class OrdersService {
     this.queue = deps.queue;
   }
 
-  /**
-   * Validates the lines and places the order in one transaction (the insert checks every product is
-   * known and active). With an Idempotency-Key the response is stored in that transaction too, so a
-   * repeated (or concurrent) request gets the first answer instead of a second order.
-   */
-  async create(actor: UserRow, body: OrderCreateBody, idempotencyKey?: string): Promise<CreateOrderResult> {
+  /** Places the order; an Idempotency-Key stores the response in its transaction, so a repeat gets that answer, not a second order. */
+  async create(actor: UserRow, body: OrderCreateBody, idempotencyKey?: string): Promise<{ body: OrderCreated; replayed: boolean }> {
     const hash = idempotencyKey === undefined ? '' : requestHash(body);
-    if (idempotencyKey !== undefined) {
-      const earlier = await findIdempotencyKey(this.db, actor.id, idempotencyKey);
-      if (earlier) return this.replay(earlier, hash);
+    const replay = async () => {
+      const earlier = idempotencyKey === undefined ? undefined : await findIdempotencyKey(this.db, actor.id, idempotencyKey);
+      if (earlier && earlier.request_hash !== hash) {
+        throw new AppError('IDEMPOTENCY_KEY_REUSED', 'Idempotency-Key has already been used with a different request body');
+      }
+      return earlier && { body: earlier.response_body as OrderCreated, replayed: true };
+    };
+    const earlier = await replay();
+    if (earlier) return earlier;
+    const bad = body.items.find((l) => l.quantity < 1 || l.quantity > MAX_QUANTITY);
+    if (bad) {
+      throw new AppError('INVALID_QUANTITY', `Invalid quantity ${bad.quantity} for product ${bad.product_id}: must be between 1 and ${MAX_QUANTITY}`);
     }
-    assertQuantities(body);
     const lines = body.items.map((l) => ({ productId: l.product_id, quantity: l.quantity }));
     // an id outside the integer range is no product: the separate check names the first bad line
     if (lines.some((l) => !(l.productId >= 1 && l.productId <= MAX_ID))) {
       throw invalidProduct(body, await findProductStates(this.db, lines.map((l) => l.productId).filter((id) => id >= 1 && id <= MAX_ID)));
     }
-    const input = { userId: actor.id, shippingAddress: body.shipping_address, lines };
     try {
       const created = await inOrderTransaction(this.db, this.queue, async (trx) => {
-        const placed = await placeOrder(trx, this.queue, input);
+        const placed = await placeOrder(trx, this.queue, { userId: actor.id, shippingAddress: body.shipping_address, lines });
         if (!placed.order) throw invalidProduct(body, placed.products);
         const response = toOrderCreated(placed.order, lines);
-        if (idempotencyKey !== undefined) {
-          const saved = await saveIdempotencyKey(trx, {
-            userId: actor.id,
-            key: idempotencyKey,
-            requestHash: hash,
-            status: 201,
-            body: response,
-            expiresAt: new Date(Date.now() + IDEMPOTENCY_TTL_MS),
-          });
-          if (!saved) throw new KeyTaken();
-        }
+        if (idempotencyKey !== undefined && !(await saveIdempotencyKey(trx, actor.id, idempotencyKey, hash, response))) throw new KeyTaken();
         return response;
       });
-      return { statusCode: 201, body: created, replayed: false };
+      return { body: created, replayed: false };
     } catch (err) {
-      const duplicate = err instanceof KeyTaken || isUniqueViolation(err);
-      if (idempotencyKey === undefined || !duplicate) throw err;
+      if (!(err instanceof KeyTaken || isUniqueViolation(err))) throw err;
       // a concurrent request with the same key committed first: answer as a repeat of it
-      const earlier = await findIdempotencyKey(this.db, actor.id, idempotencyKey);
-      if (!earlier) throw err;
-      return this.replay(earlier, hash);
+      const repeated = await replay();
+      if (!repeated) throw err;
+      return repeated;
     }
   }
 
-  private replay(earlier: IdempotentResponse, hash: string): CreateOrderResult {
-    if (earlier.request_hash !== hash) {
-      throw new AppError('IDEMPOTENCY_KEY_REUSED', 'Idempotency-Key has already been used with a different request body');
-    }
-    return { statusCode: earlier.response_status as 201, body: earlier.response_body as OrderCreated, replayed: true };
-  }
-
-  /**
-   * `placeOrder` in the caller's transaction, one of `inTransaction` (an inbound platform order is
-   * placed in the one that records its webhook as processed); undefined when a line's product is unknown or inactive.
-   */
+  /** `placeOrder` in a transaction of `inTransaction` (the one recording a platform's webhook as processed). */
   async place(trx: Transaction<Database>, input: NewOrder): Promise<OrderRow | undefined> {
     return (await placeOrder(trx, this.queue, input)).order;
   }
@@ -136,7 +98,6 @@ export class OrdersService {
     return inOrderTransaction(this.db, this.queue, change);
   }
 
-  /** The id of the order a platform knows by `externalId`, if it exists. */
   async findIdByExternalId(trx: Transaction<Database>, source: string, externalId: string): Promise<number | undefined> {
     return findOrderIdByExternalId(trx, source, externalId);
   }
@@ -146,21 +107,13 @@ export class OrdersService {
     return findOrderWithLines(this.db, id);
   }
 
-  /** The caller's own orders, newest first; `statuses` (when given) are those the caller's status filter stands for. */
-  async list(actor: UserRow, q: Omit<OrderListQuery, 'status'> & { statuses?: readonly OrderStatus[] }): Promise<PageResult<OrderRow>> {
-    const { rows, total } = await listUserOrders(this.db, {
-      userId: actor.id,
-      statuses: q.statuses,
-      limit: q.page_size,
-      offset: (q.page - 1) * q.page_size,
-    });
+  /** The caller's own orders, newest first; `statuses` are those the caller's status filter stands for. */
+  async list(actor: UserRow, q: OrderListQuery, statuses: OrderStatus[] | undefined): Promise<PageResult<OrderRow>> {
+    const { rows, total } = await listUserOrders(this.db, { userId: actor.id, statuses }, { limit: q.page_size, offset: (q.page - 1) * q.page_size });
     return pageOf(rows, total, q.page, q.page_size);
   }
 
-  /**
-   * One order with its lines, for its owner only: the specification gives "Read order" to the owner
-   * alone, so another user's order is 403, administrators included.
-   */
+  /** One order with its lines, for its owner only (the specification's "Read order"): administrators get 403 too. */
   async get(actor: UserRow, id: number): Promise<{ order: OrderRow; lines: OrderLineView[] }> {
     const found = await findOrderWithLines(this.db, id);
     if (!found) throw orderNotFound();
@@ -174,12 +127,18 @@ export class OrdersService {
     return listOrderEvents(this.db, id);
   }
 
-  /** A failed order back to pending, queued for processing again (owner or administrator). */
+  /** The order locked in `trx`, if `actor` owns it or is an administrator. */
+  private async lockFor(trx: Transaction<Database>, actor: UserRow, id: number): Promise<OrderRow> {
+    const order = await lockOrder(trx, id);
+    if (!order) throw orderNotFound();
+    if (order.user_id !== actor.id && !actor.is_admin) throw notYourOrder();
+    return order;
+  }
+
+  /** A failed order back to pending, queued for processing again. */
   async retry(actor: UserRow, id: number): Promise<OrderRow> {
     return inOrderTransaction(this.db, this.queue, async (trx) => {
-      const order = await lockOrder(trx, id);
-      if (!order) throw orderNotFound();
-      if (order.user_id !== actor.id && !actor.is_admin) throw notYourOrder();
+      const order = await this.lockFor(trx, actor, id);
       if (order.status !== 'failed') {
         // v1 reads a cancelled order as failed, so the answer does not name that status
         const now = order.status === 'cancelled' ? 'will not be fulfilled' : `is ${order.status}`;
@@ -192,15 +151,10 @@ export class OrdersService {
     });
   }
 
-  /**
-   * Cancels an order (owner or administrator) under the order row's lock, like its processing, so
-   * the two never interleave. Returns the order as cancelled, with its lines.
-   */
+  /** Cancels an order under its row's lock, like its processing, so the two never interleave; returns it with its lines. */
   async cancel(actor: UserRow, id: number, reason: string | null): Promise<{ order: OrderRow; lines: OrderLineView[] }> {
     await inOrderTransaction(this.db, this.queue, async (trx) => {
-      const order = await lockOrder(trx, id);
-      if (!order) throw orderNotFound();
-      if (order.user_id !== actor.id && !actor.is_admin) throw notYourOrder();
+      const order = await this.lockFor(trx, actor, id);
       // v1 reads a cancelled order as failed, but only v2 has this route, so the answer names the status
       if (!CANCELLABLE.includes(order.status)) {
         throw new AppError('ORDER_NOT_CANCELLABLE', `Only pending, processing or completed orders can be cancelled; this order is ${order.status}`);
@@ -212,11 +166,7 @@ export class OrdersService {
     return found;
   }
 
-  /**
-   * Cancels the order a platform knows by `externalId`, in the caller's transaction (the one that
-   * records the platform's cancellation as processed). `undefined`: no such order (yet); `cancelled`
-   * false: the order was failed or cancelled already, and stays as it is.
-   */
+  /** Cancels a platform's order in the caller's transaction; undefined: no such order (yet), `cancelled` false: final already. */
   async cancelByExternalId(
     trx: Transaction<Database>,
     source: string,
@@ -224,11 +174,10 @@ export class OrdersService {
     reason: string | null,
   ): Promise<{ orderId: number; cancelled: boolean } | undefined> {
     const id = await findOrderIdByExternalId(trx, source, externalId);
-    if (id === undefined) return undefined;
-    const order = await lockOrder(trx, id);
+    const order = id === undefined ? undefined : await lockOrder(trx, id);
     if (!order) return undefined;
-    if (!CANCELLABLE.includes(order.status)) return { orderId: id, cancelled: false };
+    if (!CANCELLABLE.includes(order.status)) return { orderId: order.id, cancelled: false };
     await cancelOrder(trx, order, reason);
-    return { orderId: id, cancelled: true };
+    return { orderId: order.id, cancelled: true };
   }
 }

@@ -44,18 +44,9 @@ export function createAttemptLimiter(opts: {
   // the first attempts after start-up wait (briefly) for the first connection rather than count per process
   const connected = firstConnection(counter.redis);
   return {
-    async consume(key) {
-      await connected;
-      return counter.use((limiter) => consumeNow(limiter, key));
-    },
-    async reset(key) {
-      await connected;
-      await counter.use((limiter) => limiter.delete(key));
-    },
-    async close() {
-      await connected;
-      await counter.redis.quit().catch(() => counter.redis.disconnect());
-    },
+    consume: (key) => connected.then(() => counter.use((limiter) => consumeNow(limiter, key))),
+    reset: (key) => connected.then(async () => void (await counter.use((limiter) => limiter.delete(key)))),
+    close: () => connected.then(async () => void (await counter.redis.quit().catch(() => counter.redis.disconnect()))),
   };
 }
 

@@ -54,12 +54,9 @@ export interface AuthDeps {
 
 /**
  * True when a session cut-off (password change or reset, signing out everywhere, deactivation, an
- * e-mail revert) ended the token: it was issued in an earlier session generation than the user's.
- * A generation cannot tie the way an issue time can: a token issued in the same second (or
- * millisecond) as a later cut-off is refused, and so is one whose sign-in read the user just before
- * it. A token without a generation (issued before generations existed) is of generation 0 and is
- * also refused when its `iat` (whole seconds) is before the last cut-off of that time (set to the
- * next whole second then).
+ * e-mail revert) ended the token: it was issued in an earlier session generation than the user's (a
+ * generation cannot tie the way an issue time can). A token of an earlier release has no generation:
+ * it is of generation 0, and also refused when its `iat` is before the last cut-off of that time.
  */
 export function issuedBeforeCutoff(claims: AccessClaims, user: UserRow): boolean {
   if ((claims.sgen ?? 0) !== user.sessions_generation) return true;
@@ -67,16 +64,12 @@ export function issuedBeforeCutoff(claims: AccessClaims, user: UserRow): boolean
   return claims.sgen === undefined && cutoff !== null && claims.iat < cutoff.getTime() / 1000;
 }
 
-export function authUser(request: FastifyRequest): UserRow {
-  if (!request.user) throw new AppError('NOT_AUTHENTICATED', 'Not authenticated', { headers: { 'www-authenticate': 'Bearer' } });
-  return request.user;
-}
+const bearerChallenge = { headers: { 'www-authenticate': 'Bearer' } };
+export const notAuthenticated = () => new AppError('NOT_AUTHENTICATED', 'Not authenticated', bearerChallenge);
 
-function bearerToken(request: FastifyRequest): string | undefined | null {
-  const header = request.headers.authorization;
-  if (header === undefined) return undefined;
-  const match = /^Bearer[ ]+([A-Za-z0-9._~+/=-]+)\s*$/i.exec(header);
-  return match ? match[1] : null;
+export function authUser(request: FastifyRequest): UserRow {
+  if (!request.user) throw notAuthenticated();
+  return request.user;
 }
 
 const verifiedClaims = new WeakMap<FastifyRequest, Promise<AccessClaims | null>>();
@@ -88,15 +81,14 @@ const verifiedClaims = new WeakMap<FastifyRequest, Promise<AccessClaims | null>>
 export function verifiedAccessClaims(request: FastifyRequest, verify: AccessTokenVerifier): Promise<AccessClaims | null> {
   let claims = verifiedClaims.get(request);
   if (!claims) {
-    const token = bearerToken(request);
-    claims = typeof token === 'string' ? verify(token) : Promise.resolve(null);
+    const token = /^Bearer[ ]+([A-Za-z0-9._~+/=-]+)\s*$/i.exec(request.headers.authorization ?? '')?.[1];
+    claims = token === undefined ? Promise.resolve(null) : verify(token);
     verifiedClaims.set(request, claims);
   }
   return claims;
 }
 
 export function registerAuth(app: FastifyInstance, deps: AuthDeps): void {
-  const { loadUser } = deps;
   app.decorateRequest('user', null);
 
   app.addHook('onRoute', (route) => {
@@ -113,34 +105,21 @@ export function registerAuth(app: FastifyInstance, deps: AuthDeps): void {
     }
   });
 
-  const invalid = () => new AppError('INVALID_TOKEN', CREDENTIALS_DETAIL, { headers: { 'www-authenticate': 'Bearer' } });
-
   app.addHook('onRequest', async (request) => {
     const level = request.routeOptions.config.auth;
     if (level === undefined || level === 'signature') return; // 404 handler, or signature-verified
-    const token = bearerToken(request);
-    if (token === undefined || token === null) {
-      if (level === 'public') return;
-      if (token === null) throw invalid();
-      throw new AppError('NOT_AUTHENTICATED', 'Not authenticated', { headers: { 'www-authenticate': 'Bearer' } });
-    }
+    if (level !== 'public' && request.headers.authorization === undefined) throw notAuthenticated();
     const claims = await verifiedAccessClaims(request, deps.verifyAccessToken);
-    if (!claims) {
-      if (level === 'public') return;
-      throw invalid();
-    }
-    const user = await deps.userCache.get(Number(claims.sub), loadUser);
+    const user = claims ? await deps.userCache.get(Number(claims.sub), deps.loadUser) : undefined;
     // an inactive account's token is answered 403 "Inactive user" (the specification), whatever its age
     if (user && !user.is_active && level !== 'public') throw new AppError('INACTIVE_USER', 'Inactive user');
-    // a token issued before the user's sessions were cut off (password change or reset, signing
-    // out everywhere, deactivation: reactivating revives none) is dead, like one of a deleted user;
-    // the cached row carries the session generation
-    if (!user || issuedBeforeCutoff(claims, user)) {
+    // a token issued before the user's sessions were cut off (reactivating revives none) is dead,
+    // like one of a deleted user; the cached row carries the session generation
+    if (!claims || !user || issuedBeforeCutoff(claims, user)) {
       if (level === 'public') return;
-      throw invalid();
+      throw new AppError('INVALID_TOKEN', CREDENTIALS_DETAIL, bearerChallenge);
     }
     request.user = user;
-    if (level === 'public') return;
     if (level === 'admin' && !user.is_admin) {
       throw new AppError('ADMIN_REQUIRED', request.routeOptions.config.adminDetail ?? 'Administrator privileges required');
     }

@@ -26,11 +26,8 @@ export function Page<T extends TSchema>(item: T, description: string) {
 
 /** A page of an administrators' list, its total counted up to a cap (db/capped-count.ts). */
 export function CappedPage<T extends TSchema>(item: T, description: string) {
-  const page = Page(item, description);
-  return Type.Object(
-    { ...page.properties, total_exact: Type.Boolean({ description: 'false: more match than `total` (counted up to 10,000 or the end of this page)' }) },
-    { description },
-  );
+  const total_exact = Type.Boolean({ description: 'false: more match than `total` (counted up to 10,000 or the end of this page)' });
+  return Type.Object({ ...Page(item, description).properties, total_exact }, { description });
 }
 
 export interface PageResult<T> {

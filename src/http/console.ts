@@ -37,37 +37,22 @@ const TYPES: Record<string, string> = {
 };
 const IMMUTABLE = 'public, max-age=31536000, immutable';
 
-function readFile(file: string, cache: string): StaticFile {
-  const optional = (p: string) => (fs.existsSync(p) ? fs.readFileSync(p) : undefined);
-  return {
-    type: TYPES[path.extname(file)] ?? 'application/octet-stream',
-    cache,
-    bodies: { identity: fs.readFileSync(file), br: optional(`${file}.br`), gzip: optional(`${file}.gz`) },
-  };
-}
-
-/**
- * The page with this service's settings written in (`<meta name="currency">`, which the console
- * formats every amount with), compressed once here: the built copies cannot know the setting.
- */
-function settledPage(file: string, currency: string): StaticFile {
-  const html = Buffer.from(fs.readFileSync(file, 'utf8').replaceAll('%CURRENCY%', currency.replace(/[^A-Z]/g, '')));
-  return {
-    type: TYPES['.html'],
-    cache: 'no-cache',
-    bodies: { identity: html, br: zlib.brotliCompressSync(html), gzip: zlib.gzipSync(html, { level: 9 }) },
-  };
-}
-
 /** The build in `dir`: its page and its assets by file name; undefined when it was not built. */
 function loadBuild(dir: string, currency: string): { index: StaticFile; assets: Map<string, StaticFile> } | undefined {
   if (!fs.existsSync(path.join(dir, 'index.html'))) return undefined;
+  const optional = (p: string) => (fs.existsSync(p) ? fs.readFileSync(p) : undefined);
   const assets = new Map<string, StaticFile>();
-  const assetDir = path.join(dir, 'assets');
-  for (const name of fs.readdirSync(assetDir)) {
-    if (TYPES[path.extname(name)]) assets.set(name, readFile(path.join(assetDir, name), IMMUTABLE));
+  for (const name of fs.readdirSync(path.join(dir, 'assets'))) {
+    const type = TYPES[path.extname(name)];
+    if (!type) continue;
+    const file = path.join(dir, 'assets', name);
+    assets.set(name, { type, cache: IMMUTABLE, bodies: { identity: fs.readFileSync(file), br: optional(`${file}.br`), gzip: optional(`${file}.gz`) } });
   }
-  return { index: settledPage(path.join(dir, 'index.html'), currency), assets };
+  // the page with this service's settings written in (`<meta name="currency">`, which the console
+  // formats every amount with), compressed once here: the built copies cannot know the setting
+  const html = Buffer.from(fs.readFileSync(path.join(dir, 'index.html'), 'utf8').replaceAll('%CURRENCY%', currency.replace(/[^A-Z]/g, '')));
+  const bodies = { identity: html, br: zlib.brotliCompressSync(html), gzip: zlib.gzipSync(html, { level: 9 }) };
+  return { index: { type: TYPES['.html'], cache: 'no-cache', bodies }, assets };
 }
 
 /** Whether `accept-encoding` admits `coding` (named, and not with q=0). */

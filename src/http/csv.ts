@@ -3,10 +3,7 @@
 /** A cell that a spreadsheet would run as a formula starts with one of these (OWASP's CSV injection list). */
 const FORMULA_START = /^[=+\-@\t\r]/;
 
-/**
- * One cell: null and undefined are empty; text a spreadsheet would read as a formula gets a leading
- * `'` (shown, never run); a cell with a comma, quote or line break is quoted, its quotes doubled.
- */
+/** One cell; a formula gets a leading `'`, which a spreadsheet shows and never runs. */
 function cell(value: string | number | null | undefined): string {
   if (value === null || value === undefined) return '';
   let text = String(value);

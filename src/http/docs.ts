@@ -93,21 +93,19 @@ export async function registerDocs(app: FastifyInstance): Promise<void> {
       },
     });
   }
-  const documentOf = (version: ApiVersion) => (app as unknown as Record<string, () => Record<string, unknown>>)[DOCUMENTS[version].decorator].bind(app);
-  // each page in a scope of its own: @fastify/swagger-ui decorates the scope it is registered in
+  const options = { config: { auth: 'public', rateLimitBucket: 'none' }, schema: { hide: true } } as const;
   for (const version of API_VERSIONS) {
+    const build = (app as unknown as Record<string, () => Record<string, unknown>>)[DOCUMENTS[version].decorator].bind(app);
+    // each page in a scope of its own: @fastify/swagger-ui decorates the scope it is registered in
     await app.register(async (scope) => {
       await scope.register(swaggerUi, {
-        ...docsPageOptions(version, documentOf(version)),
+        ...docsPageOptions(version, build),
         ...(version === 'v1' ? { uiHooks: { onRequest: redirectVersionQuery } } : {}),
       });
     });
+    app.get(DOCUMENTS[version].path, options, async () => build());
   }
-  for (const version of API_VERSIONS) {
-    const build = documentOf(version);
-    app.get(DOCUMENTS[version].path, { config: { auth: 'public', rateLimitBucket: 'none' }, schema: { hide: true } }, async () => build());
-  }
-  app.get('/', { config: { auth: 'public', rateLimitBucket: 'none' }, schema: { hide: true } }, async (_req, reply) => reply.redirect(DOCS_PAGES.v1, 302));
+  app.get('/', options, async (_req, reply) => reply.redirect(DOCS_PAGES.v1, 302));
 }
 
 /** `/docs?version=v2`, the v2 page's earlier address, leads to /docs/v2. */

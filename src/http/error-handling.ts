@@ -1,5 +1,5 @@
 // How every failure becomes the one error shape (errors.ts): validation, Fastify's and Node's own
-// errors, a full disk and a database outage, and the handler that answers each.
+// errors, a full disk and a database outage.
 import { createRequire } from 'node:module';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -10,66 +10,45 @@ import { AppError, bodyOf, ErrorBody, sendError, type ErrorCode, type Validation
 // An ESM import of node:http reads every export, whose lazy getters load fetch, TLS, HTTP/2 and zlib.
 const { STATUS_CODES } = createRequire(import.meta.url)('node:http') as { STATUS_CODES: Record<number, string | undefined> };
 
-/** Ajv's instancePath ('/items/0/quantity') and the schema part into FastAPI-style `loc`. */
-function validationIssues(err: FastifyError): ValidationIssue[] {
+/** Ajv's errors as FastAPI-style issues: `loc` is the schema part, then the instancePath ('/items/0/quantity'). */
+function validationError(code: 'VALIDATION_ERROR' | 'INVALID_INPUT', err: FastifyError): AppError {
   const part = err.validationContext ?? 'body';
-  return (err.validation ?? []).map((v) => {
-    const loc: (string | number)[] = [part];
-    for (const seg of v.instancePath.split('/').filter(Boolean)) {
-      loc.push(/^\d+$/.test(seg) ? Number(seg) : seg);
-    }
+  const issues = (err.validation ?? []).map((v): ValidationIssue => {
+    const loc = [part, ...v.instancePath.split('/').filter(Boolean).map((seg) => (/^\d+$/.test(seg) ? Number(seg) : seg))];
     const params = v.params as Record<string, unknown>;
     if (v.keyword === 'required' && typeof params.missingProperty === 'string') loc.push(params.missingProperty);
     if (v.keyword === 'additionalProperties' && typeof params.additionalProperty === 'string') {
-      loc.push(params.additionalProperty);
-      return { loc, msg: 'unknown field is not allowed', type: 'extra_forbidden' };
+      return { loc: [...loc, params.additionalProperty], msg: 'unknown field is not allowed', type: 'extra_forbidden' };
     }
     if (v.keyword === 'required') return { loc, msg: 'field required', type: 'missing' };
     return { loc, msg: v.message ?? 'invalid value', type: v.keyword };
   });
-}
-
-function describe(issues: ValidationIssue[]): string {
-  const first = issues[0];
-  if (!first) return 'Request validation failed';
-  const where = first.loc.join('.');
+  const [first] = issues;
   const more = issues.length > 1 ? ` (and ${issues.length - 1} more)` : '';
-  return `Validation failed: ${where}: ${first.msg}${more}`;
+  return new AppError(code, first ? `Validation failed: ${first.loc.join('.')}: ${first.msg}${more}` : 'Request validation failed', { errors: issues });
 }
 
 /** PATCH /items answers body-validation failures with 400, not 422; non-body errors pass through. */
 export function bodyValidationAsBadRequest(err: FastifyError): Error {
-  if (!err.validation || err.validationContext !== 'body') return err;
-  const issues = validationIssues(err);
-  return new AppError('INVALID_INPUT', describe(issues), { errors: issues });
+  return err.validation && err.validationContext === 'body' ? validationError('INVALID_INPUT', err) : err;
 }
+
+/** Fastify's errors whose status alone says too little. */
+const FRAMEWORK_ERRORS: Record<string, [ErrorCode, string]> = {
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: ['BAD_REQUEST', 'Content-Length does not match the request body'],
+  FST_ERR_CTP_INVALID_TYPE: ['VALIDATION_ERROR', 'Invalid content type'],
+};
 
 /** Maps Fastify's own errors (parser, body limit, validation…) onto the error vocabulary. */
 function fromFrameworkError(err: FastifyError): AppError | undefined {
-  if (err.validation) {
-    const issues = validationIssues(err);
-    return new AppError('VALIDATION_ERROR', describe(issues), { errors: issues });
+  if (err.validation) return validationError('VALIDATION_ERROR', err);
+  if (err.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || err.code === 'FST_ERR_CTP_EMPTY_JSON_BODY') {
+    return new AppError('VALIDATION_ERROR', 'Malformed JSON in request body', { errors: [{ loc: ['body'], msg: err.message, type: 'json_invalid' }] });
   }
-  switch (err.code) {
-    case 'FST_ERR_CTP_INVALID_JSON_BODY':
-    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
-      return new AppError('VALIDATION_ERROR', 'Malformed JSON in request body', {
-        errors: [{ loc: ['body'], msg: err.message, type: 'json_invalid' }],
-      });
-    case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return new AppError('PAYLOAD_TOO_LARGE', 'Request body is too large');
-    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-      return new AppError('UNSUPPORTED_MEDIA_TYPE', 'Unsupported content type; send application/json');
-    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
-      return new AppError('BAD_REQUEST', 'Content-Length does not match the request body');
-    case 'FST_ERR_CTP_INVALID_TYPE':
-      return new AppError('VALIDATION_ERROR', 'Invalid content type');
-    default:
-      break;
-  }
-  if (err instanceof SyntaxError || err.name === 'SyntaxError') {
-    return new AppError('VALIDATION_ERROR', 'Malformed request body');
-  }
+  const known = FRAMEWORK_ERRORS[err.code];
+  if (known) return new AppError(...known);
+  if (err instanceof SyntaxError || err.name === 'SyntaxError') return new AppError('VALIDATION_ERROR', 'Malformed request body');
+  // the body limit's and the media type's errors carry 413 and 415
   const status = err.statusCode ?? 500;
   if (status === 413) return new AppError('PAYLOAD_TOO_LARGE', 'Request body is too large');
   if (status === 415) return new AppError('UNSUPPORTED_MEDIA_TYPE', 'Unsupported content type; send application/json');
@@ -79,21 +58,19 @@ function fromFrameworkError(err: FastifyError): AppError | undefined {
   return undefined;
 }
 
+/** Fastify's refusals of a URL: what is wrong, the issue's `msg` and `type`. */
+const URL_ERRORS: Record<string, [string, string, string]> = {
+  FST_ERR_BAD_URL: ['the URL is not validly percent-encoded', 'malformed percent-encoding', 'url_invalid'],
+  FST_ERR_MAX_PARAM_LENGTH: ['a path parameter is too long', 'path parameter too long', 'string_too_long'],
+};
+
 /** The `frameworkErrors` server option: errors Fastify raises before routing, in the same error shape. */
 export function frameworkErrors(err: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
-  let error: AppError;
-  if (err.code === 'FST_ERR_BAD_URL') {
-    error = new AppError('VALIDATION_ERROR', 'Validation failed: the URL is not validly percent-encoded', {
-      errors: [{ loc: ['path'], msg: 'malformed percent-encoding', type: 'url_invalid' }],
-    });
-  } else if (err.code === 'FST_ERR_MAX_PARAM_LENGTH') {
-    error = new AppError('VALIDATION_ERROR', 'Validation failed: a path parameter is too long', {
-      errors: [{ loc: ['path'], msg: 'path parameter too long', type: 'string_too_long' }],
-    });
-  } else {
-    reply.log.error({ err }, 'framework error');
-    error = new AppError('INTERNAL_ERROR', 'Internal server error');
-  }
+  const url = URL_ERRORS[err.code];
+  if (!url) reply.log.error({ err }, 'framework error');
+  const error = url
+    ? new AppError('VALIDATION_ERROR', `Validation failed: ${url[0]}`, { errors: [{ loc: ['path'], msg: url[1], type: url[2] }] })
+    : new AppError('INTERNAL_ERROR', 'Internal server error');
   void sendError(reply, error);
 }
 
@@ -104,21 +81,15 @@ const CLIENT_ERRORS: Record<string, [ErrorCode, string]> = {
   HPE_CHUNK_EXTENSIONS_OVERFLOW: ['PAYLOAD_TOO_LARGE', 'Request body is too large'],
 };
 
-function fromClientError(err: NodeJS.ErrnoException): AppError {
-  const [code, detail] = CLIENT_ERRORS[err.code ?? ''] ?? ['BAD_REQUEST', 'Malformed HTTP request'];
-  return new AppError(code, detail);
-}
-
 /**
- * The `clientErrorHandler` server option: what Node's HTTP server refuses before Fastify sees a
- * request, in the same error shape; then the connection closes, as after a parse error the rest of
- * the stream cannot be trusted.
+ * The `clientErrorHandler` server option: Node's refusals, in the same error shape; then the
+ * connection closes, as after a parse error the rest of the stream cannot be trusted.
  */
 export function clientErrorHandler(err: NodeJS.ErrnoException, socket: Socket): void {
   // a reset connection has no one left to answer
   if (err.code === 'ECONNRESET' || socket.destroyed) return;
   if (socket.writable) {
-    const error = fromClientError(err);
+    const error = new AppError(...(CLIENT_ERRORS[err.code ?? ''] ?? ['BAD_REQUEST', 'Malformed HTTP request']));
     const body = JSON.stringify(bodyOf(error));
     socket.write(
       `HTTP/1.1 ${error.statusCode} ${STATUS_CODES[error.statusCode]}\r\n` +

@@ -94,15 +94,11 @@ export function invalidQuery(field: string, msg: string): AppError {
 
 /** Response-schema entries for the error statuses a route can return. */
 export function errorResponses(...statuses: number[]): Record<number, unknown> {
-  const out: Record<number, unknown> = {};
-  for (const s of statuses) out[s] = Type.Ref('ErrorBody');
-  return out;
+  return Object.fromEntries(statuses.map((s) => [s, Type.Ref('ErrorBody')]));
 }
 
 export function bodyOf(err: AppError): ErrorBody {
-  const body: ErrorBody = { detail: err.message, error_code: err.code };
-  if (err.errors) body.errors = err.errors;
-  return body;
+  return { detail: err.message, error_code: err.code, ...(err.errors ? { errors: err.errors } : {}) };
 }
 
 export function sendError(reply: FastifyReply, err: AppError): FastifyReply {

@@ -3,7 +3,8 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import client from 'prom-client';
 import { StorageFull } from '../db/errors.ts';
-import { AppError, errorResponses } from './errors.ts';
+import { notAuthenticated } from './auth.ts';
+import { errorResponses } from './errors.ts';
 
 export interface ReadinessCheck {
   name: string;
@@ -24,9 +25,7 @@ function bearerCheck(token: string): (request: FastifyRequest) => void {
   const expected = digest(token);
   return (request) => {
     const match = /^Bearer[ ]+(\S+)\s*$/i.exec(request.headers.authorization ?? '');
-    if (!match || !crypto.timingSafeEqual(digest(match[1]), expected)) {
-      throw new AppError('NOT_AUTHENTICATED', 'Not authenticated', { headers: { 'www-authenticate': 'Bearer' } });
-    }
+    if (!match || !crypto.timingSafeEqual(digest(match[1]), expected)) throw notAuthenticated();
   };
 }
 
@@ -76,19 +75,15 @@ export function registerObservability(app: FastifyInstance, checks: ReadinessChe
       let degraded = false;
       await Promise.all(
         checks.map(async (c) => {
-          try {
-            const state = await Promise.race([
-              c.check(),
-              new Promise<never>((_, reject) => setTimeout(() => reject(new Error('timeout')), 2000).unref()),
-            ]);
-            results[c.name] = state;
-            if (state === 'degraded') degraded = true;
-          } catch (err) {
-            // a full disk is named: the database answers, but cannot store anything
-            results[c.name] = err instanceof StorageFull ? 'disk full' : c.critical ? 'unavailable' : 'degraded';
+          const timeout = new Promise<never>((_, reject) => setTimeout(() => reject(new Error('timeout')), 2000).unref());
+          // a full disk is named: the database answers, but cannot store anything
+          const state = await Promise.race([c.check(), timeout]).catch((err: unknown) => {
             if (c.critical) ready = false;
             else degraded = true;
-          }
+            return err instanceof StorageFull ? 'disk full' : c.critical ? 'unavailable' : 'degraded';
+          });
+          results[c.name] = state;
+          if (state === 'degraded') degraded = true;
         }),
       );
       const status = ready ? (degraded ? 'degraded' : 'ok') : 'unavailable';

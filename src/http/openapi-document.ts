@@ -1,8 +1,9 @@
-import { errorAnswer, errorCodesOf, errorStatusesOf, ROUTE_CODES, type OperationKind } from './openapi-errors.ts';
 import { RULE_BOUNDS } from './common.schemas.ts';
+import { ERROR_STATUS, type ErrorCode, type ValidationIssue } from './errors.ts';
 import { withTryItNotes } from './openapi-try-it.ts';
 import { RESOURCES } from './path-ids.ts';
 import type { RouteInfo } from './security.ts';
+import { MAX_JSON_DEPTH } from './validation.ts';
 
 interface OpenApiResponse {
   description?: string;
@@ -53,8 +54,8 @@ const RETRY_AFTER = { 'Retry-After': integerHeader('seconds to wait before tryin
 /**
  * What the route schemas cannot say by themselves: a query parameter with a default and a body that
  * admits `null` are optional; every error status the operation can answer, with its codes and
- * examples (openapi-errors.ts); what its example needs first (openapi-try-it.ts); status and tag
- * names; rule bounds; the rate-limit headers.
+ * examples; what its example needs first (openapi-try-it.ts); status and tag names; rule bounds;
+ * the rate-limit headers.
  */
 export function refineDocument(doc: OpenApiDocument, routes: readonly RouteInfo[], prefix: string): void {
   const routeOf = new Map(routes.map((r) => [`${r.method.toLowerCase()} ${r.url.replace(/:(\w+)/g, '{$1}')}`, r]));
@@ -64,12 +65,16 @@ export function refineDocument(doc: OpenApiDocument, routes: readonly RouteInfo[
       for (const p of op.parameters ?? []) {
         if (p.in !== 'path' && p.schema?.default !== undefined) delete p.required;
       }
-      if (op.requestBody && admitsNull(op.requestBody.content?.['application/json']?.schema)) op.requestBody.required = false;
+      if (op.requestBody?.content?.['application/json']?.schema?.anyOf?.some((s) => s.type === 'null')) op.requestBody.required = false;
       op.tags = op.tags?.map((tag) => TAGS[tag]?.name ?? tag);
       const key = `${method.toUpperCase()} ${path.slice(prefix.length)}`;
-      describeResponses(op, operationKind(op, method, path, route, prefix), ROUTE_CODES[key]);
+      describeResponses(op, method, path, route, prefix, key);
       op.description = withTryItNotes(op.description, key);
-      if (route && route.rateLimit !== 'none') addRateLimitHeaders(op);
+      if (route && route.rateLimit !== 'none') {
+        for (const [status, response] of Object.entries(op.responses ?? {})) {
+          response.headers = { ...response.headers, ...RATE_LIMIT_HEADERS, ...(status === '429' ? RETRY_AFTER : {}) };
+        }
+      }
     }
   }
   const used = new Set(Object.values(doc.paths ?? {}).flatMap((item) => Object.values(item).flatMap((op) => op.tags ?? [])));
@@ -77,24 +82,28 @@ export function refineDocument(doc: OpenApiDocument, routes: readonly RouteInfo[
   applyRuleBounds(doc);
 }
 
-function operationKind(op: OpenApiOperation, method: string, path: string, route: RouteInfo | undefined, prefix: string): OperationKind {
-  const ids = [...path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]).filter((name) => name in PATH_RESOURCES);
-  return {
-    secured: (op.security?.length ?? 0) > 0,
-    adminDetail: route?.auth === 'admin' ? (route.adminDetail ?? 'Administrator privileges required') : undefined,
-    // a signature-verified route keeps its body as raw bytes: no JSON parser, no nesting guard
-    readsJsonBody: BODY_METHODS.has(method) && route?.auth !== 'signature',
-    rateLimited: route !== undefined && route.rateLimit !== 'none',
-    resource: ids.length > 0 ? PATH_RESOURCES[ids[ids.length - 1]] : undefined,
-    usesDatabase: path.startsWith(`${prefix}/`),
-    writes: path.startsWith(`${prefix}/`) && BODY_METHODS.has(method),
-  };
-}
-
-function describeResponses(op: OpenApiOperation, kind: OperationKind, routeCodes: Parameters<typeof errorCodesOf>[1]): void {
+/** Every error status the operation can answer, each with its codes and an example of each; the success texts. */
+function describeResponses(op: OpenApiOperation, method: string, path: string, route: RouteInfo | undefined, prefix: string, key: string): void {
+  const resource = [...path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]).filter((name) => name in PATH_RESOURCES).at(-1);
+  const api = path.startsWith(`${prefix}/`);
+  // a signature-verified route keeps its body as raw bytes: no JSON parser, no nesting guard
+  const readsJsonBody = BODY_METHODS.has(method) && route?.auth !== 'signature';
+  const all = [
+    ...(ROUTE_CODES[key] ?? []).map((c) => (typeof c === 'string' ? entry(c) : entry(c.code, c.detail))),
+    ...((op.security?.length ?? 0) > 0 ? [entry('NOT_AUTHENTICATED'), entry('INVALID_TOKEN'), entry('INACTIVE_USER')] : []),
+    ...(route?.auth === 'admin' ? [entry('ADMIN_REQUIRED', route.adminDetail ?? 'Administrator privileges required')] : []),
+    ...(readsJsonBody ? [entry('BAD_REQUEST'), entry('PAYLOAD_TOO_LARGE'), entry('UNSUPPORTED_MEDIA_TYPE')] : []),
+    ...(route !== undefined && route.rateLimit !== 'none' ? [entry('RATE_LIMITED')] : []),
+    ...(resource !== undefined ? [entry('NOT_FOUND', `${PATH_RESOURCES[resource]} not found`)] : []),
+    // the API's operations use the database (503 while it is unreachable), and its writes its disk
+    ...(api ? [entry('SERVICE_UNAVAILABLE')] : []),
+    ...(api && BODY_METHODS.has(method) ? [entry('STORAGE_FULL')] : []),
+  ];
+  // the first entry of a code wins: the route's own detail over the general one
+  const codes = all.filter((c, i) => all.findIndex((d) => d.code === c.code) === i);
   const responses = (op.responses ??= {});
-  const codes = errorCodesOf(kind, routeCodes);
-  for (const status of errorStatusesOf(codes, kind)) responses[status] ??= {};
+  for (const { code } of codes) responses[ERROR_STATUS[code]] ??= {};
+  if (readsJsonBody) responses[422] ??= {}; // malformed JSON, whatever the route's schema
   for (const [status, response] of Object.entries(responses)) {
     if (SUCCESS_TEXT[status] && (response.description === undefined || response.description === 'Default Response')) {
       response.description = SUCCESS_TEXT[status];
@@ -109,22 +118,8 @@ function describeResponses(op: OpenApiOperation, kind: OperationKind, routeCodes
   op.responses = Object.fromEntries(Object.entries(responses).sort(([a], [b]) => a.localeCompare(b)));
 }
 
-function addRateLimitHeaders(op: OpenApiOperation): void {
-  for (const [status, response] of Object.entries(op.responses ?? {})) {
-    response.headers = { ...response.headers, ...RATE_LIMIT_HEADERS, ...(status === '429' ? RETRY_AFTER : {}) };
-  }
-}
-
-function admitsNull(schema: { anyOf?: { type?: unknown }[] } | undefined): boolean {
-  return schema?.anyOf?.some((s) => s.type === 'null') ?? false;
-}
-
 /** Every schema object of the document (request bodies, parameters, components), rule bounds made minimum/maximum. */
 function applyRuleBounds(node: unknown): void {
-  if (Array.isArray(node)) {
-    for (const child of node) applyRuleBounds(child);
-    return;
-  }
   if (node === null || typeof node !== 'object') return;
   const record = node as Record<string, unknown>;
   const bounds = record[RULE_BOUNDS] as { minimum: number; maximum: number } | undefined;
@@ -134,4 +129,180 @@ function applyRuleBounds(node: unknown): void {
     record.maximum = bounds.maximum;
   }
   for (const child of Object.values(record)) applyRuleBounds(child);
+}
+
+// The OpenAPI documents' error answers: per operation and status, its codes and an example body of each.
+
+interface ErrorExample {
+  /** what the code means here, in a few words (the example's name in Swagger UI's list) */
+  summary: string;
+  detail: string;
+  errors?: ValidationIssue[];
+}
+
+/** One example of every code, as the service answers it where no route says otherwise. */
+const EXAMPLES: Record<ErrorCode, ErrorExample> = {
+  VALIDATION_ERROR: {
+    summary: 'the request does not match the schema',
+    detail: 'Validation failed: body.items.0.product_id: field required',
+    errors: [{ loc: ['body', 'items', 0, 'product_id'], msg: 'field required', type: 'missing' }],
+  },
+  BAD_REQUEST: { summary: 'a body nested too deep', detail: `Request body is nested more than ${MAX_JSON_DEPTH} levels deep` },
+  INVALID_INPUT: {
+    summary: 'the body does not match the schema',
+    detail: 'Validation failed: body.price: must be > 0',
+    errors: [{ loc: ['body', 'price'], msg: 'must be > 0', type: 'exclusiveMinimum' }],
+  },
+  NOT_AUTHENTICATED: { summary: 'no bearer token', detail: 'Not authenticated' },
+  INVALID_CREDENTIALS: { summary: 'wrong e-mail or password', detail: 'Incorrect email or password' },
+  INVALID_TOKEN: { summary: 'an invalid, expired or revoked token', detail: 'Could not validate credentials' },
+  INVALID_SIGNATURE: { summary: 'a missing or wrong signature', detail: 'Invalid webhook signature' },
+  INACTIVE_USER: { summary: 'the account is inactive', detail: 'Inactive user' },
+  FORBIDDEN: { summary: "another user's resource", detail: 'Not enough permissions to access this resource' },
+  ADMIN_REQUIRED: { summary: 'not an administrator', detail: 'Administrator privileges required' },
+  NOT_FOUND: { summary: 'no such resource', detail: 'Not found' },
+  METHOD_NOT_ALLOWED: { summary: 'the path does not take this method', detail: 'Method PUT is not allowed on /api/v1/orders' },
+  EMAIL_EXISTS: { summary: 'the e-mail address is taken', detail: 'Email already registered' },
+  SKU_EXISTS: { summary: 'the SKU is taken', detail: 'SKU already exists' },
+  INVALID_PRODUCT: { summary: 'no such active product', detail: 'Invalid product id 999: no such active product' },
+  INVALID_QUANTITY: { summary: 'a quantity outside 1 to 1000', detail: 'Invalid quantity 0 for product 1: must be between 1 and 1000' },
+  INVALID_STATE: { summary: 'not possible in its current state', detail: 'Subscription is disabled; enable it before sending a test event' },
+  ORDER_NOT_CANCELLABLE: {
+    summary: 'already failed or cancelled',
+    detail: 'Only pending, processing or completed orders can be cancelled; this order is failed',
+  },
+  SUBSCRIPTION_LIMIT_REACHED: {
+    summary: 'too many subscriptions',
+    detail: 'A user may have at most 25 webhook subscriptions; delete one you no longer use',
+  },
+  SUBSCRIPTION_URL_EXISTS: { summary: 'already subscribed to this URL', detail: 'You already have a subscription to this URL (subscription 1)' },
+  INVALID_RESET_TOKEN: { summary: 'an unknown token', detail: 'Invalid password reset token' },
+  RESET_TOKEN_USED: { summary: 'the token was used', detail: 'This password reset token has already been used' },
+  RESET_TOKEN_EXPIRED: { summary: 'the token expired', detail: 'This password reset token has expired; request a new one' },
+  RESET_TOKEN_SUPERSEDED: {
+    summary: 'a newer token exists, or the account changed',
+    detail:
+      'This password reset token is no longer valid: a newer one was requested, or the account changed since; use the latest e-mail or request a new one',
+  },
+  INVALID_EMAIL_TOKEN: {
+    summary: 'an unknown token, or the address changed since',
+    detail: 'Invalid e-mail confirmation token, or the account no longer has this address',
+  },
+  EMAIL_TOKEN_USED: { summary: 'the token was used', detail: 'This e-mail link has already been used' },
+  EMAIL_TOKEN_EXPIRED: { summary: 'the token expired', detail: 'This e-mail link has expired' },
+  IDEMPOTENCY_KEY_REUSED: {
+    summary: 'the key was used with another body',
+    detail: 'Idempotency-Key has already been used with a different request body',
+  },
+  PAYLOAD_TOO_LARGE: { summary: "a body over the route's limit", detail: 'Request body is too large' },
+  UNSUPPORTED_MEDIA_TYPE: { summary: 'a body that is not JSON', detail: 'Unsupported content type; send application/json' },
+  RATE_LIMITED: { summary: 'too many requests in the window', detail: 'Rate limit exceeded, retry in 42 seconds' },
+  LOGIN_THROTTLED: {
+    summary: 'too many failed sign-ins for the e-mail',
+    detail: 'Too many failed sign-in attempts for this e-mail address; retry in 60 seconds',
+  },
+  INTERNAL_ERROR: { summary: 'an unexpected error', detail: 'Internal server error' },
+  SERVICE_UNAVAILABLE: { summary: 'the database is unreachable', detail: 'Service temporarily unavailable' },
+  STORAGE_FULL: {
+    summary: "the database's disk is full",
+    detail: 'The service cannot store anything right now: its disk is full. Reads still work; retry later',
+  },
+  WEBHOOK_NOT_CONFIGURED: { summary: 'no webhook secret is set', detail: 'Inbound webhooks are not configured on this server' },
+  REQUEST_TIMEOUT: { summary: 'the request came too slowly', detail: 'Request timed out' },
+  HEADERS_TOO_LARGE: { summary: 'headers over the limit', detail: 'Request headers are too large' },
+};
+
+/** A code an operation answers, with its detail there when the default example's is not it. */
+type RouteCode = ErrorCode | { code: ErrorCode; detail: string };
+
+const forbidden = (resource: string): RouteCode => ({ code: 'FORBIDDEN', detail: `Not enough permissions to access this ${resource}` });
+const disabled = (action: string): RouteCode => ({ code: 'INVALID_STATE', detail: `Subscription is disabled; enable it before ${action}` });
+const subscription = forbidden('subscription');
+
+/** The codes each operation answers beyond those of its kind (describeResponses), by method and unprefixed path. */
+const ROUTE_CODES: Readonly<Record<string, readonly RouteCode[]>> = {
+  'POST /auth/login': ['INVALID_CREDENTIALS', 'INACTIVE_USER', 'LOGIN_THROTTLED'],
+  'POST /auth/refresh': ['INVALID_TOKEN'],
+  'POST /auth/logout': ['INVALID_TOKEN'],
+  'POST /auth/password': [{ code: 'INVALID_CREDENTIALS', detail: 'Current password is incorrect' }],
+  'POST /auth/reset-password': ['INVALID_RESET_TOKEN', 'RESET_TOKEN_USED', 'RESET_TOKEN_EXPIRED', 'RESET_TOKEN_SUPERSEDED'],
+  'POST /auth/verify-email': ['INVALID_EMAIL_TOKEN', 'EMAIL_TOKEN_USED', 'EMAIL_TOKEN_EXPIRED', { code: 'EMAIL_EXISTS', detail: 'Email already in use by another account' }],
+  'POST /auth/email-change/revert': [
+    { code: 'INVALID_EMAIL_TOKEN', detail: 'Invalid e-mail change revert token' },
+    'EMAIL_TOKEN_USED',
+    'EMAIL_TOKEN_EXPIRED',
+    { code: 'EMAIL_EXISTS', detail: 'Email already in use by another account' },
+  ],
+  'POST /users': ['EMAIL_EXISTS'],
+  'PATCH /users/{user_id}': [
+    { code: 'EMAIL_EXISTS', detail: 'Email already in use' },
+    { code: 'INVALID_CREDENTIALS', detail: 'Current password is incorrect' },
+    { code: 'FORBIDDEN', detail: 'Not enough permissions to update this user' },
+  ],
+  'DELETE /users/{user_id}': [{ code: 'FORBIDDEN', detail: 'Administrators cannot delete their own account' }],
+  'POST /products': ['SKU_EXISTS'],
+  'PATCH /products/{product_id}': ['SKU_EXISTS'],
+  'POST /orders': ['INVALID_PRODUCT', 'INVALID_QUANTITY', 'IDEMPOTENCY_KEY_REUSED'],
+  'GET /orders/{order_id}': [forbidden('order')],
+  'GET /orders/{order_id}/events': [forbidden('order')],
+  'POST /orders/{order_id}/retry': [{ code: 'INVALID_STATE', detail: 'Only failed orders can be retried; this order is completed' }, forbidden('order')],
+  'POST /orders/{order_id}/cancel': ['ORDER_NOT_CANCELLABLE', forbidden('order')],
+  'GET /items/{item_id}': [forbidden('item')],
+  'PATCH /items/{item_id}': ['INVALID_INPUT', forbidden('item')],
+  'DELETE /items/{item_id}': [forbidden('item')],
+  'POST /webhooks/orders/create': ['INVALID_SIGNATURE', 'WEBHOOK_NOT_CONFIGURED'],
+  'POST /webhooks/orders/cancelled': ['INVALID_SIGNATURE', 'WEBHOOK_NOT_CONFIGURED'],
+  'POST /admin/inbound-webhooks/{id}/reprocess': [
+    { code: 'INVALID_STATE', detail: 'The payload of this webhook was removed by the retention purge; it cannot be processed again' },
+  ],
+  'POST /webhooks/subscriptions': ['SUBSCRIPTION_LIMIT_REACHED', 'SUBSCRIPTION_URL_EXISTS'],
+  'GET /webhooks/subscriptions/{subscription_id}': [subscription],
+  'PATCH /webhooks/subscriptions/{subscription_id}': ['SUBSCRIPTION_URL_EXISTS', subscription],
+  'DELETE /webhooks/subscriptions/{subscription_id}': [subscription],
+  'GET /webhooks/subscriptions/{subscription_id}/deliveries': [subscription],
+  'GET /webhooks/subscriptions/{subscription_id}/messages/{message_id}': [subscription],
+  'POST /webhooks/subscriptions/{subscription_id}/messages/{message_id}/resend': [
+    { code: 'INVALID_STATE', detail: 'Message is still pending: it is being delivered or waits for an earlier message of its order' },
+    subscription,
+  ],
+  'POST /webhooks/subscriptions/{subscription_id}/recover': [disabled('recovering its messages'), subscription],
+  'POST /webhooks/subscriptions/{subscription_id}/test': [disabled('sending a test event'), subscription],
+  'POST /webhooks/subscriptions/{subscription_id}/rotate-secret': [subscription],
+};
+
+const entry = (code: ErrorCode, detail?: string) => ({ code, detail: detail ?? EXAMPLES[code].detail });
+
+/** What each error status means, before the list of its codes, and its code when nothing more specific is known. */
+const STATUSES: Record<number, [title: string, code: ErrorCode]> = {
+  400: ['Bad request', 'BAD_REQUEST'],
+  401: ['Not authenticated', 'NOT_AUTHENTICATED'],
+  403: ['Forbidden', 'FORBIDDEN'],
+  404: ['Not found', 'NOT_FOUND'],
+  413: [
+    "Payload too large: the body is over this route's limit, which fits its largest valid body in any encoding (characters escaped, pretty-printed)",
+    'PAYLOAD_TOO_LARGE',
+  ],
+  415: ['Unsupported media type: send `application/json`', 'UNSUPPORTED_MEDIA_TYPE'],
+  422: [
+    'Unprocessable: the request does not match the schema, or a string in it (a key too) holds a NUL character (U+0000) or an unpaired surrogate; `errors` lists each problem',
+    'VALIDATION_ERROR',
+  ],
+  429: ['Too many requests: retry after `Retry-After` seconds', 'RATE_LIMITED'],
+  500: ['Internal error', 'INTERNAL_ERROR'],
+  503: ['Service unavailable: retry after `Retry-After` seconds', 'SERVICE_UNAVAILABLE'],
+};
+
+/** The description and the examples of error status `status`, among the operation's `codes`. */
+function errorAnswer(status: number, codes: readonly { code: ErrorCode; detail: string }[]): { description: string; examples: Record<string, unknown> } {
+  let mine = codes.filter((c) => ERROR_STATUS[c.code] === status);
+  // a 422 is always possible from the schemas, whatever else the route answers with it
+  if (status === 422 && !mine.some((c) => c.code === 'VALIDATION_ERROR')) mine = [entry('VALIDATION_ERROR'), ...mine];
+  const [title, fallback] = STATUSES[status] ?? [`Error ${status}`];
+  if (mine.length === 0 && fallback !== undefined) mine = [entry(fallback)];
+  const examples: Record<string, unknown> = {};
+  for (const { code, detail } of mine) {
+    const { summary, errors } = EXAMPLES[code];
+    examples[code] = { summary, value: { detail, error_code: code, ...(errors ? { errors } : {}) } };
+  }
+  return { description: `${title} (${mine.map((c) => `\`${c.code}\``).join(', ')})`, examples };
 }

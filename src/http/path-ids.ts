@@ -24,14 +24,8 @@ export function registerPathIds(app: FastifyInstance): void {
     if (keys.length === 0) return;
     const check: preHandlerHookHandler = (request, _reply, done) => {
       const params = request.params as Record<string, unknown>;
-      for (const key of keys) {
-        const id = params[key];
-        if (typeof id === 'number' && !(id >= 1 && id <= MAX_ID)) {
-          done(new AppError('NOT_FOUND', `${RESOURCES[key]} not found`));
-          return;
-        }
-      }
-      done();
+      const outside = keys.find((key) => typeof params[key] === 'number' && !(params[key] >= 1 && params[key] <= MAX_ID));
+      done(outside === undefined ? undefined : new AppError('NOT_FOUND', `${RESOURCES[outside]} not found`));
     };
     const existing = route.preHandler;
     route.preHandler = existing === undefined ? [check] : [check, ...(Array.isArray(existing) ? existing : [existing])];

@@ -41,15 +41,13 @@ export class FallbackState {
   }
 
   enter(): void {
-    if (this.fallingBack) return;
+    if (!this.fallingBack) this.log.warn(`${this.label}: Redis unavailable, falling back to per-process counters`);
     this.fallingBack = true;
-    this.log.warn(`${this.label}: Redis unavailable, falling back to per-process counters`);
   }
 
   leave(): void {
-    if (!this.fallingBack) return;
+    if (this.fallingBack) this.log.info(`${this.label}: Redis is back, counters are shared again`);
     this.fallingBack = false;
-    this.log.info(`${this.label}: Redis is back, counters are shared again`);
   }
 }
 
@@ -58,10 +56,9 @@ const ANSWER_MS = 500;
 
 /**
  * `promise`, or a rejection once it has not settled `ANSWER_MS` after the call. The rejection waits
- * one more turn of the event loop (setImmediate runs after the loop has read its sockets): an answer
- * that arrived while this process was busy wins. ioredis's own commandTimeout runs before the socket
- * is read: after a stall it rejects a command Redis has answered, and the request would be counted
- * in Redis and per process.
+ * one more turn of the event loop (setImmediate runs after the sockets are read), so an answer that
+ * arrived while this process was busy wins; ioredis's commandTimeout would reject it, and the request
+ * would be counted in Redis and per process.
  */
 function answered<T>(promise: Promise<T>): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
@@ -89,18 +86,13 @@ export function createRedis(url: string, log: FastifyBaseLogger, label = 'rate l
 }
 
 /** A fixed-window counter in Redis while it answers, in memory otherwise; a limiter's verdict (RateLimiterRes) passes on. */
-export interface RedisOrMemory {
-  use<T>(op: (limiter: RateLimiterRedis | RateLimiterMemory) => Promise<T>): Promise<T>;
-  readonly redis: Redis;
-}
-
-export function redisOrMemory(redis: Redis, fallback: FallbackState, opts: IRateLimiterOptions): RedisOrMemory {
+export function redisOrMemory(redis: Redis, fallback: FallbackState, opts: IRateLimiterOptions) {
   const shared = new RateLimiterRedis({ ...opts, storeClient: redis, rejectIfRedisNotReady: true });
   const memory = new RateLimiterMemory(opts);
   redis.on('ready', () => fallback.leave());
   return {
     redis,
-    async use(op) {
+    async use<T>(op: (limiter: RateLimiterRedis | RateLimiterMemory) => Promise<T>): Promise<T> {
       if (redis.status === 'ready') {
         try {
           const result = await answered(op(shared));
@@ -159,29 +151,16 @@ export async function registerRateLimit(app: FastifyInstance, deps: RateLimitDep
   app.addHook('onRequest', app.rateLimit());
 
   if (!redis) return;
-  deps.readiness.push({
-    name: 'redis',
-    critical: false,
-    check: async () => {
-      try {
-        await answered(redis.ping());
-        return 'ok';
-      } catch {
-        return 'degraded';
-      }
-    },
-  });
+  deps.readiness.push({ name: 'redis', critical: false, check: () => answered(redis.ping()).then(() => 'ok' as const, () => 'degraded' as const) });
   app.addHook('onReady', async () => {
     await firstConnection(redis);
     if (redis.status !== 'ready') fallback.enter();
   });
-  app.addHook('onClose', async () => {
-    await redis.quit().catch(() => redis.disconnect());
-  });
+  app.addHook('onClose', async () => void (await redis.quit().catch(() => redis.disconnect())));
 }
 
 /** The plugin's `store` option: `penalty` counts without a verdict (the plugin compares); one store for every route. */
-function sharedStore(counter: RedisOrMemory) {
+function sharedStore(counter: ReturnType<typeof redisOrMemory>) {
   return class SharedStore implements FastifyRateLimitStore {
     incr(key: string, callback: (error: Error | null, result?: { current: number; ttl: number }) => void): void {
       counter.use((limiter) => limiter.penalty(key, 1)).then(

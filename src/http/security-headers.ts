@@ -1,30 +1,18 @@
 import type { FastifyInstance } from 'fastify';
 import helmet, { type HelmetOptions } from 'helmet';
 
-type Header = readonly [name: string, value: string];
-
-/** The headers helmet sets for `options`, worked out once: without a CSP nonce they never change. */
-function helmetHeaders(options: HelmetOptions): Header[] {
+/**
+ * Sets helmet's headers on the raw response first thing, so every error reply keeps them too; worked
+ * out once, as without a CSP nonce they never change.
+ */
+export function registerSecurityHeaders(app: FastifyInstance, options: HelmetOptions): void {
   const headers = new Map<string, string>();
-  const res = {
-    setHeader(name: string, value: string) {
-      headers.set(name, value);
-    },
-    removeHeader(name: string) {
-      headers.delete(name);
-    },
-  };
+  const res = { setHeader: (name: string, value: string) => headers.set(name, value), removeHeader: (name: string) => headers.delete(name) };
   let failure: unknown;
   helmet(options)({} as never, res as never, (err?: unknown) => {
     failure = err;
   });
   if (failure) throw failure instanceof Error ? failure : new Error(String(failure));
-  return [...headers];
-}
-
-/** Sets helmet's headers on the raw response first thing, so every error reply keeps them too. */
-export function registerSecurityHeaders(app: FastifyInstance, options: HelmetOptions): void {
-  const headers = helmetHeaders(options);
   app.addHook('onRequest', (_request, reply, done) => {
     for (const [name, value] of headers) reply.raw.setHeader(name, value);
     done();

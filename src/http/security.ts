@@ -73,20 +73,14 @@ function pathOf(visit: Visit): Path {
 /** Finds a string PostgreSQL cannot store verbatim in a parsed value, iteratively (a deep body costs no stack). */
 function findUnstorable(root: unknown, part: string): Path | undefined {
   const stack: Visit[] = [{ value: root, key: part, parent: undefined }];
-  while (stack.length > 0) {
-    const visit = stack.pop()!;
+  for (let visit = stack.pop(); visit; visit = stack.pop()) {
     const { value } = visit;
-    if (typeof value === 'string') {
-      if (!storable(value)) return pathOf(visit);
-    } else if (Buffer.isBuffer(value)) {
-      if (value.includes(0)) return pathOf(visit);
-    } else if (Array.isArray(value)) {
-      value.forEach((v, i) => stack.push({ value: v, key: i, parent: visit }));
-    } else if (value !== null && typeof value === 'object') {
-      for (const [k, v] of Object.entries(value)) {
-        if (!storable(k)) return pathOf({ value: v, key: k, parent: visit });
-        stack.push({ value: v, key: k, parent: visit });
-      }
+    if (typeof value === 'string' ? !storable(value) : Buffer.isBuffer(value) && value.includes(0)) return pathOf(visit);
+    if (value === null || typeof value !== 'object' || Buffer.isBuffer(value)) continue;
+    for (const [k, v] of Object.entries(value)) {
+      const child = { value: v, key: Array.isArray(value) ? Number(k) : k, parent: visit };
+      if (!storable(k)) return pathOf(child);
+      stack.push(child);
     }
   }
   return undefined;

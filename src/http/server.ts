@@ -2,9 +2,10 @@ import crypto from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import { setImmediate as nextCheckPhase, setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyInstance, FastifyServerOptions } from 'fastify';
+import pino from 'pino';
 import type { Config } from '../config.ts';
+import { AccessLogController } from './access-log.ts';
 import { clientErrorHandler, frameworkErrors } from './error-handling.ts';
-import { loggerOptions } from './logger.ts';
 import { serverLimits } from './security.ts';
 import { lazySchemaController } from './validation.ts';
 
@@ -28,9 +29,51 @@ export function serverOptions(config: Config, logStream: { write(msg: string): v
 }
 
 /**
- * server.close() closes only the connections idle at that moment; one serving a request would then
- * stay open as an idle keep-alive socket. So until the server has closed, idle ones are closed.
+ * stdout, made once per process: the lines written synchronously so a crash loses none; the access
+ * lines gathered into writes of at most 4 KiB (a pipe takes that whole, so no other line is split),
+ * flushed within 100 ms and at exit (only SIGKILL loses what waits).
  */
+let stdout: { lines: pino.DestinationStream; access: pino.DestinationStream } | undefined;
+function stdoutLogs(): NonNullable<typeof stdout> {
+  if (stdout === undefined) {
+    const lines = pino.destination({ dest: 1, sync: true });
+    const access = pino.destination({ dest: 1, sync: true, minLength: 3072, maxWrite: 4096, periodicFlush: 100 });
+    process.on('exit', () => access.flushSync());
+    stdout = { lines, access };
+  }
+  return stdout;
+}
+
+/** The service logger's options and its access-line controller; `stream` replaces stdout (tests). */
+function loggerOptions(config: Config, stream: { write(msg: string): void } | undefined): Pick<FastifyServerOptions, 'logger' | 'logController'> {
+  const logger = {
+    level: config.logLevel,
+    redact: {
+      paths: [
+        'req.headers.authorization',
+        'req.headers.cookie',
+        'req.headers["x-shopify-hmac-sha256"]',
+        'headers.authorization',
+        '*.password',
+        '*.new_password',
+        '*.current_password',
+        '*.refresh_token',
+        '*.access_token',
+        '*.secret',
+        '*.password_hash',
+      ],
+      censor: '[redacted]',
+    },
+  };
+  // a terminal gets pino-pretty (a worker thread of its own), and the access lines through it
+  if (!stream && process.stdout.isTTY && config.logLevel !== 'silent') {
+    return { logger: { ...logger, transport: { target: 'pino-pretty' } }, logController: new AccessLogController() };
+  }
+  const out = stream ? { lines: stream, access: stream } : stdoutLogs();
+  return { logger: { ...logger, stream: out.lines }, logController: new AccessLogController(pino({ level: config.logLevel }, out.access)) };
+}
+
+/** server.close() closes only the connections idle at that moment, so until it is done idle ones are closed. */
 export function closeIdleConnectionsOnShutdown(app: FastifyInstance): void {
   let idleSweep: NodeJS.Timeout | undefined;
   app.addHook('preClose', async () => {
@@ -45,8 +88,8 @@ export function closeIdleConnectionsOnShutdown(app: FastifyInstance): void {
 const SHUTDOWN_DRAIN_MS = 1000;
 
 /**
- * The close a stop signal asks for, kind to keep-alive clients: closing an idle connection races with
- * a client writing its next request on it. So for SHUTDOWN_DRAIN_MS every answer carries
+ * The close a stop signal asks for, kind to keep-alive clients (closing an idle connection races with
+ * a client writing its next request on it): for SHUTDOWN_DRAIN_MS every answer carries
  * `Connection: close`, then app.close(). Returns that close; call it once.
  */
 export function gracefulClose(app: FastifyInstance): () => Promise<void> {

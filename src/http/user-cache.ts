@@ -4,33 +4,25 @@ import type { DatabaseHandle } from '../db/database.ts';
 import type { UserRow } from '../db/schema.ts';
 
 /** The channel the users trigger notifies on (migration 20261122000000_user_change_notify). */
-export const USER_CHANGED_CHANNEL = 'oas_user_changed';
+const USER_CHANGED_CHANNEL = 'oas_user_changed';
+
+interface Entry<V> {
+  value: V;
+  expires: number;
+}
 
 /**
- * The user rows that authenticate requests, kept in process memory, so an authenticated request
- * costs no database round trip for its caller (the benchmark showed that round trip to be the
- * largest single cost of a read). A change must still take effect at once:
- *
- * - a change made through this process (PATCH, DELETE, deactivation, password change) evicts the
- *   row as soon as its transaction has ended, before the response is sent;
- * - every change, wherever it is made (another API process, SQL by hand), reaches every process
- *   through the trigger's NOTIFY, a moment after it commits (see UserChangeFeed);
- * - while that feed is not listening (starting, reconnecting) nothing is cached or served from the
- *   cache, and losing the feed empties it;
- * - a read that raced an eviction is not cached (the epoch check), so a row read before a commit
- *   cannot be put back after the eviction for that commit;
- * - every entry expires after `ttlMs` (USER_CACHE_TTL_SECONDS; 0 turns the cache off), which bounds
- *   the staleness of a feed that died without anyone noticing.
- *
- * Bounded: the oldest entry makes room once `max` users are cached.
- *
- * The totals of the users list (`GET /users`, per `is_active` filter) are kept by the same rules:
- * any user change anywhere drops them all (the trigger fires on INSERT too). Counting a million
- * users on every request is what the list cost at scale otherwise (the bench: 3.6 s p95).
+ * The user rows that authenticate requests, and the users list's totals, kept in memory so an
+ * authenticated read costs no database round trip, yet a change takes effect at once: this process
+ * evicts its own changes before responding; the trigger's NOTIFY brings every change to every
+ * process (UserChangeFeed) and drops all totals; nothing is cached while the feed is not listening;
+ * a read that raced an eviction is not cached (the epoch), so a row read before a commit is not put
+ * back after its eviction; entries expire after `ttlMs` (0: off), bounding the staleness of a feed
+ * that died unnoticed. At most `max` users, the oldest out first.
  */
 export class UserCache {
-  private readonly entries = new Map<number, { row: UserRow; expires: number }>();
-  private readonly totals = new Map<string, { total: number; expires: number }>();
+  private readonly entries = new Map<number, Entry<UserRow>>();
+  private readonly totals = new Map<string, Entry<number>>();
   private readonly ttlMs: number;
   private readonly max: number;
   private epoch = 0;
@@ -47,29 +39,28 @@ export class UserCache {
     return this.live && this.ttlMs > 0;
   }
 
-  async get(id: number, load: (id: number) => Promise<UserRow | undefined>): Promise<UserRow | undefined> {
-    if (this.enabled) {
-      const hit = this.entries.get(id);
-      if (hit && hit.expires > Date.now()) return hit.row;
-      if (hit) this.entries.delete(id);
-    }
-    const epoch = this.epoch;
-    const row = await load(id);
-    if (row && this.enabled && epoch === this.epoch) {
-      if (this.entries.size >= this.max) this.entries.delete(this.entries.keys().next().value as number);
-      this.entries.set(id, { row, expires: Date.now() + this.ttlMs });
-    }
-    return row;
+  get(id: number, load: (id: number) => Promise<UserRow | undefined>): Promise<UserRow | undefined> {
+    return this.cached(this.entries, id, () => load(id), this.max);
   }
 
   /** A count of users kept under `key` (the list's filter), loaded by `count` when absent. */
-  async total(key: string, count: () => Promise<number>): Promise<number> {
-    const hit = this.enabled ? this.totals.get(key) : undefined;
-    if (hit && hit.expires > Date.now()) return hit.total;
+  total(key: string, count: () => Promise<number>): Promise<number> {
+    return this.cached(this.totals, key, count, Infinity) as Promise<number>;
+  }
+
+  private async cached<K, V>(map: Map<K, Entry<V>>, key: K, load: () => Promise<V | undefined>, max: number): Promise<V | undefined> {
+    if (this.enabled) {
+      const hit = map.get(key);
+      if (hit && hit.expires > Date.now()) return hit.value;
+      if (hit) map.delete(key);
+    }
     const epoch = this.epoch;
-    const total = await count();
-    if (this.enabled && epoch === this.epoch) this.totals.set(key, { total, expires: Date.now() + this.ttlMs });
-    return total;
+    const value = await load();
+    if (value !== undefined && this.enabled && epoch === this.epoch) {
+      if (map.size >= max) map.delete(map.keys().next().value as K);
+      map.set(key, { value, expires: Date.now() + this.ttlMs });
+    }
+    return value;
   }
 
   evict(id: number): void {
@@ -97,40 +88,33 @@ export class UserCache {
  * failure; on PGlite it listens on the embedded instance.
  */
 export class UserChangeFeed {
-  private readonly cache: UserCache;
-  private readonly database: DatabaseHandle;
-  private readonly log: FastifyBaseLogger;
+  private readonly deps: { cache: UserCache; database: DatabaseHandle; log: FastifyBaseLogger };
   private client: pg.Client | undefined;
   private unlisten: (() => Promise<void>) | undefined;
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
-  /** Set while the feed is lost: its reconnect attempts fail each second, and only the loss and the return are told. */
+  /** set while the feed is lost: only the loss and the return are logged, not each failed reconnect */
   private lostSince: number | undefined;
 
-  constructor(deps: { cache: UserCache; database: DatabaseHandle; log: FastifyBaseLogger }) {
-    this.cache = deps.cache;
-    this.database = deps.database;
-    this.log = deps.log;
-    this.cache.settle = () => this.barrier();
+  constructor(deps: UserChangeFeed['deps']) {
+    this.deps = deps;
+    deps.cache.settle = () => this.barrier();
   }
 
   async start(): Promise<void> {
-    const { pglite } = this.database;
+    const { pglite } = this.deps.database;
     if (pglite) {
-      this.unlisten = await pglite.listen(USER_CHANGED_CHANNEL, (payload) => this.cache.evict(Number(payload)));
-      this.cache.setLive(true);
+      this.unlisten = await pglite.listen(USER_CHANGED_CHANNEL, (payload) => this.deps.cache.evict(Number(payload)));
+      this.deps.cache.setLive(true);
       return;
     }
     await this.connect().catch((err: unknown) => this.lost(undefined, err));
   }
 
-  /**
-   * Resolves once every change committed before the call has been applied to the cache (the
-   * notifications arrive on the feed's connection ahead of the answer to this query).
-   */
+  /** Resolves once every change committed before the call is applied (its notifications precede this query's answer). */
   async barrier(): Promise<void> {
-    if (this.database.pglite) {
-      await this.database.pglite.query('SELECT 1');
+    if (this.deps.database.pglite) {
+      await this.deps.database.pglite.query('SELECT 1');
       await new Promise((resolve) => setImmediate(resolve));
       return;
     }
@@ -140,7 +124,7 @@ export class UserChangeFeed {
   async stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.timer);
-    this.cache.setLive(false);
+    this.deps.cache.setLive(false);
     await this.unlisten?.().catch(() => {});
     const client = this.client;
     this.client = undefined;
@@ -149,13 +133,13 @@ export class UserChangeFeed {
 
   private async connect(): Promise<void> {
     const client = new pg.Client({
-      connectionString: this.database.connectionString,
+      connectionString: this.deps.database.connectionString,
       connectionTimeoutMillis: 5000,
       query_timeout: 5000,
       keepAlive: true,
       application_name: 'oas-user-feed',
     });
-    client.on('notification', (msg) => this.cache.evict(Number(msg.payload)));
+    client.on('notification', (msg) => this.deps.cache.evict(Number(msg.payload)));
     client.on('error', (err) => this.lost(client, err));
     client.on('end', () => this.lost(client));
     await client.connect();
@@ -165,9 +149,9 @@ export class UserChangeFeed {
       return;
     }
     this.client = client;
-    this.cache.setLive(true);
+    this.deps.cache.setLive(true);
     if (this.lostSince !== undefined) {
-      this.log.info({ unavailableSeconds: (Date.now() - this.lostSince) / 1000 }, 'user cache: change feed back, caching users again');
+      this.deps.log.info({ unavailableSeconds: (Date.now() - this.lostSince) / 1000 }, 'user cache: change feed back, caching users again');
       this.lostSince = undefined;
     }
     this.schedule(() => this.check(client), 5000);
@@ -184,21 +168,19 @@ export class UserChangeFeed {
   private lost(client: pg.Client | undefined, err?: unknown): void {
     if (client && this.client !== client && this.client !== undefined) return; // an old connection
     if (this.stopped) return;
-    if (this.cache.enabled && this.lostSince === undefined) {
+    if (this.deps.cache.enabled && this.lostSince === undefined) {
       this.lostSince = Date.now();
       const error = err instanceof Error ? err.message : err === undefined ? 'connection ended' : String(err);
-      this.log.warn({ error }, 'user cache: change feed lost, serving users from the database until it is back');
+      this.deps.log.warn({ error }, 'user cache: change feed lost, serving users from the database until it is back');
     } else {
-      this.log.debug({ err }, 'user cache: change feed still unavailable');
+      this.deps.log.debug({ err }, 'user cache: change feed still unavailable');
     }
-    this.cache.setLive(false);
+    this.deps.cache.setLive(false);
     this.client = undefined;
     client?.removeAllListeners('end');
     client?.on('error', () => {});
     client?.end().catch(() => {});
-    this.schedule(() => {
-      this.connect().catch((e: unknown) => this.lost(undefined, e));
-    }, 1000);
+    this.schedule(() => void this.connect().catch((e: unknown) => this.lost(undefined, e)), 1000);
   }
 
   private schedule(fn: () => void, ms: number): void {

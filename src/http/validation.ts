@@ -100,7 +100,7 @@ export function registerValidation(app: FastifyInstance): void {
   const textAjv = makeAjv({ coerceTypes: 'array' });
   app.setValidatorCompiler(({ schema, httpPart }) => {
     if (httpPart === 'body') return compiledOnFirstUse(() => bodyAjv.compile(schema) as Validator);
-    return compiledOnFirstUse(() => textValidator(textAjv.compile(schema) as Validator, booleanProperties(schema)));
+    return compiledOnFirstUse(() => textValidator(textAjv.compile(schema) as Validator, schema));
   });
   registerJsonParser(app);
 }
@@ -111,32 +111,24 @@ const BOOLEAN_WORDS = new Map<string, boolean>([
   ...['false', 'f', 'no', 'n', 'off', '0'].map((w) => [w, false] as const),
 ]);
 
-function booleanProperties(schema: unknown): string[] {
-  const props = (schema as { properties?: Record<string, { type?: unknown }> }).properties ?? {};
-  return Object.keys(props).filter((k) => props[k].type === 'boolean');
-}
-
 /** A query, path or header validator: boolean words, and every number finite (ajv coerces `1e309` to Infinity). */
-function textValidator(validate: Validator, booleanKeys: string[]): Validator {
-  const wrapped = (data: unknown): boolean => {
-    const record = data !== null && typeof data === 'object' ? (data as Record<string, unknown>) : undefined;
-    if (record) {
-      for (const key of booleanKeys) {
-        const value = record[key];
-        if (typeof value !== 'string') continue;
-        const word = BOOLEAN_WORDS.get(value.toLowerCase());
-        if (word !== undefined) record[key] = word;
-      }
+function textValidator(validate: Validator, schema: unknown): Validator {
+  const props = (schema as { properties?: Record<string, { type?: unknown }> }).properties ?? {};
+  const booleanKeys = Object.keys(props).filter((k) => props[k].type === 'boolean');
+  const wrapped: Validator = (data) => {
+    const record = data !== null && typeof data === 'object' ? (data as Record<string, unknown>) : {};
+    for (const key of booleanKeys) {
+      const value = record[key];
+      const word = typeof value === 'string' ? BOOLEAN_WORDS.get(value.toLowerCase()) : undefined;
+      if (word !== undefined) record[key] = word;
     }
     const ok = validate(data);
     wrapped.errors = validate.errors;
-    if (!ok || !record) return ok;
-    const infinite = Object.keys(record).find((key) => typeof record[key] === 'number' && !Number.isFinite(record[key]));
-    if (infinite === undefined) return true;
+    const infinite = ok ? Object.keys(record).find((key) => typeof record[key] === 'number' && !Number.isFinite(record[key])) : undefined;
+    if (infinite === undefined) return ok;
     wrapped.errors = [{ instancePath: `/${infinite}`, schemaPath: '#/type', keyword: 'type', params: { type: 'number' }, message: 'must be a finite number' }];
     return false;
   };
-  wrapped.errors = null as Validator['errors'];
   return wrapped;
 }
 
@@ -169,14 +161,8 @@ function registerJsonParser(app: FastifyInstance): void {
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
     const text = body as string; // parseAs: 'string'
-    if (text.length === 0) {
-      done(null, undefined);
-      return;
-    }
-    if (nestedDeeperThan(text, MAX_JSON_DEPTH)) {
-      done(new AppError('BAD_REQUEST', `Request body is nested more than ${MAX_JSON_DEPTH} levels deep`), undefined);
-      return;
-    }
-    void parse(request, text, done); // Fastify's parser answers through `done`
+    if (text.length === 0) done(null, undefined);
+    else if (nestedDeeperThan(text, MAX_JSON_DEPTH)) done(new AppError('BAD_REQUEST', `Request body is nested more than ${MAX_JSON_DEPTH} levels deep`), undefined);
+    else void parse(request, text, done); // Fastify's parser answers through `done`
   });
 }

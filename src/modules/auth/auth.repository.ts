@@ -1,5 +1,3 @@
-import type { Transaction } from 'kysely';
-import type { Database } from '../../db/schema.ts';
 import { activeUserIds } from '../users/users.repository.ts';
 import type { Db } from '../../db/database.ts';
 
@@ -19,25 +17,11 @@ export async function findLiveRefreshToken(db: Db, jti: string): Promise<{ jti: 
     .executeTakeFirst();
 }
 
-export async function revokeRefreshToken(db: Db, jti: string, userId: number): Promise<boolean> {
-  const res = await db
-    .updateTable('refresh_tokens')
-    .set({ revoked_at: new Date() })
-    .where('jti', '=', jti)
-    .where('user_id', '=', userId)
-    .where('revoked_at', 'is', null)
-    .executeTakeFirst();
-  return Number(res.numUpdatedRows) > 0;
-}
-
-/** Revokes every live refresh token of a user, in the transaction that ends the user's sessions. */
-export async function revokeUserRefreshTokens(trx: Transaction<Database>, userId: number): Promise<void> {
-  await trx
-    .updateTable('refresh_tokens')
-    .set({ revoked_at: new Date() })
-    .where('user_id', '=', userId)
-    .where('revoked_at', 'is', null)
-    .execute();
+/** Revokes the user's live refresh token `jti`, or every one (in the transaction that ends the user's sessions). */
+export async function revokeRefreshTokens(db: Db, userId: number, jti?: string): Promise<void> {
+  let query = db.updateTable('refresh_tokens').set({ revoked_at: new Date() }).where('user_id', '=', userId).where('revoked_at', 'is', null);
+  if (jti !== undefined) query = query.where('jti', '=', jti);
+  await query.execute();
 }
 
 /** Deletes tokens that expired (or were revoked) more than a day ago; returns how many. */

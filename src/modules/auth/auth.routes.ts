@@ -35,10 +35,7 @@ export function registerJwksRoute(app: FastifyInstance, tokens: TokenService): v
   });
 }
 
-/**
- * The routes that take a credential in their body count against the client IP's anonymous limit
- * whatever `Authorization` header they carry (see http/rate-limits.ts).
- */
+/** Routes taking a credential in their body count against the client IP's limit whatever `Authorization` they carry. */
 const credentialRoute = { auth: 'public', rateLimitBucket: 'ip' } as const;
 
 export function registerAuthRoutes(root: FastifyInstance, auth: AuthService, recovery: PasswordRecoveryService, emailChange: EmailChangeService): void {

@@ -1,4 +1,4 @@
-import { Type, type Static } from 'typebox';
+import { Type } from 'typebox';
 import { Password } from '../users/users.schemas.ts';
 
 export const LoginBody = Type.Object(
@@ -14,19 +14,16 @@ export const LoginBody = Type.Object(
   // a fresh start creates admin@example.com and prints its password once
   { additionalProperties: false, examples: [{ username: 'admin@example.com', password: 'the password npm start printed' }] },
 );
-export type LoginBody = Static<typeof LoginBody>;
 
 export const RefreshBody = Type.Object(
   { refresh_token: Type.String({ maxLength: 4096, description: 'the `refresh_token` POST /auth/login answered' }) },
   { additionalProperties: false, examples: [{ refresh_token: 'the refresh_token of your sign-in' }] },
 );
-export type RefreshBody = Static<typeof RefreshBody>;
 
 export const ChangePasswordBody = Type.Object(
   { current_password: Type.String({ minLength: 1, maxLength: 1024 }), new_password: Password },
   { additionalProperties: false, examples: [{ current_password: 'your current password', new_password: 'staple-horse-battery-correct' }] },
 );
-export type ChangePasswordBody = Static<typeof ChangePasswordBody>;
 
 export const PasswordRecoveryBody = Type.Object(
   {
@@ -39,7 +36,6 @@ export const PasswordRecoveryBody = Type.Object(
   },
   { additionalProperties: false, examples: [{ email: 'jane.doe@example.com' }] },
 );
-export type PasswordRecoveryBody = Static<typeof PasswordRecoveryBody>;
 
 export const ResetPasswordBody = Type.Object(
   {
@@ -48,13 +44,11 @@ export const ResetPasswordBody = Type.Object(
   },
   { additionalProperties: false, examples: [{ token: 'the token from the recovery e-mail', new_password: 'staple-horse-battery-correct' }] },
 );
-export type ResetPasswordBody = Static<typeof ResetPasswordBody>;
 
 export const EmailTokenBody = Type.Object(
   { token: Type.String({ maxLength: 256, description: 'the token from the e-mail' }) },
   { additionalProperties: false, examples: [{ token: 'the token from the e-mail' }] },
 );
-export type EmailTokenBody = Static<typeof EmailTokenBody>;
 
 /** The action-style answer (`status`, `message`) of the recovery routes. */
 export const ActionResult = Type.Object({
@@ -69,9 +63,7 @@ export const TokenPair = Type.Object({
 });
 
 export const TokenPairWithDevice = Type.Object({
-  access_token: Type.String(),
-  refresh_token: Type.String(),
-  token_type: Type.Literal('bearer'),
+  ...TokenPair.properties,
   device_token: Type.String({
     description:
       "this client's device token for the account (also set as the `device` cookie): send it on later sign-ins as `X-Device-Token` " +

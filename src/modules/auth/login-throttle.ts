@@ -5,24 +5,12 @@ import { createAttemptLimiter, type AttemptLimiter, type Verdict } from '../../h
 import { AppError } from '../../http/errors.ts';
 
 /**
- * Protection of each account against password guessing that an attacker cannot turn into a lockout
- * of its holder (OWASP: throttle, don't lock; decision 103). Sign-in attempts are counted twice, in
- * Redis when configured so every API process sees one count:
- * - per e-mail and client (LOGIN_THROTTLE_MAX_FAILURES within LOGIN_THROTTLE_WINDOW_SECONDS): the
- *   client is the request's address, the forwarded one with TRUST_PROXY, so failures from one
- *   client do not throttle the holder signing in from another;
- * - per e-mail across all clients, a higher ceiling (LOGIN_THROTTLE_MAX_FAILURES_PER_EMAIL, 10 × the
- *   first by default) against guessing spread over many addresses.
- *
- * A sign-in that presents a device token of the account (decision 106) is counted per device only,
- * with the per-client limit: neither the ceiling nor any other client's failures refuse it, and its
- * own failures count towards neither.
- *
- * An attempt is counted before its password is checked, so concurrent guesses cannot all slip in
- * before the count reaches the limit; a successful sign-in forgets the counts, so what remains
- * counted are the failures. A password reset forgets the e-mail's ceiling and the resetting client's
- * count. Once a limit is reached every further attempt answers 429 until the window ends — without
- * looking the e-mail up, so the answer is the same whether an account exists or not.
+ * Throttling of password guessing that an attacker cannot turn into a lockout of the holder (OWASP:
+ * throttle, don't lock; decision 103), counted in Redis when configured: per e-mail and client, so
+ * one client's failures do not throttle the holder elsewhere; per e-mail across clients, a higher
+ * ceiling; or per device only, with a device token of the account (decision 106). An attempt counts
+ * before its password is checked, so concurrent guesses cannot slip in under the limit; a success
+ * forgets the counts. A limit reached answers 429 without looking the e-mail up.
  */
 export class LoginThrottle {
   private readonly perClient: AttemptLimiter;
@@ -31,16 +19,10 @@ export class LoginThrottle {
 
   constructor(deps: { config: Config; log: FastifyBaseLogger }) {
     const { config, log } = deps;
-    const durationSeconds = config.loginThrottleWindowSeconds;
-    this.perClient = createAttemptLimiter({ config, log, name: 'login', points: config.loginThrottleMaxFailures, durationSeconds });
-    this.perEmail = createAttemptLimiter({
-      config,
-      log,
-      name: 'login-email',
-      points: config.loginThrottleMaxFailuresPerEmail ?? 10 * config.loginThrottleMaxFailures,
-      durationSeconds,
-    });
-    this.perDevice = createAttemptLimiter({ config, log, name: 'login-device', points: config.loginThrottleMaxFailures, durationSeconds });
+    const limiter = (name: string, points: number) => createAttemptLimiter({ config, log, name, points, durationSeconds: config.loginThrottleWindowSeconds });
+    this.perClient = limiter('login', config.loginThrottleMaxFailures);
+    this.perEmail = limiter('login-email', config.loginThrottleMaxFailuresPerEmail ?? 10 * config.loginThrottleMaxFailures);
+    this.perDevice = limiter('login-device', config.loginThrottleMaxFailures);
   }
 
   /** Counts a sign-in attempt for `email` from `client`; throws LOGIN_THROTTLED when either limit is reached. */
@@ -79,11 +61,7 @@ function throwIfExceeded(verdict: Verdict): void {
   });
 }
 
-/**
- * The counters' keys: the e-mail as sign-in matches it (case-insensitively), with the client's
- * address for the first, hashed so that neither Redis nor the process holds the addresses, and
- * every key has the same short length.
- */
+/** The counters' keys: the e-mail in lower case (with the client for the pair), hashed so Redis never holds the addresses. */
 function emailKey(email: string): string {
   return crypto.createHash('sha256').update(email.toLowerCase()).digest('base64url');
 }

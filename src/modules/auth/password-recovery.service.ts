@@ -9,6 +9,7 @@ import type { JobQueue } from '../../jobs/queue.ts';
 import type { Mailer } from '../../mail/mailer.ts';
 import { hashOfMailToken, isMailToken, newMailToken } from '../users/mail-tokens.ts';
 import { assertPasswordLength } from '../users/passwords.ts';
+import { findRecoverableByEmail, findUserById } from '../users/users.repository.ts';
 import type { UsersService } from '../users/users.service.ts';
 import type { LoginThrottle } from './login-throttle.ts';
 import { consumeResetToken, deleteResetToken, findResetToken, hasUsableResetToken, insertResetToken, lockRecoveryOf } from './password-reset.repository.ts';
@@ -25,108 +26,74 @@ const supersededToken = () =>
     'This password reset token is no longer valid: the account changed since it was sent; request a new one',
   );
 
-/**
- * Who may recover a password: a live account that is active with its address verified, or that was
- * created without a password and awaits its first one (a platform customer, which the reset then
- * activates and verifies). An account an administrator deactivated gets nothing, and nor does an
- * unverified address: whoever claimed it never proved it is theirs.
- */
+/** Who may recover: an active account with its address verified, or a platform customer awaiting its first password. */
 function mayRecover(user: UserRow | undefined): user is UserRow {
   return user !== undefined && ((user.is_active && user.email_verified) || user.awaiting_password);
 }
 
 /**
- * Password recovery by e-mail. A request only enqueues a job carrying the e-mail, whether or not an
- * account has it: the request does the same work and answers the same in the same time either way,
- * and the job (on a worker) decides whether to issue a token and send it. A token is 256 random
- * bits, stored only as its SHA-256, valid PASSWORD_RESET_TTL_SECONDS and used once; it is void once
- * the account's sessions end (password changed, deactivated, deleted) or its e-mail changes.
- *
- * A request never voids a token sent before (decision 103): while one is still usable nothing new is
- * sent, so no one can keep a holder's recovery e-mails useless by asking again and again, and at
- * most RECOVERY_EMAILS_PER_HOUR e-mails reach one address per hour.
+ * Password recovery by e-mail. A request only enqueues a job, whether or not an account has the
+ * e-mail, so it answers the same in the same time; the job decides. A request never voids a token
+ * sent before (decision 103): while one is usable nothing new is sent, so no one can keep a holder's
+ * recovery e-mails useless by asking again and again.
  */
 export class PasswordRecoveryService {
-  private readonly db: Db;
-  private readonly queue: JobQueue;
-  private readonly mailer: Mailer;
-  private readonly users: UsersService;
-  private readonly config: Config;
-  private readonly throttle: LoginThrottle;
-  private readonly log: FastifyBaseLogger;
+  private readonly deps: { db: Db; queue: JobQueue; mailer: Mailer; users: UsersService; config: Config; throttle: LoginThrottle; log: FastifyBaseLogger };
   private readonly mailsPerAddress: AttemptLimiter;
 
-  constructor(deps: { db: Db; queue: JobQueue; mailer: Mailer; users: UsersService; config: Config; throttle: LoginThrottle; log: FastifyBaseLogger }) {
-    this.db = deps.db;
-    this.queue = deps.queue;
-    this.mailer = deps.mailer;
-    this.users = deps.users;
-    this.config = deps.config;
-    this.throttle = deps.throttle;
-    this.log = deps.log;
-    this.mailsPerAddress = createAttemptLimiter({
-      config: deps.config,
-      log: deps.log,
-      name: 'recovery-mail',
-      points: RECOVERY_EMAILS_PER_HOUR,
-      durationSeconds: 3600,
-    });
+  constructor(deps: PasswordRecoveryService['deps']) {
+    this.deps = deps;
+    this.mailsPerAddress = createAttemptLimiter({ config: deps.config, log: deps.log, name: 'recovery-mail', points: RECOVERY_EMAILS_PER_HOUR, durationSeconds: 3600 });
   }
 
-  /** The request: one job, for any e-mail. */
   async request(email: string): Promise<void> {
-    await this.queue.sendNow('password-recovery-email', { email });
+    await this.deps.queue.sendNow('password-recovery-email', { email });
   }
 
-  /**
-   * The job: a new token and its e-mail for an account that may recover its password and has no
-   * usable token yet; nothing otherwise. When the e-mail cannot be sent the token is deleted, so the
-   * job's retry sends a new one.
-   */
+  /** The job: a token and its e-mail when the account may recover and has no usable token; deleted if the send fails. */
   async sendResetEmail(email: string): Promise<void> {
-    const user = await this.users.findRecoverable(email);
+    const { db, config, log } = this.deps;
+    const user = await findRecoverableByEmail(db, email);
     if (!mayRecover(user)) return;
     const { token, hash } = newMailToken();
-    const id = await this.db.transaction().execute(async (trx) => {
+    const id = await db.transaction().execute(async (trx) => {
       await lockRecoveryOf(trx, user.id);
       if (await hasUsableResetToken(trx, user.id, user.email, new Date())) return undefined;
       // keyed by the address's SHA-256, like the sign-in throttle: Redis never holds the address
       const quota = await this.mailsPerAddress.consume(hashOfMailToken(user.email.toLowerCase()));
       if (quota.exceeded) {
-        this.log.info({ userId: user.id }, 'password recovery e-mail not sent: the hourly limit of the address is reached');
+        log.info({ userId: user.id }, 'password recovery e-mail not sent: the hourly limit of the address is reached');
         return undefined;
       }
-      const expiresAt = new Date(Date.now() + this.config.passwordResetTtlSeconds * 1000);
-      return insertResetToken(trx, { user_id: user.id, token_hash: hash, email: user.email, expires_at: expiresAt });
+      return insertResetToken(trx, { user_id: user.id, token_hash: hash, email: user.email, expires_at: resetExpiry(config) });
     });
     if (id === undefined) return;
     try {
-      await this.mailer.send({ to: user.email, ...resetMail(user, token, this.config) });
+      await this.deps.mailer.send({ to: user.email, ...resetMail(user, token, config) });
     } catch (err) {
-      await deleteResetToken(this.db, id);
+      await deleteResetToken(db, id);
       throw err;
     }
   }
 
   /**
-   * Sets the password with a token from a recovery e-mail. The password rules are checked before the
-   * token is looked at (a refused password does not use it up). The token is consumed in the
-   * transaction that sets the password, so of two resets with one token only one succeeds. The
-   * address is then verified: the holder proved they read its mail.
+   * Sets the password with a recovery token. The password is checked first (a refused one does not
+   * use the token up); the token is consumed in the password's transaction, so of two resets with it
+   * only one succeeds. The address is then verified: the holder read its mail.
    */
   async reset(token: string, newPassword: string, client: string): Promise<void> {
     assertPasswordLength(newPassword, 'new_password');
-    const row = isMailToken(token) ? await findResetToken(this.db, hashOfMailToken(token)) : undefined;
+    const row = isMailToken(token) ? await findResetToken(this.deps.db, hashOfMailToken(token)) : undefined;
     if (!row) throw invalidToken();
     const now = new Date();
     if (row.used_at) throw usedToken();
     if (row.revoked_at) throw supersededToken();
     if (row.expires_at <= now) throw expiredToken();
-    const user = await this.users.findById(row.user_id);
+    const user = await findUserById(this.deps.db, row.user_id);
     // the token went to the account's address at the time: void once the address changes
     if (!mayRecover(user) || user.email.toLowerCase() !== row.email.toLowerCase()) throw supersededToken();
     try {
-      await this.users.setPassword(user.id, newPassword, {
+      await this.deps.users.setPassword(user.id, newPassword, {
         verifiesEmail: true,
         within: async (trx) => {
           if (!(await consumeResetToken(trx, row.id, now))) throw usedToken();
@@ -138,24 +105,24 @@ export class PasswordRecoveryService {
       throw err;
     }
     // the holder proved control of the address: the e-mail's sign-in throttle ends with the reset
-    await this.throttle.clear(user.email, client).catch((err: unknown) => this.log.warn({ err }, 'could not clear the sign-in throttle after a password reset'));
+    await this.deps.throttle.clear(user.email, client).catch((err: unknown) => this.deps.log.warn({ err }, 'could not clear the sign-in throttle after a password reset'));
   }
 
-  /**
-   * A reset token for an account whose e-mail change was just undone (its password ended with the
-   * revert, and every earlier token with it): the revert notice carries it to the restored address.
-   * Not a recovery request, so neither the hourly limit nor an earlier token holds it back.
-   */
+  /** A reset token for a revert notice: not a recovery request, so neither the hourly limit nor an earlier token holds it back. */
   async resetLinkAfterRevert(user: UserRow): Promise<{ instructions: string; discard: () => Promise<void> }> {
+    const { db, config } = this.deps;
     const { token, hash } = newMailToken();
-    const expiresAt = new Date(Date.now() + this.config.passwordResetTtlSeconds * 1000);
-    const id = await insertResetToken(this.db, { user_id: user.id, token_hash: hash, email: user.email, expires_at: expiresAt });
-    return { instructions: resetInstructions(token, this.config, 'a new'), discard: () => deleteResetToken(this.db, id) };
+    const id = await insertResetToken(db, { user_id: user.id, token_hash: hash, email: user.email, expires_at: resetExpiry(config) });
+    return { instructions: resetInstructions(token, config, 'a new'), discard: () => deleteResetToken(db, id) };
   }
 
   close(): Promise<void> {
     return this.mailsPerAddress.close();
   }
+}
+
+function resetExpiry(config: Config): Date {
+  return new Date(Date.now() + config.passwordResetTtlSeconds * 1000);
 }
 
 function validity(seconds: number): string {

@@ -13,11 +13,7 @@ export async function insertResetToken(
 /** The first key of the advisory locks of recovery requests; the second is the user's id. */
 const RECOVERY_LOCKS = 4201;
 
-/**
- * Holds, until `trx` ends, the lock under which one user's recovery requests are decided one at a
- * time: two jobs for the same address (several workers) would otherwise both find no usable token
- * and both send one.
- */
+/** Decides one user's recovery requests one at a time until `trx` ends: two jobs would otherwise both send a token. */
 export async function lockRecoveryOf(trx: Transaction<Database>, userId: number): Promise<void> {
   await sql`SELECT pg_advisory_xact_lock(${RECOVERY_LOCKS}::int, ${userId}::int)`.execute(trx);
 }
@@ -45,10 +41,7 @@ export async function findResetToken(db: Db, tokenHash: string): Promise<Passwor
   return db.selectFrom('password_reset_tokens').selectAll().where('token_hash', '=', tokenHash).executeTakeFirst();
 }
 
-/**
- * Marks the token used, in the transaction that sets the new password, if it is still usable: not
- * used, revoked or expired. False when a concurrent reset got there first.
- */
+/** Marks the token used, in the password's transaction, if still usable; false when a concurrent reset got there first. */
 export async function consumeResetToken(trx: Transaction<Database>, id: number, now: Date): Promise<boolean> {
   const res = await trx
     .updateTable('password_reset_tokens')

@@ -18,12 +18,10 @@ import type { Config } from '../../config.ts';
 
 export type TokenType = 'access' | 'refresh';
 
-type Key = CryptoKey | KeyObject | Uint8Array;
-
 interface VerificationKey {
   kid: string | undefined;
   alg: string;
-  key: Key;
+  key: CryptoKey | KeyObject | Uint8Array;
 }
 
 export interface TokenClaims {
@@ -36,30 +34,13 @@ export interface TokenClaims {
   sgen?: number;
 }
 
-export interface IssuedToken {
-  token: string;
-  jti: string;
-  expiresAt: Date;
-}
-
 const HEADER_TYP: Record<TokenType, string> = { access: 'at+jwt', refresh: 'rt+jwt' };
 const CLOCK_TOLERANCE_SECONDS = 5;
-/**
- * How far a token's `iat` may lie ahead of this process's clock: the clocks of the processes that
- * issue tokens may drift a little, but a token issued further in the future was not issued by us on
- * a sane clock (a forged or replayed-from-the-future token) and would outlive its TTL.
- */
-export const MAX_IAT_SKEW_SECONDS = 60;
+/** How far `iat` may lie ahead of this clock: clocks drift a little; a token from further ahead is forged and would outlive its TTL. */
+const MAX_IAT_SKEW_SECONDS = 60;
 /** users.id is a PostgreSQL integer: a larger subject names no user and must not reach a query */
 const MAX_USER_ID = 2_147_483_647;
-/**
- * Verified tokens remembered per process. Every authenticated request verifies its bearer token, and
- * jose verifies through WebCrypto, which runs each check as a libuv thread-pool job: at 32
- * connections that halved the throughput of the read routes and queued token checks behind bcrypt
- * work during login bursts. A token is immutable and the keys are fixed for the
- * life of the process, so a successful verification stays valid until the token expires; only
- * successes are kept (garbage tokens cannot fill it), bounded, oldest evicted first.
- */
+/** Verified tokens kept per process (jose's thread-pool checks halved the reads' throughput); only successes, so garbage cannot fill it. */
 const VERIFIED_CACHE_SIZE = 10_000;
 
 function algorithmOf(key: crypto.KeyObject): string {
@@ -69,36 +50,27 @@ function algorithmOf(key: crypto.KeyObject): string {
 }
 
 /**
- * Signs and verifies the service's JWTs. The algorithm is pinned per key: verification accepts
- * exactly the algorithm of the key that the token's `kid` names (or the one HS256 secret), with
- * issuer, audience, header `typ`, the `typ` claim and the required claims all checked.
+ * Signs and verifies the service's JWTs. Verification accepts exactly the algorithm of the key the
+ * token's `kid` names (or the HS256 secret) and checks issuer, audience, both `typ`s and the claims.
  */
 export class TokenService {
   readonly asymmetric: boolean;
-  private readonly signing: { kid: string | undefined; alg: string; key: Key };
-  private readonly verification: VerificationKey[];
-  private readonly publicJwks: JWK[];
   private readonly config: Config;
-  /**
-   * Keyed by the token itself, so a hit builds no key. A token verifies as the one type its claims
-   * and header name, so its cached claims say which: the same token asked for as the other type is
-   * not valid, cached or not.
-   */
+  private readonly keys: { signing: VerificationKey; verification: VerificationKey[]; jwks: JWK[] };
+  /** Keyed by the token itself; its cached claims say its type, so asked for as the other type it is refused. */
   private readonly verified = new Map<string, TokenClaims>();
 
-  private constructor(config: Config, signing: TokenService['signing'], verification: VerificationKey[], jwks: JWK[]) {
+  private constructor(config: Config, keys: TokenService['keys']) {
     this.config = config;
-    this.signing = signing;
-    this.verification = verification;
-    this.publicJwks = jwks;
-    this.asymmetric = jwks.length > 0;
+    this.keys = keys;
+    this.asymmetric = keys.jwks.length > 0;
   }
 
   static async create(config: Config): Promise<TokenService> {
     let pem = config.jwtPrivateKey;
     if (!pem && config.jwtSecret) {
-      const key = new TextEncoder().encode(config.jwtSecret);
-      return new TokenService(config, { kid: undefined, alg: 'HS256', key }, [{ kid: undefined, alg: 'HS256', key }], []);
+      const hs256 = { kid: undefined, alg: 'HS256', key: new TextEncoder().encode(config.jwtSecret) };
+      return new TokenService(config, { signing: hs256, verification: [hs256], jwks: [] });
     }
     if (!pem) pem = await loadOrGenerateKey(config.dataDir);
     const privateObject = crypto.createPrivateKey(pem);
@@ -108,8 +80,7 @@ export class TokenService {
     const verification: VerificationKey[] = [];
     const jwks: JWK[] = [];
     const add = async (spki: string) => {
-      const obj = crypto.createPublicKey(spki);
-      const keyAlg = algorithmOf(obj);
+      const keyAlg = algorithmOf(crypto.createPublicKey(spki));
       const key = await importSPKI(spki, keyAlg, { extractable: true });
       const jwk = await exportJWK(key);
       const kid = await calculateJwkThumbprint(jwk);
@@ -119,24 +90,21 @@ export class TokenService {
     };
     const kid = await add(publicPem);
     if (config.jwtPreviousPublicKey) await add(config.jwtPreviousPublicKey);
-    return new TokenService(config, { kid, alg, key: privateKey }, verification, jwks);
+    return new TokenService(config, { signing: { kid, alg, key: privateKey }, verification, jwks });
   }
 
   jwks(): { keys: JWK[] } {
-    return { keys: this.publicJwks };
+    return { keys: this.keys.jwks };
   }
 
-  /**
-   * A new token for the user, carrying the user's session generation (`sgen`): a session cut-off
-   * moves the generation on, which refuses every token issued in an earlier one (see
-   * issuedBeforeCutoff in http/auth.ts), whatever their issue time.
-   */
-  async issue(userId: number, typ: TokenType, generation = 0): Promise<IssuedToken> {
+  /** A new token carrying the user's session generation (`sgen`): a cut-off refuses those of earlier ones. */
+  async issue(userId: number, typ: TokenType, generation = 0): Promise<{ token: string; jti: string; expiresAt: Date }> {
     const ttl = this.lifetime(typ);
     const jti = crypto.randomUUID();
     const now = Math.floor(Date.now() / 1000);
-    const header: JWTHeaderParameters = { alg: this.signing.alg, typ: HEADER_TYP[typ] };
-    if (this.signing.kid) header.kid = this.signing.kid;
+    const { signing } = this.keys;
+    const header: JWTHeaderParameters = { alg: signing.alg, typ: HEADER_TYP[typ] };
+    if (signing.kid) header.kid = signing.kid;
     const token = await new SignJWT({ typ, sgen: generation })
       .setProtectedHeader(header)
       .setSubject(String(userId))
@@ -145,7 +113,7 @@ export class TokenService {
       .setIssuedAt(now)
       .setExpirationTime(now + ttl)
       .setJti(jti)
-      .sign(this.signing.key);
+      .sign(signing.key);
     return { token, jti, expiresAt: new Date((now + ttl) * 1000) };
   }
 
@@ -153,7 +121,6 @@ export class TokenService {
     return typ === 'access' ? this.config.accessTokenTtlSeconds : this.config.refreshTokenTtlSeconds;
   }
 
-  /** Returns the verified claims, or null for any token that is not a valid token of this type. */
   async verify(token: string, typ: TokenType): Promise<TokenClaims | null> {
     const known = this.verified.get(token);
     if (known) {
@@ -175,12 +142,12 @@ export class TokenService {
       const { payload } = await jwtVerify(
         token,
         (header) => {
-          const k = this.asymmetric ? this.verification.find((v) => v.kid === header.kid) : this.verification[0];
+          const k = this.asymmetric ? this.keys.verification.find((v) => v.kid === header.kid) : this.keys.verification[0];
           if (!k || header.alg !== k.alg) throw new Error('unknown key');
           return k.key;
         },
         {
-          algorithms: [...new Set(this.verification.map((v) => v.alg))],
+          algorithms: [...new Set(this.keys.verification.map((v) => v.alg))],
           issuer: this.config.jwtIssuer,
           audience: this.config.jwtAudience,
           typ: HEADER_TYP[typ],
@@ -208,10 +175,8 @@ function claimsOf(payload: JWTPayload, typ: TokenType): TokenClaims | null {
 }
 
 /**
- * The signing key kept in the data directory, made on first start. It is written whole to a file of
- * its own, flushed, then linked into place: a crash leaves no half-written key (at most a stray
- * temporary file), and the link fails when another process starting at the same moment linked its
- * key first, whose key then wins.
+ * The signing key in the data directory, made on first start: written to a temporary file, flushed,
+ * then linked into place, so a crash leaves no half-written key and of two processes the first wins.
  */
 async function loadOrGenerateKey(dataDir: string): Promise<string> {
   const file = path.join(dataDir, 'jwt-private.pem');

@@ -8,40 +8,34 @@ import { anyAdminExists, findUserByEmail, insertUser } from './users.repository.
 
 /**
  * Makes sure an administrator exists: ADMIN_EMAIL/ADMIN_PASSWORD when set (created once, never
- * overwritten), otherwise admin@example.com with a random password printed once — only when the
- * database has no administrator at all.
+ * overwritten), else, when there is none, admin@example.com with a random password printed once.
  */
 export async function bootstrapAdmin(ctx: { config: Config; db: Db; log: FastifyBaseLogger }): Promise<void> {
   const { config, db, log } = ctx;
   const hasher = new PasswordHasher(config.bcryptRounds);
+  /** False when the address is taken (by another instance creating it at the same moment, or a user). */
+  const create = async (email: string, password: string): Promise<boolean> => {
+    try {
+      await insertUser(db, { email, full_name: 'Administrator', password_hash: await hasher.hash(password), is_admin: true });
+      return true;
+    } catch (err) {
+      if (isUniqueViolation(err)) return false;
+      throw err;
+    }
+  };
   if (config.adminEmail && config.adminPassword) {
     const existing = await findUserByEmail(db, config.adminEmail);
     if (existing) {
       if (!existing.is_admin) log.warn({ email: config.adminEmail }, 'ADMIN_EMAIL belongs to a user who is not an administrator; left unchanged');
       return;
     }
-    try {
-      await insertUser(db, {
-        email: config.adminEmail,
-        full_name: 'Administrator',
-        password_hash: await hasher.hash(config.adminPassword),
-        is_admin: true,
-      });
-    } catch (err) {
-      if (isUniqueViolation(err)) return; // another instance created it at the same moment
-      throw err;
-    }
-    log.info({ email: config.adminEmail }, 'administrator account created');
+    if (await create(config.adminEmail, config.adminPassword)) log.info({ email: config.adminEmail }, 'administrator account created');
     return;
   }
   if (await anyAdminExists(db)) return;
   const email = 'admin@example.com';
   const password = crypto.randomBytes(18).toString('base64url');
-  try {
-    await insertUser(db, { email, full_name: 'Administrator', password_hash: await hasher.hash(password), is_admin: true });
-  } catch (err) {
-    if (!isUniqueViolation(err)) throw err;
-    // either another instance created it at the same moment, or a non-admin user owns the address
+  if (!(await create(email, password))) {
     if (!(await anyAdminExists(db))) {
       log.warn(`no administrator exists and ${email} is taken by a regular user; set ADMIN_EMAIL and ADMIN_PASSWORD`);
     }

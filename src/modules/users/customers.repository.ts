@@ -8,10 +8,7 @@ export interface Customer {
   name: string;
 }
 
-/**
- * The ids of users (deleted ones too: their orders stay) whose e-mail or name starts with `prefix`,
- * in any case, as a subquery for the order search: served by users_email_prefix_idx and users_name_prefix_idx.
- */
+/** Ids of users (deleted ones too: their orders stay) whose e-mail or name starts with `prefix`, any case (users_*_prefix_idx). */
 export function customerIdsByPrefix(db: Db, prefix: string) {
   // LIKE's wildcards and its escape character in the text stand for themselves
   const pattern = `${prefix.toLowerCase().replace(/[\\%_]/g, '\\$&')}%`;
@@ -21,7 +18,7 @@ export function customerIdsByPrefix(db: Db, prefix: string) {
     .where((eb) => eb.or([eb(sql<string>`lower(email)`, 'like', pattern), eb(sql<string>`lower(full_name)`, 'like', pattern)]));
 }
 
-/** Up to `limit` of those ids (the search passes a few to the orders' query as values: see the admin orders service). */
+/** Up to `limit` of those ids, which the admin orders search passes as values. */
 export async function findCustomerIdsByPrefix(db: Db, prefix: string, limit: number): Promise<number[]> {
   const rows = await customerIdsByPrefix(db, prefix).limit(limit).execute();
   return rows.map((r) => r.id);

@@ -2,6 +2,7 @@ import type { Transaction } from 'kysely';
 import type { Db } from '../../db/database.ts';
 import type { Database, UserRow } from '../../db/schema.ts';
 import { AppError } from '../../http/errors.ts';
+import type { JobPayloads } from '../../jobs/registry.ts';
 import type { Mailer } from '../../mail/mailer.ts';
 import {
   consumeEmailToken,
@@ -13,61 +14,37 @@ import {
   voidUnlinkedVerifyTokens,
 } from './email-tokens.repository.ts';
 import { hashOfMailToken, isMailToken, newMailToken } from './mail-tokens.ts';
+import { findUserById } from './users.repository.ts';
 import type { UsersService } from './users.service.ts';
 
 /** How long the confirmation link to a new address and the revert link to the previous one work. */
-export const VERIFY_TTL_SECONDS = 2 * 86400;
-export const REVERT_TTL_SECONDS = 7 * 86400;
+const VERIFY_TTL_SECONDS = 2 * 86400;
+const REVERT_TTL_SECONDS = 7 * 86400;
 
 const invalid = (what: string) => new AppError('INVALID_EMAIL_TOKEN', what);
 const used = () => new AppError('EMAIL_TOKEN_USED', 'This e-mail link has already been used');
 const expired = () => new AppError('EMAIL_TOKEN_EXPIRED', 'This e-mail link has expired');
 const undone = () => invalid('This e-mail link is void: its e-mail change was undone through the link sent for an earlier change');
 
-export interface EmailChangedNotice {
-  userId: number;
-  previousEmail: string;
-  newEmail: string;
-  changedAt: string;
-  /** absent from the jobs of earlier releases: the change is then recorded when the notice goes out */
-  changeId?: number;
-}
+type EmailChangedNotice = JobPayloads['user-email-changed'];
+type EmailRevertedNotice = JobPayloads['user-email-reverted'];
 
-export interface EmailRevertedNotice {
-  userId: number;
-  restored: string;
-  replaced: string;
-  at: string;
-}
+/** Issues a reset token for the account (auth module); `discard` deletes it when its e-mail could not be sent. */
+type ResetLinkIssuer = (user: UserRow) => Promise<{ instructions: string; discard: () => Promise<void> }>;
 
 /**
- * Issues a password reset token for the account at its current address (the auth module's), and
- * says how to use it; `discard` deletes it again when the e-mail carrying it could not be sent.
- */
-export type ResetLinkIssuer = (user: UserRow) => Promise<{ instructions: string; discard: () => Promise<void> }>;
-
-/**
- * The two links an e-mail change mails (decisions 102 and 105): a confirmation link to the new
- * address, which verifies it, and a revert link to the previous one, which gives the account back
- * to that address's holder.
- *
- * Each change is recorded in order. A revert restores the address its change replaced, undoes that
- * change and every later one (their revert and confirmation links are void from then on), never an
- * earlier one: so the oldest link, the one the owner received, always wins, and nothing whoever holds
- * a later address does (verify it, change the address again, reset the password, revert a later
- * change) voids it before it expires. A revert ends every session and the password, and mails both
- * addresses; the one restored gets a password reset link.
+ * The links an e-mail change mails (decisions 102 and 105): a confirmation link to the new address,
+ * and a revert link to the previous one. A revert restores the address its change replaced and
+ * undoes that change and every later one (voiding their links), never an earlier one: the oldest
+ * link, the owner's, always wins, and nothing the holder of a later address does voids it. It ends
+ * every session and the password; the restored address gets a password reset link.
  */
 export class EmailChangeService {
-  private readonly db: Db;
-  private readonly mailer: Mailer;
-  private readonly users: UsersService;
+  private readonly deps: { db: Db; mailer: Mailer; users: UsersService };
   private resetLinks: ResetLinkIssuer | undefined;
 
-  constructor(deps: { db: Db; mailer: Mailer; users: UsersService }) {
-    this.db = deps.db;
-    this.mailer = deps.mailer;
-    this.users = deps.users;
+  constructor(deps: EmailChangeService['deps']) {
+    this.deps = deps;
   }
 
   /** How the notice of a revert gives the restored address a password reset link (set by the auth module). */
@@ -77,10 +54,10 @@ export class EmailChangeService {
 
   /** The confirmation e-mail, unless the account has another address or verified this one since. */
   async sendVerification(userId: number, email: string, changeId?: number): Promise<void> {
-    const user = await this.users.findById(userId);
+    const user = await findUserById(this.deps.db, userId);
     if (!user || user.email_verified || user.email.toLowerCase() !== email.toLowerCase()) return;
     const token = await this.issue(userId, 'verify', user.email, VERIFY_TTL_SECONDS, changeId ?? null);
-    await this.mailer.send({
+    await this.deps.mailer.send({
       to: user.email,
       subject: 'Confirm the e-mail address of your account',
       text:
@@ -93,35 +70,32 @@ export class EmailChangeService {
 
   /** The notice to the previous address, with the link that undoes the change. */
   async sendChangeNotice(notice: EmailChangedNotice): Promise<void> {
+    // the jobs of earlier releases carry no changeId: the change is recorded now
     const changeId =
       notice.changeId ??
-      (await insertEmailChange(this.db, {
+      (await insertEmailChange(this.deps.db, {
         user_id: notice.userId,
         previous_email: notice.previousEmail,
         new_email: notice.newEmail,
         changed_at: new Date(notice.changedAt),
       }));
     const token = await this.issue(notice.userId, 'revert', notice.previousEmail, REVERT_TTL_SECONDS, changeId);
-    await this.mailer.send({
+    await this.deps.mailer.send({
       to: notice.previousEmail,
       subject: 'The e-mail address of your account was changed',
       text: emailChangedText(notice, howToUse('email-change/revert', token, 'valid for 7 days')),
     });
   }
 
-  /**
-   * The notices of a revert: to the address replaced (the account left it), and to the address
-   * restored, with a password reset link while the account still has that address.
-   */
+  /** The notices of a revert, to both addresses; the restored one gets a reset link while the account has it. */
   async sendRevertNotice(notice: EmailRevertedNotice): Promise<void> {
-    const user = await this.users.findById(notice.userId);
-    const sameAddress = notice.replaced.toLowerCase() === notice.restored.toLowerCase();
-    if (!sameAddress) {
-      await this.mailer.send({ to: notice.replaced, subject: 'An e-mail change of your account was undone', text: replacedText(notice) });
+    const user = await findUserById(this.deps.db, notice.userId);
+    if (notice.replaced.toLowerCase() !== notice.restored.toLowerCase()) {
+      await this.deps.mailer.send({ to: notice.replaced, subject: 'An e-mail change of your account was undone', text: replacedText(notice) });
     }
     const reset = user && user.is_active && user.email.toLowerCase() === notice.restored.toLowerCase() ? await this.resetLinks?.(user) : undefined;
     try {
-      await this.mailer.send({ to: notice.restored, subject: 'Your e-mail address is restored: choose a new password', text: restoredText(notice, reset?.instructions) });
+      await this.deps.mailer.send({ to: notice.restored, subject: 'Your e-mail address is restored: choose a new password', text: restoredText(notice, reset?.instructions) });
     } catch (err) {
       await reset?.discard();
       throw err;
@@ -131,7 +105,7 @@ export class EmailChangeService {
   async verify(token: string): Promise<void> {
     const unknown = 'Invalid e-mail confirmation token, or the account no longer has this address';
     const row = await this.usable('verify', token, unknown);
-    const confirmed = await this.users.confirmEmail(row.user_id, row.email, async (trx) => {
+    const confirmed = await this.deps.users.confirmEmail(row.user_id, row.email, async (trx) => {
       if (row.change_id !== null && !(await isChangeInEffect(trx, row.change_id))) throw undone();
       await this.consume(trx, row.id);
     });
@@ -142,7 +116,7 @@ export class EmailChangeService {
     const row = await this.usable('revert', token, 'Invalid e-mail change revert token');
     const changeId = row.change_id;
     if (changeId === null) throw invalid('Invalid e-mail change revert token');
-    const replaced = await this.users.restoreEmail(row.user_id, row.email, async (trx) => {
+    const replaced = await this.deps.users.restoreEmail(row.user_id, row.email, async (trx) => {
       const now = new Date();
       if (!(await undoChangesFrom(trx, row.user_id, changeId, now))) throw undone();
       await this.consume(trx, row.id);
@@ -153,7 +127,7 @@ export class EmailChangeService {
 
   private async issue(userId: number, purpose: 'verify' | 'revert', email: string, ttlSeconds: number, changeId: number | null): Promise<string> {
     const { token, hash } = newMailToken();
-    await insertEmailToken(this.db, {
+    await insertEmailToken(this.deps.db, {
       user_id: userId,
       purpose,
       token_hash: hash,
@@ -166,7 +140,7 @@ export class EmailChangeService {
 
   /** A first look outside the transaction; the transaction checks again what a concurrent change may alter. */
   private async usable(purpose: 'verify' | 'revert', token: string, unknown: string) {
-    const row = isMailToken(token) ? await findEmailToken(this.db, purpose, hashOfMailToken(token)) : undefined;
+    const row = isMailToken(token) ? await findEmailToken(this.deps.db, purpose, hashOfMailToken(token)) : undefined;
     if (!row) throw invalid(unknown);
     if (row.used_at) throw used();
     if (row.undone_at) throw undone();

@@ -4,10 +4,7 @@ import type { Database, EmailTokensTable } from '../../db/schema.ts';
 
 type Purpose = EmailTokensTable['purpose'];
 
-/**
- * Records a change of the account's e-mail, in the transaction that makes it; the id orders the
- * account's changes (a revert undoes its change and every later one).
- */
+/** Records an e-mail change in its transaction; the id orders the account's changes. */
 export async function insertEmailChange(
   trx: Db,
   row: { user_id: number; previous_email: string; new_email: string; changed_at: Date },
@@ -41,11 +38,7 @@ export async function isChangeInEffect(trx: Transaction<Database>, changeId: num
   return row !== undefined && row.undone_at === null;
 }
 
-/**
- * Undoes the change `changeId` and every later change of the user that is still in effect: their
- * revert and confirmation tokens are void from then on. Never touches earlier changes. False when
- * the change itself was undone before (a revert of an earlier change already undid it).
- */
+/** Undoes the change `changeId` and every later one still in effect, never an earlier one; false when it was undone before. */
 export async function undoChangesFrom(trx: Transaction<Database>, userId: number, changeId: number, now: Date): Promise<boolean> {
   const undone = await trx
     .updateTable('email_changes')
@@ -70,10 +63,7 @@ export async function consumeEmailToken(trx: Transaction<Database>, id: number, 
   return Number(res.numUpdatedRows) > 0;
 }
 
-/**
- * Voids the user's unused confirmation links that belong to no recorded change (issued by earlier
- * releases): whichever change they confirm, a revert may have taken their address away.
- */
+/** Voids the user's unused confirmation links of no recorded change (earlier releases): a revert may have taken their address. */
 export async function voidUnlinkedVerifyTokens(trx: Transaction<Database>, userId: number, now: Date): Promise<void> {
   await trx
     .updateTable('email_tokens')

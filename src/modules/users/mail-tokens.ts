@@ -1,9 +1,6 @@
 import crypto from 'node:crypto';
 
-/**
- * The tokens mailed to an address (password reset, e-mail confirmation, revert of an e-mail
- * change): 32 random bytes (256 bits), base64url, stored only as their SHA-256.
- */
+/** The tokens mailed to an address (reset, confirmation, revert): 256 random bits, base64url, stored only as their SHA-256. */
 const TOKEN_BYTES = 32;
 const TOKEN_SHAPE = /^[A-Za-z0-9_-]{43}$/;
 

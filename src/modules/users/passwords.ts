@@ -18,9 +18,8 @@ export function assertPasswordLength(password: string, field = 'password'): void
 export class PasswordHasher {
   private readonly rounds: number;
   /**
-   * A well-formed hash of the configured cost that matches no password. bcrypt's cost lives in the
-   * salt, so comparing against it takes as long as a real comparison — from the very first request,
-   * without hashing anything at start-up (a fresh salt costs no key derivation).
+   * A hash of the configured cost matching no password: bcrypt's cost is in the salt, so comparing
+   * takes as long as a real one, and making it costs no hashing at start-up.
    */
   private readonly dummy: string;
 
@@ -33,10 +32,7 @@ export class PasswordHasher {
     return bcrypt.hash(password, this.rounds);
   }
 
-  /**
-   * Compares against `hash`, or — when there is no user or no usable hash — against a dummy hash of
-   * the same cost, so unknown e-mails take as long as wrong passwords.
-   */
+  /** Compares against `hash`, or the dummy when there is none, so unknown e-mails take as long as wrong passwords. */
   async verify(password: string, hash: string | null | undefined): Promise<boolean> {
     const tooLong = Buffer.byteLength(password, 'utf8') > MAX_PASSWORD_BYTES;
     if (!hash || tooLong) {

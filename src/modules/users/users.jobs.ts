@@ -16,8 +16,7 @@ export function registerUserJobs(queue: JobQueue, deps: { db: Db; mailer: Mailer
     });
   });
 
-  // Sent whatever happened to the account since: the change did happen, and the previous address
-  // is the one that must learn of it (and may undo it).
+  // sent whatever happened since: the change did happen, and the previous address must learn of it
   queue.define({ name: 'user-email-changed' });
   queue.work('user-email-changed', async (job) => deps.emailChange.sendChangeNotice(job.data));
 

@@ -2,11 +2,8 @@ import type { AppContext, AppModule } from '../../app-context.ts';
 import type { UserRow } from '../../db/schema.ts';
 import { EmailChangeService } from './email-change.service.ts';
 import { PasswordHasher } from './passwords.ts';
-import { registerUserAdminRoutes } from './users.admin.routes.ts';
-import { UsersAdminService } from './users.admin.service.ts';
 import { registerUserJobs } from './users.jobs.ts';
 import { findUserById } from './users.repository.ts';
-import { UserReads } from './users.reads.ts';
 import { registerUserRoutes } from './users.routes.ts';
 import { UsersService } from './users.service.ts';
 
@@ -24,16 +21,11 @@ export function createUsersModule(ctx: AppContext): UsersModule {
   const service = new UsersService({ db: ctx.db, queue: ctx.queue, hasher, userCache: ctx.userCache });
   const emailChange = new EmailChangeService({ db: ctx.db, mailer: ctx.mailer, users: service });
   registerUserJobs(ctx.queue, { db: ctx.db, mailer: ctx.mailer, emailChange });
-  const reads = new UserReads({ db: ctx.db, userCache: ctx.userCache });
-  const admin = new UsersAdminService({ db: ctx.db });
   return {
     service,
     emailChange,
     hasher,
     loadUser: (id) => findUserById(ctx.db, id),
-    routes: (api) => {
-      registerUserRoutes(api, service, reads);
-      registerUserAdminRoutes(api, admin);
-    },
+    routes: (api) => registerUserRoutes(api, service),
   };
 }

@@ -1,4 +1,5 @@
 import { sql, type Expression, type RawBuilder } from 'kysely';
+import { countCapped, type CappedCount } from '../../db/capped-count.ts';
 import type { NewUser, UserRow, UserUpdate } from '../../db/schema.ts';
 import type { Db } from '../../db/database.ts';
 
@@ -11,9 +12,8 @@ function liveWithEmail(db: Db, email: string) {
 }
 
 /**
- * The live user with this e-mail (any case). An unverified claim may share the address with its
- * verified holder or a platform customer (see migration 20261214000000): the verified one comes
- * first, then one that can sign in, then the oldest.
+ * The live user with this e-mail (any case). An unverified claim may share the address (migration
+ * 20261214000000): the verified one comes first, then one that can sign in, then the oldest.
  */
 export async function findUserByEmail(db: Db, email: string): Promise<UserRow | undefined> {
   return liveWithEmail(db, email)
@@ -24,9 +24,8 @@ export async function findUserByEmail(db: Db, email: string): Promise<UserRow | 
 }
 
 /**
- * The account a platform order for this address belongs to: its verified holder, else a platform
- * customer nobody has claimed yet (no password, not verified). An unverified self-service claim
- * never gets the shopper's order.
+ * The account a platform order for this address belongs to: its verified holder, else an unclaimed
+ * platform customer (no password). An unverified self-service claim never gets the shopper's order.
  */
 export async function findPlatformCustomer(db: Db, email: string): Promise<UserRow | undefined> {
   return liveWithEmail(db, email)
@@ -36,10 +35,7 @@ export async function findPlatformCustomer(db: Db, email: string): Promise<UserR
     .executeTakeFirst();
 }
 
-/**
- * The account that may recover its password through this address: active with the address
- * verified, or a platform customer awaiting its first password (the order brought the address).
- */
+/** The account that may recover its password here: active and verified, or a platform customer awaiting its first password. */
 export async function findRecoverableByEmail(db: Db, email: string): Promise<UserRow | undefined> {
   return liveWithEmail(db, email)
     .where((eb) => eb.or([eb.and([eb('email_verified', '=', true), eb('is_active', '=', true)]), eb('awaiting_password', '=', true)]))
@@ -52,19 +48,18 @@ export async function insertUser(db: Db, user: NewUser): Promise<UserRow> {
   return db.insertInto('users').values(user).returningAll().executeTakeFirstOrThrow();
 }
 
+function updateLive(db: Db, id: number) {
+  return db.updateTable('users').where('id', '=', id).where('deleted_at', 'is', null);
+}
+
 export async function updateUser(db: Db, id: number, patch: UserUpdate): Promise<UserRow | undefined> {
-  return db
-    .updateTable('users')
-    .set(patch)
-    .where('id', '=', id)
-    .where('deleted_at', 'is', null)
-    .returningAll()
-    .executeTakeFirst();
+  return updateLive(db, id).set(patch).returningAll().executeTakeFirst();
 }
 
 /**
- * What a session cut-off writes: the next generation (tokens of earlier ones are refused, however
- * close their issue time), and its time, which only moves forward (processes' clocks may differ).
+ * A session cut-off: the next generation refuses earlier tokens however close their issue time; the
+ * time, which only moves forward (clocks differ), judges the tokens of earlier releases, which carry
+ * no generation (issuedBeforeCutoff in http/auth.ts).
  */
 function cutOff(at: Date) {
   return {
@@ -73,28 +68,18 @@ function cutOff(at: Date) {
   };
 }
 
-/**
- * A new password for a live user, which cuts off the sessions before `cutoff` and activates an
- * account that was awaiting its first password (an account deactivated otherwise stays inactive).
- */
-export async function setUserPassword(
-  db: Db,
-  id: number,
-  change: { password_hash: string; at: Date; cutoff: Date; verifiesEmail: boolean },
-): Promise<UserRow | undefined> {
-  return db
-    .updateTable('users')
+/** A new password for a live user: cuts off its sessions and activates an account awaiting its first password. */
+export async function setUserPassword(db: Db, id: number, change: { password_hash: string; at: Date; verifiesEmail: boolean }): Promise<UserRow | undefined> {
+  return updateLive(db, id)
     .set((eb) => ({
       ...(change.verifiesEmail ? { email_verified: true } : {}),
       password_hash: change.password_hash,
       password_changed_at: change.at,
-      ...cutOff(change.cutoff),
+      ...cutOff(change.at),
       updated_at: change.at,
       is_active: eb.or([eb.ref('is_active'), eb.ref('awaiting_password')]) as Expression<boolean>,
       awaiting_password: false,
     }))
-    .where('id', '=', id)
-    .where('deleted_at', 'is', null)
     .returningAll()
     .executeTakeFirst();
 }
@@ -104,39 +89,31 @@ export async function lockUser(trx: Db, id: number): Promise<UserRow | undefined
   return trx.selectFrom('users').selectAll().where('id', '=', id).where('deleted_at', 'is', null).forUpdate().executeTakeFirst();
 }
 
-/**
- * Sets the e-mail of a live user, verified; with `revert` (an e-mail change undone) it also cuts off
- * its sessions and ends its password; with `onlyIf`, only while the account still has that address
- * (a confirmation link).
- */
+/** Sets a live user's e-mail, verified; `revert` also cuts off its sessions and ends its password; `onlyIf`: while it has that address. */
 export async function setUserEmail(
   db: Db,
   id: number,
   change: { email: string; at: Date; revert?: boolean; onlyIf?: string },
 ): Promise<UserRow | undefined> {
-  let query = db
-    .updateTable('users')
-    .set({
-      email: change.email,
-      email_verified: true,
-      updated_at: change.at,
-      ...(change.revert ? { ...cutOff(change.at), password_hash: null, password_changed_at: change.at } : {}),
-    })
-    .where('id', '=', id)
-    .where('deleted_at', 'is', null);
+  let query = updateLive(db, id).set({
+    email: change.email,
+    email_verified: true,
+    updated_at: change.at,
+    ...(change.revert ? { ...cutOff(change.at), password_hash: null, password_changed_at: change.at } : {}),
+  });
   if (change.onlyIf !== undefined) query = query.where(sql<string>`lower(email)`, '=', change.onlyIf.toLowerCase());
   return query.returningAll().executeTakeFirst();
 }
 
 /** Access tokens of the user issued before `cutoff` are refused from now on; false when there is no such live user. */
 export async function cutOffSessions(db: Db, id: number, cutoff: Date): Promise<boolean> {
-  const res = await db
-    .updateTable('users')
-    .set(cutOff(cutoff))
-    .where('id', '=', id)
-    .where('deleted_at', 'is', null)
-    .executeTakeFirst();
+  const res = await updateLive(db, id).set(cutOff(cutoff)).executeTakeFirst();
   return Number(res.numUpdatedRows) > 0;
+}
+
+function liveUsers(db: Db, isActive?: boolean) {
+  const live = db.selectFrom('users').where('deleted_at', 'is', null);
+  return isActive === undefined ? live : live.where('is_active', '=', isActive);
 }
 
 /** A page of live users (or those active or not, with `isActive`), ordered by id. */
@@ -150,37 +127,33 @@ export async function countUsers(db: Db, isActive: boolean | undefined): Promise
   return Number(row.total);
 }
 
-function liveUsers(db: Db, isActive: boolean | undefined) {
-  const live = db.selectFrom('users').where('deleted_at', 'is', null);
-  return isActive === undefined ? live : live.where('is_active', '=', isActive);
+/** A page of live users matching the search, and how many match up to a cap; strpos, not LIKE: `%` and `_` are plain text. */
+export async function searchUsers(
+  db: Db,
+  f: { emailContains?: string; isActive?: boolean },
+  page: { limit: number; offset: number },
+): Promise<{ rows: UserRow[]; count: CappedCount }> {
+  let q = db.selectFrom('users').where('deleted_at', 'is', null);
+  if (f.emailContains !== undefined) q = q.where(sql<number>`strpos(lower(email), ${f.emailContains.toLowerCase()})`, '>', 0);
+  if (f.isActive !== undefined) q = q.where('is_active', '=', f.isActive);
+  const [rows, count] = await Promise.all([
+    q.selectAll().orderBy('id', 'asc').limit(page.limit).offset(page.offset).execute(),
+    countCapped(db, q, page.offset + page.limit),
+  ]);
+  return { rows, count };
 }
 
 export async function anyAdminExists(db: Db): Promise<boolean> {
-  const row = await db
-    .selectFrom('users')
-    .select('id')
-    .where('is_admin', '=', true)
-    .where('deleted_at', 'is', null)
-    .limit(1)
-    .executeTakeFirst();
+  const row = await liveUsers(db).select('id').where('is_admin', '=', true).limit(1).executeTakeFirst();
   return row !== undefined;
 }
 
 /** The ids of live, active users: a subquery for the tables of other modules that must name only those. */
 export function activeUserIds(db: Db) {
-  return db.selectFrom('users').select('id').where('deleted_at', 'is', null).where('is_active', '=', true);
+  return liveUsers(db, true).select('id');
 }
 
-/**
- * The users whose webhook subscriptions receive the events of orders owned by `owners` (a subquery
- * of user ids): the owners and every administrator, while live and active, with whether each is an
- * administrator (who receives every order's events). A subquery (one statement with the caller's).
- */
+/** The live, active users whose webhooks get the events of orders owned by `owners` (a subquery): those owners and every administrator. */
 export function eventRecipients(db: Db, owners: RawBuilder<unknown>) {
-  return db
-    .selectFrom('users')
-    .select(['id', 'is_admin'])
-    .where('deleted_at', 'is', null)
-    .where('is_active', '=', true)
-    .where(sql<boolean>`(id IN (${owners}) OR is_admin)`);
+  return liveUsers(db, true).select(['id', 'is_admin']).where(sql<boolean>`(id IN (${owners}) OR is_admin)`);
 }

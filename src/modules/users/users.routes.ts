@@ -5,15 +5,14 @@ import { authUser } from '../../http/auth.ts';
 import { errorResponses } from '../../http/errors.ts';
 import { toUserDetail, toUserListItem, toUserPublic } from './users.mapper.ts';
 import { apiVersionOf } from '../../http/api-version.ts';
-import { UserCreateBody, UserIdParams, UserListQuery, userSchemas } from './users.schemas.ts';
-import type { UserReads } from './users.reads.ts';
+import { AdminUserListQuery, UserCreateBody, UserIdParams, UserListQuery, userSchemas } from './users.schemas.ts';
 import type { UsersService } from './users.service.ts';
 
-export function registerUserRoutes(root: FastifyInstance, users: UsersService, reads: UserReads): void {
+export function registerUserRoutes(root: FastifyInstance, users: UsersService): void {
   const app = root.withTypeProvider<TypeBoxTypeProvider>();
   const tags = ['users'];
   const version = apiVersionOf(root);
-  const { UserDetail, UserPage, UserPublic, UserUpdateBody } = userSchemas(version);
+  const { AdminUserPage, UserDetail, UserPage, UserPublic, UserUpdateBody } = userSchemas(version);
 
   app.post('/users', {
     config: { auth: 'admin', adminDetail: 'Only administrators can create users' },
@@ -37,7 +36,7 @@ export function registerUserRoutes(root: FastifyInstance, users: UsersService, r
     },
     handler: async (request) => {
       // v1 keeps the specification's rule (any signed-in user lists every user); v2 shows a non-admin only themselves
-      const page = version === 'v2' ? await reads.listVisibleTo(authUser(request), request.query) : await reads.list(request.query);
+      const page = version === 'v2' ? await users.listVisibleTo(authUser(request), request.query) : await users.list(request.query);
       return { ...page, items: page.items.map((u) => toUserListItem(version, u)) };
     },
   });
@@ -53,7 +52,7 @@ export function registerUserRoutes(root: FastifyInstance, users: UsersService, r
     },
     handler: async (request) => {
       const id = request.params.user_id;
-      return toUserDetail(version, version === 'v2' ? await reads.getVisibleTo(authUser(request), id) : await reads.get(id));
+      return toUserDetail(version, version === 'v2' ? await users.getVisibleTo(authUser(request), id) : await users.get(id));
     },
   });
 
@@ -87,6 +86,24 @@ export function registerUserRoutes(root: FastifyInstance, users: UsersService, r
     handler: async (request, reply) => {
       await users.remove(authUser(request), request.params.user_id);
       return reply.code(204).send(null);
+    },
+  });
+
+  // the administrators' user search (activating and deactivating is PATCH /users/{user_id})
+  app.get('/admin/users', {
+    config: { auth: 'admin' },
+    schema: {
+      tags: ['admin'],
+      summary: 'Search the users by e-mail, with their roles (administrators)',
+      description:
+        '`email` selects the users whose e-mail contains the text, in any case; `is_active` those active or not. ' +
+        'Each user is shown as GET /users/{user_id} shows it. An administrator activates or deactivates a user with PATCH /users/{user_id}.',
+      querystring: AdminUserListQuery,
+      response: { 200: AdminUserPage, ...errorResponses(401, 403, 422, 429) },
+    },
+    handler: async (request) => {
+      const page = await users.search(request.query);
+      return { ...page, items: page.items.map((u) => toUserDetail(version, u)) };
     },
   });
 }

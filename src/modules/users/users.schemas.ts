@@ -18,7 +18,6 @@ const UserFields = {
   is_admin: Type.Boolean(),
 };
 
-/** What v2 adds to a user read. */
 const V2_USER_FIELDS = {
   email_verified: Type.Boolean({
     description:
@@ -40,15 +39,11 @@ const UPDATE_BODY_V2 = Type.Object(
       Type.String({ minLength: 1, maxLength: 1024, description: 'your current password: required to change your own `email`' }),
     ),
   },
-  // one example, the one that succeeds as it stands: the docs page fills the body in from it (a
-  // change of one's own e-mail needs the caller's own current password)
+  // the one example that succeeds as it stands (the docs page fills the body in from it)
   { additionalProperties: false, examples: [{ full_name: 'Jane Q. Doe' }] },
 );
 
-/**
- * The user schemas of one API version: v2 reads add `email_verified`, and v2's PATCH takes
- * `current_password`, required to change one's own e-mail. v1 keeps the specification's bodies.
- */
+/** The user schemas of one API version: v2 reads add `email_verified`, v2's PATCH takes `current_password`. */
 function buildUserSchemas(version: ApiVersion) {
   const v2 = version === 'v2' ? V2_USER_FIELDS : {};
   const UserPublic = Type.Object({ ...UserFields, ...v2, created_at: Timestamp });
@@ -59,7 +54,6 @@ function buildUserSchemas(version: ApiVersion) {
   return {
     UserPublic,
     UserDetail,
-    UserListItem,
     UserPage: Page(UserListItem, 'A page of users, ordered by id'),
     AdminUserPage: CappedPage(UserDetail, 'A page of users with their roles, ordered by id'),
     UserUpdateBody,
@@ -78,14 +72,20 @@ export const UserCreateBody = Type.Object(
 );
 export type UserCreateBody = Static<typeof UserCreateBody>;
 
-/** The PATCH body, typed as v2's (v1's and `current_password`). */
 export type UserUpdateBody = Static<typeof UPDATE_BODY_V2>;
 
 export const UserListQuery = Type.Object({
   ...PageQuery,
   is_active: Type.Optional(Type.Boolean()),
 });
-export type UserListQuery = Static<typeof UserListQuery>;
+
+export const AdminUserListQuery = Type.Object({
+  ...PageQuery,
+  email: Type.Optional(
+    Type.String({ minLength: 1, maxLength: 254, description: 'users whose e-mail contains this text, in any case (`acme.com`, `jane`)' }),
+  ),
+  is_active: Type.Optional(Type.Boolean()),
+});
+export type AdminUserListQuery = Static<typeof AdminUserListQuery>;
 
 export const UserIdParams = Type.Object({ user_id: IdOf(2) });
-export type UserIdParams = Static<typeof UserIdParams>;

@@ -155,16 +155,10 @@ export async function buildApp(config: Config, opts: BuildOptions = {}): Promise
     // only processes that serve requests authenticate users
     if (config.role !== 'worker' && config.userCacheTtlSeconds > 0) await userFeed.start();
     const takenUp = await ctx.queue.start();
-    const counts = Object.entries(takenUp).map(([queue, n]) => `${queue} ${n}`);
     if (config.role !== 'api') {
-      app.log.info(
-        { jobsTakenUp: takenUp },
-        counts.length > 0
-          ? `jobs taken up again after a crash: ${counts.join(', ')}`
-          : database.pglite
-            ? 'jobs taken up again after a crash: none'
-            : 'jobs taken up again after a crash: none at start-up (a dead worker\'s jobs are retried once their heartbeat lapses)',
-      );
+      const counts = Object.entries(takenUp).map(([queue, n]) => `${queue} ${n}`).join(', ');
+      const none = database.pglite ? 'none' : "none at start-up (a dead worker's jobs are retried once their heartbeat lapses)";
+      app.log.info({ jobsTakenUp: takenUp }, `jobs taken up again after a crash: ${counts || none}`);
     }
   } catch (err) {
     await app.close();

@@ -2,10 +2,9 @@ import cluster, { type Worker } from 'node:cluster';
 import type { Config } from './config.ts';
 
 /**
- * WEB_CONCURRENCY=N (N > 1): this process only supervises N forked API processes sharing the port
- * and, with ROLE=all, one job worker, so jobs run in one place. The first API process starts alone,
- * so migrations and the administrator bootstrap never race; a dead process is forked again; SIGTERM
- * is passed on, and the supervisor exits once every process has shut down.
+ * WEB_CONCURRENCY=N (N > 1): this process only supervises N forked API processes sharing the port and, with ROLE=all,
+ * one job worker, so jobs run in one place. The first API process starts alone, so migrations and the administrator
+ * bootstrap never race; a dead process is forked again; SIGTERM is passed on; the supervisor exits once all have shut down.
  */
 export function shouldRunCluster(config: Config): boolean {
   return cluster.isPrimary && config.webConcurrency > 1 && config.role !== 'worker';
@@ -57,8 +56,7 @@ export function runClusterPrimary(config: Config): Promise<never> {
   process.on('SIGTERM', () => stop(true));
   process.on('SIGINT', () => stop(false));
 
-  const first = fork('api');
-  first.once('listening', () => {
+  fork('api').once('listening', () => {
     firstListening = true;
     if (stopping) return;
     for (let i = 1; i < config.webConcurrency; i++) fork('api');

@@ -11,6 +11,14 @@ export function str(env: Env, name: string): string | undefined {
   return v === undefined || v.trim() === '' ? undefined : v;
 }
 
+/** A comma-separated list: its items trimmed, the empty ones dropped. */
+export function list(raw: string | undefined): string[] {
+  return (raw ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+}
+
 export function int(env: Env, name: string, def: number, min: number, max = Number.MAX_SAFE_INTEGER): number {
   const raw = str(env, name);
   if (raw === undefined) return def;
@@ -46,12 +54,8 @@ export function bool(env: Env, name: string, def: boolean): boolean {
 export function url(env: Env, name: string, protocols: string[]): string | undefined {
   const raw = str(env, name);
   if (raw === undefined) return undefined;
-  let parsed: URL;
-  try {
-    parsed = new URL(raw);
-  } catch {
-    throw new ConfigError(`${name} is not a valid URL`);
-  }
+  const parsed = URL.parse(raw);
+  if (!parsed) throw new ConfigError(`${name} is not a valid URL`);
   if (!protocols.includes(parsed.protocol)) {
     throw new ConfigError(`${name} must use ${protocols.join(' or ')}`);
   }

@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { bool, ConfigError, currency, int, LOG_LEVELS, metricsToken, num, oneOf, resetUrlTemplate, signingKey, str, trustProxy, url, type Env } from './config-values.ts';
+import { bool, ConfigError, currency, int, list, LOG_LEVELS, metricsToken, num, oneOf, resetUrlTemplate, signingKey, str, trustProxy, url, type Env } from './config-values.ts';
 
 export { ConfigError } from './config-values.ts';
 
@@ -37,12 +37,6 @@ function readEnv(env: Env) {
     }
     webhookRetrySchedule = Object.freeze(texts.map(Number));
   }
-  const corsOrigins = Object.freeze(
-    (str(env, 'CORS_ORIGINS') ?? '')
-      .split(',')
-      .map((s) => s.trim())
-      .filter(Boolean),
-  );
   // the embedded database, on disk or (tests) in memory: it serves one process only
   const embedded = databaseUrl === undefined || databaseUrl === ':memory:';
   if ((str(env, 'PLATFORM_API_URL') === undefined) !== (str(env, 'PLATFORM_API_TOKEN') === undefined)) {
@@ -90,7 +84,7 @@ function readEnv(env: Env) {
     rateLimitKeyPrefix: str(env, 'RATE_LIMIT_KEY_PREFIX') ?? 'oas:rl',
     /** false: X-Forwarded-For ignored; true: only the immediate peer is trusted; a string: trusted proxies (proxy-addr syntax) */
     trustProxy: trustProxy(env),
-    corsOrigins,
+    corsOrigins: Object.freeze(list(str(env, 'CORS_ORIGINS'))),
     shopifyWebhookSecret: str(env, 'SHOPIFY_WEBHOOK_SECRET'),
     platformApiUrl: url(env, 'PLATFORM_API_URL', ['http:', 'https:']),
     platformApiToken: str(env, 'PLATFORM_API_TOKEN'),

@@ -1,4 +1,5 @@
 import type { Config } from './config.ts';
+import { list } from './config-values.ts';
 
 /** Tracing on or off and where spans go, read from the SDK's own variables without loading it. */
 interface TracingStatus {
@@ -9,30 +10,19 @@ interface TracingStatus {
   serviceName?: string;
 }
 
-type Env = Record<string, string | undefined>;
-
-/** The OTLP traces endpoint as the SDK resolves it. */
-function otlpTracesEndpoint(env: Env, protocol: string): string | undefined {
-  const own = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?.trim();
-  if (own) return own;
-  const base = env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim();
-  if (!base) return undefined;
-  return protocol === 'grpc' ? base : `${base.replace(/\/+$/, '')}/v1/traces`;
-}
-
-export function tracingStatus(config: Pick<Config, 'otelEndpoint' | 'otelServiceName'>, env: Env = process.env): TracingStatus {
+export function tracingStatus(config: Pick<Config, 'otelEndpoint' | 'otelServiceName'>, env: Record<string, string | undefined> = process.env): TracingStatus {
   if (!config.otelEndpoint || env.OTEL_SDK_DISABLED?.trim().toLowerCase() === 'true') return { enabled: false };
-  const exporters = (env.OTEL_TRACES_EXPORTER ?? '')
-    .split(',')
-    .map((s) => s.trim())
-    .filter((s) => s !== '');
+  const exporters = list(env.OTEL_TRACES_EXPORTER);
   if (exporters[0] === 'none') return { enabled: false, exporters };
   const protocol = env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL?.trim() || env.OTEL_EXPORTER_OTLP_PROTOCOL?.trim() || 'http/protobuf';
-  const list = exporters.length > 0 ? exporters : ['otlp'];
+  const chosen = exporters.length > 0 ? exporters : ['otlp'];
+  // the OTLP traces endpoint as the SDK resolves it
+  const base = env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim();
+  const endpoint = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?.trim() || (base ? (protocol === 'grpc' ? base : `${base.replace(/\/+$/, '')}/v1/traces`) : undefined);
   return {
     enabled: true,
-    exporters: list,
-    ...(list.includes('otlp') ? { protocol, endpoint: otlpTracesEndpoint(env, protocol) } : {}),
+    exporters: chosen,
+    ...(chosen.includes('otlp') ? { protocol, endpoint } : {}),
     serviceName: config.otelServiceName,
   };
 }

@@ -1,7 +1,6 @@
 /**
- * OpenTelemetry tracing (traces only) over OTLP. server.ts imports this only when an endpoint is set,
- * before the app, as the instrumentations patch `pg`, `ioredis` and `node:http` as they load. The
- * SDK reads the standard OTEL_* variables itself. docs/tracing.md lists the spans.
+ * OpenTelemetry tracing over OTLP (the SDK reads the OTEL_* variables itself; docs/tracing.md lists the spans). server.ts
+ * imports it only when an endpoint is set, before the app: the instrumentations patch `pg`, `ioredis` and `node:http` as they load.
  */
 import { setGlobalErrorHandler } from '@opentelemetry/core';
 import { HttpInstrumentation } from '@opentelemetry/instrumentation-http';
@@ -17,62 +16,33 @@ const UNTRACED_PATHS = new Set(['/health', '/ready', '/metrics']);
 
 const EXPORT_FAILURE_LOG_INTERVAL_MS = 60_000;
 
-export interface Telemetry {
-  /** reports failed span exports to `log` from now on (the ones before it are counted in its first line) */
-  reportTo(log: FastifyBaseLogger): void;
-  /** exports the spans still buffered and stops */
-  shutdown(): Promise<void>;
-}
-
-/** Logs the first span export failure at once, then at most a line a minute with the count since. */
-class ExportFailureLog {
-  private log: FastifyBaseLogger | undefined;
-  private failures = 0;
-  private lastError = '';
-  private lastLineAt = -Infinity;
-  private timer: NodeJS.Timeout | undefined;
-  private readonly endpoint: string;
-
-  constructor(endpoint: string) {
-    this.endpoint = endpoint;
-  }
-
-  attach(log: FastifyBaseLogger): void {
-    this.log = log;
-    if (this.failures > 0) this.flush();
-  }
-
-  failed(err: unknown): void {
-    this.failures++;
-    this.lastError = err instanceof Error ? err.message || err.name : String(err);
-    if (!this.log || this.timer) return;
-    const wait = this.lastLineAt + EXPORT_FAILURE_LOG_INTERVAL_MS - Date.now();
-    if (wait <= 0) this.flush();
-    else this.timer = setTimeout(() => this.flush(), wait).unref();
-  }
-
-  private flush(): void {
-    this.timer = undefined;
-    if (!this.log || this.failures === 0) return;
-    const failures = this.failures;
-    this.log.warn(
-      { failures, endpoint: this.endpoint, error: this.lastError },
-      `tracing: ${failures} span export${failures === 1 ? '' : 's'} to ${this.endpoint} failed since the last report (spans dropped); is the collector up?`,
-    );
-    this.failures = 0;
-    this.lastLineAt = Date.now();
-  }
-
-  stop(): void {
-    clearTimeout(this.timer);
-    this.flush();
-  }
-}
-
-export function startTelemetry(config: Config): Telemetry {
+export function startTelemetry(config: Config) {
   const status = tracingStatus(config);
-  const failures = new ExportFailureLog(status.endpoint ?? (status.exporters ?? []).join(','));
-  setGlobalErrorHandler((err) => failures.failed(err));
+  const endpoint = status.endpoint ?? (status.exporters ?? []).join(',');
+  // a failed span export is logged at once, then at most a line a minute with the count since
+  let log: FastifyBaseLogger | undefined;
+  let failures = 0;
+  let lastError = '';
+  let lastLineAt = -Infinity;
+  let timer: NodeJS.Timeout | undefined;
+  const flush = () => {
+    timer = undefined;
+    if (!log || failures === 0) return;
+    log.warn(
+      { failures, endpoint, error: lastError },
+      `tracing: ${failures} span export${failures === 1 ? '' : 's'} to ${endpoint} failed since the last report (spans dropped); is the collector up?`,
+    );
+    failures = 0;
+    lastLineAt = Date.now();
+  };
+  setGlobalErrorHandler((err) => {
+    failures++;
+    lastError = err instanceof Error ? err.message || err.name : String(err);
+    if (!log || timer) return;
+    const wait = lastLineAt + EXPORT_FAILURE_LOG_INTERVAL_MS - Date.now();
+    if (wait <= 0) flush();
+    else timer = setTimeout(flush, wait).unref();
+  });
   const sdk = new NodeSDK({
     serviceName: config.otelServiceName,
     metricReaders: [],
@@ -96,10 +66,16 @@ export function startTelemetry(config: Config): Telemetry {
   });
   sdk.start();
   return {
-    reportTo: (log) => failures.attach(log),
-    shutdown: async () => {
+    /** reports failed span exports to `to` from now on (the ones before it are counted in its first line) */
+    reportTo(to: FastifyBaseLogger): void {
+      log = to;
+      flush();
+    },
+    /** exports the spans still buffered and stops */
+    async shutdown(): Promise<void> {
       await sdk.shutdown();
-      failures.stop();
+      clearTimeout(timer);
+      flush();
     },
   };
 }

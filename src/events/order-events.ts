@@ -25,18 +25,10 @@ export interface OrderEventOf {
   order: Pick<OrderRow, 'id' | 'source' | 'external_id'>;
 }
 
-/**
- * Acts on committed order events in the publishing job's transaction: what it writes commits with
- * the events' mark as published, or not at all. One call gets a whole pass, each order's in sequence.
- */
-export interface OrderEventListener {
-  react: (trx: Transaction<Database>, events: readonly OrderEventOf[]) => Promise<void>;
-}
+/** Acts on committed events in the publishing job's transaction: its writes commit with their mark as published or not at all. */
+type OrderEventListener = { react: (trx: Transaction<Database>, events: readonly OrderEventOf[]) => Promise<void> };
 
-/**
- * The seam between orders and the modules that react to them: the publishing job hands the
- * unpublished rows of the `order_events` outbox here. Neither side imports the other.
- */
+/** The seam between orders and the modules that react to them (neither imports the other): the publishing job hands the outbox's rows here. */
 export class OrderEventBus {
   private readonly listeners: OrderEventListener[] = [];
 
@@ -44,6 +36,7 @@ export class OrderEventBus {
     this.listeners.push(listener);
   }
 
+  /** One call hands over a whole pass of unpublished events, each order's in sequence. */
   async publish(trx: Transaction<Database>, events: readonly OrderEventOf[]): Promise<void> {
     if (events.length === 0) return;
     for (const listener of this.listeners) await listener.react(trx, events);

@@ -4,21 +4,12 @@ import crypto from 'node:crypto';
 import type { Transporter } from 'nodemailer';
 import type { Config } from '../config.ts';
 
-interface MailMessage {
-  to: string;
-  subject: string;
-  text: string;
-}
-
 export interface Mailer {
-  send(message: MailMessage): Promise<void>;
+  send(message: { to: string; subject: string; text: string }): Promise<void>;
   close(): void;
 }
 
-/**
- * SMTP when SMTP_URL is set; otherwise every message becomes an .eml file in DATA_DIR/outbox.
- * nodemailer is loaded with the first message: most processes never send one.
- */
+/** SMTP when SMTP_URL is set, else an .eml file per message in DATA_DIR/outbox; nodemailer loads with the first message. */
 export function createMailer(config: Config): Mailer {
   let transport: Promise<Transporter> | undefined;
   const open = async (): Promise<Transporter> => {

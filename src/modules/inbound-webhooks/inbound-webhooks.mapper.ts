@@ -20,14 +20,10 @@ export function toInboundWebhookSummary(r: InboundWebhookSummaryRow) {
 }
 
 export function toInboundWebhookDetail(r: InboundWebhookRow) {
-  const stored = (r.headers ?? {}) as Record<string, unknown>;
-  const headers: Record<string, string> = {};
-  for (const [name, value] of Object.entries(stored)) {
-    if (name.toLowerCase() !== SIGNATURE_HEADER && typeof value === 'string') headers[name] = value;
-  }
+  const stored = Object.entries((r.headers ?? {}) as Record<string, unknown>);
   return {
     ...toInboundWebhookSummary(r),
-    headers,
+    headers: Object.fromEntries(stored.filter((h): h is [string, string] => h[0].toLowerCase() !== SIGNATURE_HEADER && typeof h[1] === 'string')),
     raw_body: r.raw_body,
     raw_body_encoding: r.raw_body === null ? null : r.raw_body_encoding,
     payload_purged_at: isoOrNull(r.payload_purged_at),

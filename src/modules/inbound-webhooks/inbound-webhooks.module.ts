@@ -1,26 +1,19 @@
 import type { AppContext, AppModule } from '../../app-context.ts';
 import type { OrdersModule } from '../orders/orders.module.ts';
 import type { UsersModule } from '../users/users.module.ts';
-import { registerInboundAdminRoutes } from './inbound-webhooks.admin.routes.ts';
-import { InboundWebhooksAdminService } from './inbound-webhooks.admin.service.ts';
-import { registerInboundRetentionJob, registerInboundWebhookJobs } from './inbound-webhooks.jobs.ts';
+import { registerInboundWebhookJobs } from './inbound-webhooks.jobs.ts';
 import { registerInboundRoutes } from './inbound-webhooks.routes.ts';
 import { InboundWebhookService, type InboundProcessHooks } from './inbound-webhooks.service.ts';
 import { SHOPIFY_SOURCE } from './shopify-order.ts';
 
-/**
- * The e-commerce platform's order webhooks: verified, stored, acknowledged, then turned into orders
- * in the background; each platform order's outcome is reported back to the platform's API.
- */
+/** The platform's order webhooks: verified, stored, acknowledged, turned into orders in the background, outcomes reported back. */
 export function createInboundWebhooksModule(
   ctx: AppContext,
   deps: { orders: OrdersModule; users: UsersModule; hooks?: InboundProcessHooks },
 ): AppModule {
   const { config, db, queue, log } = ctx;
   const inbound = new InboundWebhookService({ db, queue, config, log, orders: deps.orders.service, users: deps.users.service, hooks: deps.hooks });
-  registerInboundWebhookJobs(queue, { db, config, log, inbound, orders: deps.orders.service });
-  registerInboundRetentionJob(queue, { db, config, log });
-  const admin = new InboundWebhooksAdminService({ db, queue });
+  registerInboundWebhookJobs(ctx, { inbound, orders: deps.orders.service });
 
   // a platform order's outcome is reported once the publishing job hands over its final status change,
   // in the trace of the change that wrote that event (the publishing job's run is linked to it)
@@ -34,9 +27,6 @@ export function createInboundWebhooksModule(
   });
 
   return {
-    routes: async (api) => {
-      await registerInboundRoutes(api, inbound);
-      registerInboundAdminRoutes(api, admin);
-    },
+    routes: (api) => registerInboundRoutes(api, inbound),
   };
 }

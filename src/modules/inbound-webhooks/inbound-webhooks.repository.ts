@@ -1,50 +1,41 @@
-import { sql, type QueryCreator, type Transaction } from 'kysely';
-import type { Database, InboundBodyEncoding, InboundWebhookRow, InboundWebhookStatus } from '../../db/schema.ts';
+import { sql, type Insertable, type QueryCreator, type Transaction } from 'kysely';
+import type { Database, InboundWebhookRow, InboundWebhooksTable, InboundWebhookStatus } from '../../db/schema.ts';
 import { countCapped, type CappedCount } from '../../db/capped-count.ts';
 import type { Db } from '../../db/database.ts';
 
 /**
- * Stores a payload once per delivery; returns its id, or undefined when already stored (same webhook
- * or event id, or with `checkDigest` the same body: a replay). The digest check runs under an
- * advisory lock taken by a statement of its own, so the insert's snapshot sees every earlier copy.
+ * Stores a payload once per delivery (webhook id, event id, with `checkDigest` the body too); undefined when stored
+ * before. The digest's advisory lock is a statement of its own, so the insert's snapshot sees every earlier copy.
  */
 export async function insertInboundWebhook(
   trx: Transaction<Database>,
-  values: {
-    webhookId: string;
-    eventId: string | null;
-    bodySha256: string;
-    topic: string | null;
-    shopDomain: string | null;
-    headers: Record<string, string>;
-    rawBody: string;
-    rawBodyEncoding: InboundBodyEncoding;
-  },
+  values: Required<Pick<Insertable<InboundWebhooksTable>, 'webhook_id' | 'event_id' | 'topic' | 'shop_domain' | 'raw_body' | 'raw_body_encoding'>> & { body_sha256: string; headers: Record<string, string> },
   checkDigest: boolean,
 ): Promise<number | undefined> {
   if (checkDigest) {
-    await sql`SELECT pg_advisory_xact_lock(hashtextextended(${`inbound-body:${values.bodySha256}`}, 0))`.execute(trx);
+    await sql`SELECT pg_advisory_xact_lock(hashtextextended(${`inbound-body:${values.body_sha256}`}, 0))`.execute(trx);
   }
-  const unseen = checkDigest ? sql`NOT EXISTS (SELECT 1 FROM inbound_webhooks WHERE body_sha256 = ${values.bodySha256})` : sql`true`;
+  const unseen = checkDigest ? sql`NOT EXISTS (SELECT 1 FROM inbound_webhooks WHERE body_sha256 = ${values.body_sha256})` : sql`true`;
   // ON CONFLICT: either unique index, the webhook id or the event id when given
   const { rows } = await sql<{ id: number }>`
     INSERT INTO inbound_webhooks (webhook_id, event_id, body_sha256, topic, shop_domain, headers, raw_body, raw_body_encoding)
-    SELECT ${values.webhookId}, ${values.eventId}, ${values.bodySha256}, ${values.topic}, ${values.shopDomain},
-           ${JSON.stringify(values.headers)}::jsonb, ${values.rawBody}, ${values.rawBodyEncoding}
+    SELECT ${values.webhook_id}, ${values.event_id}, ${values.body_sha256}, ${values.topic}, ${values.shop_domain},
+           ${JSON.stringify(values.headers)}::jsonb, ${values.raw_body}, ${values.raw_body_encoding}
     WHERE ${unseen}
     ON CONFLICT DO NOTHING
     RETURNING id`.execute(trx);
   return rows[0]?.id;
 }
 
-export async function findInboundWebhook(db: Db, id: number): Promise<InboundWebhookRow | undefined> {
-  return db.selectFrom('inbound_webhooks').selectAll().where('id', '=', id).executeTakeFirst();
+/** A stored event; with `lock`, locked until `db`'s transaction ends (the processing transaction takes the same lock). */
+export async function findInboundWebhook(db: Db, id: number, lock = false): Promise<InboundWebhookRow | undefined> {
+  const row = db.selectFrom('inbound_webhooks').selectAll().where('id', '=', id);
+  return (lock ? row.forUpdate() : row).executeTakeFirst();
 }
 
 /**
- * Locks the stored event and returns its status, then the lock that serialises platform order
- * `externalId`'s creation and cancellation until `trx` ends, so a cancellation either finds the
- * order or leaves its record for the creation to find.
+ * Locks the stored event and returns its status, then takes the lock that serialises platform order `externalId`'s
+ * creation and cancellation until `trx` ends: a cancellation finds the order or leaves its record for the creation.
  */
 export async function lockForPlatformOrder(
   trx: Transaction<Database>,
@@ -74,19 +65,9 @@ export async function settleInboundWebhook(db: Db, id: number, outcome: Outcome)
   return Number(res.numUpdatedRows) > 0;
 }
 
-/** The stored event, locked until `trx` ends (the processing transaction takes the same lock). */
-export async function lockInboundWebhookRow(trx: Transaction<Database>, id: number): Promise<InboundWebhookRow | undefined> {
-  return trx.selectFrom('inbound_webhooks').selectAll().where('id', '=', id).forUpdate().executeTakeFirst();
-}
-
 /** Back to `received`, to be processed again; the order it is linked to (if any) stays linked. */
 export async function resetInboundWebhook(trx: Transaction<Database>, id: number): Promise<void> {
   await trx.updateTable('inbound_webhooks').set({ status: 'received', error: null, processed_at: null }).where('id', '=', id).execute();
-}
-
-export interface InboundFilter {
-  status?: InboundWebhookStatus;
-  topic?: string;
 }
 
 const summaryColumns = ['id', 'webhook_id', 'topic', 'shop_domain', 'status', 'error', 'order_id', 'received_at', 'processed_at'] as const;
@@ -95,7 +76,7 @@ export type InboundWebhookSummaryRow = Pick<InboundWebhookRow, (typeof summaryCo
 /** A page of stored events, newest first, and how many match, counted up to a cap (countCapped). */
 export async function listInboundWebhooks(
   db: Db,
-  f: InboundFilter,
+  f: { status?: InboundWebhookStatus; topic?: string },
   page: { limit: number; offset: number },
 ): Promise<{ rows: InboundWebhookSummaryRow[]; count: CappedCount }> {
   let matching = db.selectFrom('inbound_webhooks');
@@ -113,28 +94,11 @@ export async function findInboundWebhooksForOrder(db: Db, orderId: number): Prom
   return db.selectFrom('inbound_webhooks').select(summaryColumns).where('order_id', '=', orderId).orderBy('id', 'asc').execute();
 }
 
-/** Stored events `received` or `failed`, counted by the status index. */
-export async function countUnprocessedInboundWebhooks(db: Db): Promise<Record<'received' | 'failed', number>> {
-  const rows = await db
-    .selectFrom('inbound_webhooks')
-    .select((eb) => ['status', eb.fn.countAll<string>().as('n')])
-    .where('status', 'in', ['received', 'failed'])
-    .groupBy('status')
-    .execute();
-  const counts = { received: 0, failed: 0 };
-  for (const r of rows) if (r.status !== 'processed') counts[r.status] = Number(r.n);
-  return counts;
-}
-
-/** The platform webhooks received in [from, to), counted per status (inbound_webhooks_received_idx alone). */
-export async function countInboundWebhooksByStatus(db: Db, from: Date, to: Date): Promise<Record<InboundWebhookStatus, number>> {
-  const rows = await db
-    .selectFrom('inbound_webhooks')
-    .select((eb) => ['status', eb.fn.countAll<string>().as('n')])
-    .where('received_at', '>=', from)
-    .where('received_at', '<', to)
-    .groupBy('status')
-    .execute();
+/** Events per status: received in [from, to) (inbound_webhooks_received_idx alone), else `received` and `failed` (the status index). */
+export async function countInboundWebhooksByStatus(db: Db, range?: { from: Date; to: Date }): Promise<Record<InboundWebhookStatus, number>> {
+  const all = db.selectFrom('inbound_webhooks').select((eb) => ['status', eb.fn.countAll<string>().as('n')]);
+  const matching = range ? all.where('received_at', '>=', range.from).where('received_at', '<', range.to) : all.where('status', 'in', ['received', 'failed']);
+  const rows = await matching.groupBy('status').execute();
   const counts: Record<InboundWebhookStatus, number> = { received: 0, processed: 0, failed: 0 };
   for (const r of rows) counts[r.status] = Number(r.n);
   return counts;

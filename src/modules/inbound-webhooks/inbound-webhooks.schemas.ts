@@ -16,9 +16,8 @@ const STORED_NOT_REFUSED =
   'its processing records it `failed` with the reason (GET /admin/inbound-webhooks/{id} shows it).';
 
 /**
- * The orders/create payload as the documents show it: the fields shopify-order.ts reads, with what
- * each is for (a spread drops TypeBox's non-enumerable optional mark: Type.Optional says it again).
- * Documentation only: the signed raw body is checked when it is processed, not here.
+ * The orders/create payload as the documents show it (documentation only: the signed raw body is checked when processed):
+ * the fields shopify-order.ts reads, with what each is for (a spread drops TypeBox's optional mark: Type.Optional says it again).
  */
 export const PlatformOrderBody = Type.Object(
   {
@@ -81,7 +80,7 @@ export const InboundHeaders = Type.Object({
 const InboundStatus = Type.Union([Type.Literal('received'), Type.Literal('processed'), Type.Literal('failed')], {
   description: '`received`: waiting to be processed; `processed`: it became (or was linked to) an order; `failed`: see `error`',
 });
-const NullableText = (description: string) => Type.Union([Type.String(), Type.Null()], { description });
+export const NullableText = (description: string) => Type.Union([Type.String(), Type.Null()], { description });
 
 const InboundSummaryFields = {
   id: Type.Integer(),
@@ -121,7 +120,6 @@ export const InboundListQuery = Type.Object({
 export type InboundListQuery = Static<typeof InboundListQuery>;
 
 export const InboundIdParams = Type.Object({ id: IdOf(1) });
-export type InboundIdParams = Static<typeof InboundIdParams>;
 
 export const Reprocessed = Type.Object({
   status: Type.String({ description: '`queued`' }),

@@ -1,14 +1,14 @@
 import { isUtf8 } from 'node:buffer';
 import crypto from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
-import type { FastifyBaseLogger } from 'fastify';
-import type { Config } from '../../config.ts';
-import type { Db } from '../../db/database.ts';
+import type { AppContext } from '../../app-context.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import type { InboundWebhookRow } from '../../db/schema.ts';
+import { cappedPageOf, type CappedPageResult } from '../../http/common.schemas.ts';
 import { AppError } from '../../http/errors.ts';
+import { MAX_ID } from '../../http/path-ids.ts';
 import { inboundJobSentSince } from '../../jobs/jobs.repository.ts';
-import { givenUpJob, type JobQueue } from '../../jobs/queue.ts';
+import { givenUpJob } from '../../jobs/queue.ts';
 import type { Job } from '../../jobs/registry.ts';
 import type { OrdersService } from '../orders/orders.service.ts';
 import { findProductsBySku } from '../products/products.repository.ts';
@@ -17,12 +17,15 @@ import {
   findInboundWebhook,
   insertInboundWebhook,
   linkInboundWebhook,
+  listInboundWebhooks,
   lockForPlatformOrder,
   recordPlatformCancellation,
+  resetInboundWebhook,
   settleInboundWebhook,
   settleTakingWaitingCancellation,
+  type InboundWebhookSummaryRow,
 } from './inbound-webhooks.repository.ts';
-import { verifyShopifyHmac } from './shopify-hmac.ts';
+import type { InboundListQuery } from './inbound-webhooks.schemas.ts';
 import {
   InboundRejection,
   mapShopifyCancellation,
@@ -35,6 +38,8 @@ import {
 export const ORDERS_CREATE_TOPIC = 'orders/create';
 export const ORDERS_CANCELLED_TOPIC = 'orders/cancelled';
 
+const notFound = () => new AppError('NOT_FOUND', 'Inbound webhook not found');
+
 /** Fault injection for tests (buildApp's `hooks.inboundProcessing`). */
 export interface InboundProcessHooks {
   /** runs in every attempt before the stored payload is read; a throw is a transient failure */
@@ -43,25 +48,25 @@ export interface InboundProcessHooks {
   afterProcess?: (inboundWebhookId: number) => void;
 }
 
-export interface Receipt {
-  webhookId: string;
-  duplicate: boolean;
-}
-
 function header(headers: IncomingHttpHeaders, name: string): string | undefined {
   const v = headers[name];
-  const s = Array.isArray(v) ? v[0] : v;
-  return s === undefined || s.trim() === '' ? undefined : s.trim();
+  return (Array.isArray(v) ? v[0] : v)?.trim() || undefined;
+}
+
+/** Shopify's inbound scheme: base64 HMAC-SHA256 of the raw body bytes, compared in constant time. */
+function verifyShopifyHmac(secret: string, rawBody: Buffer, signature: string | undefined): boolean {
+  if (!signature) return false;
+  const expected = crypto.createHmac('sha256', secret).update(rawBody).digest();
+  const given = Buffer.from(signature.trim(), 'base64');
+  // timingSafeEqual throws on a length mismatch; the length of a MAC is no secret
+  return given.length === expected.length && crypto.timingSafeEqual(given, expected);
 }
 
 /** A platform id header (webhook or event id), at most 255 characters; a longer one is 422. */
-function platformId(headers: IncomingHttpHeaders, name: string): string | undefined {
+function platformId(headers: IncomingHttpHeaders, label: string): string | undefined {
+  const name = label.toLowerCase();
   const value = header(headers, name);
   if (value !== undefined && value.length > 255) {
-    const label = name
-      .split('-')
-      .map((w) => w.charAt(0).toUpperCase() + w.slice(1))
-      .join('-');
     throw new AppError('VALIDATION_ERROR', `${label} is too long`, {
       errors: [{ loc: ['header', name], msg: 'at most 255 characters', type: 'string_too_long' }],
     });
@@ -95,30 +100,19 @@ function storedPayload(row: InboundWebhookRow): object {
   return payload;
 }
 
-interface InboundWebhookDeps {
-  db: Db;
-  queue: JobQueue;
-  config: Config;
-  log: FastifyBaseLogger;
-  orders: OrdersService;
-  users: UsersService;
-  hooks?: InboundProcessHooks;
-}
-
 export class InboundWebhookService {
-  private readonly deps: InboundWebhookDeps;
+  private readonly deps: Pick<AppContext, 'db' | 'queue' | 'config' | 'log'> & { orders: OrdersService; users: UsersService; hooks?: InboundProcessHooks };
 
-  constructor(deps: InboundWebhookDeps) {
+  constructor(deps: InboundWebhookService['deps']) {
     this.deps = deps;
   }
 
   /**
-   * The acknowledgement path: verify the HMAC over the raw bytes, store the body once per delivery and
-   * enqueue its processing, in one transaction. A delivery seen before (same webhook id, event id, or
-   * body within the replay window, as the HMAC covers no id) is acknowledged, not processed again.
-   * The HMAC does not cover `X-Shopify-Topic` either: a header naming another topic is refused.
+   * Verifies the HMAC over the raw bytes, stores the body once per delivery and enqueues its processing, in one
+   * transaction. The HMAC covers no id, so a delivery seen before (same webhook id, event id, or body within the
+   * replay window) is acknowledged only; nor `X-Shopify-Topic`, so a header naming another topic is refused.
    */
-  async receive(rawBody: Buffer, headers: IncomingHttpHeaders, topic: string): Promise<Receipt> {
+  async receive(rawBody: Buffer, headers: IncomingHttpHeaders, topic: string): Promise<{ webhookId: string; duplicate: boolean }> {
     const secret = this.deps.config.shopifyWebhookSecret;
     if (!secret) throw new AppError('WEBHOOK_NOT_CONFIGURED', 'Inbound webhooks are not configured on this server');
     if (!verifyShopifyHmac(secret, rawBody, header(headers, 'x-shopify-hmac-sha256'))) {
@@ -131,22 +125,22 @@ export class InboundWebhookService {
     // byte for byte: as text when PostgreSQL can hold it as text, else in base64
     const asText = isUtf8(rawBody) && !rawBody.includes(0);
     // without the platform's id, the body's digest identifies the delivery
-    const givenId = platformId(headers, 'x-shopify-webhook-id');
-    const eventId = platformId(headers, 'x-shopify-event-id') ?? null;
+    const givenId = platformId(headers, 'X-Shopify-Webhook-Id');
+    const eventId = platformId(headers, 'X-Shopify-Event-Id') ?? null;
     const bodySha256 = crypto.createHash('sha256').update(rawBody).digest('hex');
     const webhookId = givenId ?? `sha256:${bodySha256}`;
     const stored = await this.deps.db.transaction().execute(async (trx) => {
       const id = await insertInboundWebhook(
         trx,
         {
-          webhookId,
-          eventId,
-          bodySha256,
+          webhook_id: webhookId,
+          event_id: eventId,
+          body_sha256: bodySha256,
           topic,
-          shopDomain: header(headers, 'x-shopify-shop-domain') ?? null,
+          shop_domain: header(headers, 'x-shopify-shop-domain') ?? null,
           headers: platformHeaders(headers),
-          rawBody: asText ? rawBody.toString('utf8') : rawBody.toString('base64'),
-          rawBodyEncoding: asText ? 'utf8' : 'base64',
+          raw_body: asText ? rawBody.toString('utf8') : rawBody.toString('base64'),
+          raw_body_encoding: asText ? 'utf8' : 'base64',
         },
         this.deps.config.inboundReplayWindowSeconds > 0,
       );
@@ -157,10 +151,7 @@ export class InboundWebhookService {
     return { webhookId, duplicate: !stored };
   }
 
-  /**
-   * The background half: create or link the order and record `processed` or `failed`. A payload that
-   * cannot become an order fails at once; other errors are retried, and fail after the last attempt.
-   */
+  /** Creates or links the order; a payload that cannot become one fails at once, other errors on the last attempt. */
   async process(inboundWebhookId: number, lastAttempt: boolean): Promise<void> {
     const row = await findInboundWebhook(this.deps.db, inboundWebhookId);
     if (!row || row.status !== 'received') return;
@@ -195,10 +186,7 @@ export class InboundWebhookService {
     }
   }
 
-  /**
-   * The dead-letter handler: records an event whose job pg-boss gave up on as `failed` with the job's
-   * last error; a settled event stays as it is. Returns whether it recorded.
-   */
+  /** The dead-letter handler: an event still `received` whose job pg-boss gave up on fails with the job's last error. */
   async abandon(job: Job<'webhook-inbound-process-dead-letter'>): Promise<boolean> {
     const given = givenUpJob(job);
     const cause = given.cause ?? 'the job queue gave up on it';
@@ -211,6 +199,43 @@ export class InboundWebhookService {
     const settled = await settleInboundWebhook(this.deps.db, id, { status: 'failed', orderId: null, error: `processing error: ${cause}`.slice(0, 1000) });
     if (settled) this.deps.log.error({ inboundWebhookId: id, ...given, cause }, 'inbound webhook processing given up by the queue');
     return settled;
+  }
+
+  /** The administrators' list of the stored webhooks. */
+  async list(q: InboundListQuery): Promise<CappedPageResult<InboundWebhookSummaryRow>> {
+    const { rows, count } = await listInboundWebhooks(this.deps.db, { status: q.status, topic: q.topic }, { limit: q.page_size, offset: (q.page - 1) * q.page_size });
+    return cappedPageOf(rows, count, q.page, q.page_size);
+  }
+
+  async get(id: number): Promise<InboundWebhookRow> {
+    // an id no row can have is the same 404 as a missing row, and never reaches the database
+    const row = id >= 1 && id <= MAX_ID ? await findInboundWebhook(this.deps.db, id) : undefined;
+    if (!row) throw notFound();
+    return row;
+  }
+
+  /**
+   * Queues the stored webhook for processing again (back to `received`, keeping its order link). Processing locks
+   * the row and finds the order a platform id already has: however often this runs, one order, its stock reserved once.
+   */
+  async reprocess(id: number): Promise<{ message: string; orderId: number | null }> {
+    if (!(id >= 1 && id <= MAX_ID)) throw notFound();
+    return this.deps.db.transaction().execute(async (trx) => {
+      const row = await findInboundWebhook(trx, id, true);
+      if (!row) throw notFound();
+      if (row.raw_body === null) {
+        throw new AppError('INVALID_STATE', 'The payload of this webhook was removed by the retention purge; it cannot be processed again');
+      }
+      if (row.status !== 'received') await resetInboundWebhook(trx, id);
+      await this.deps.queue.send(trx, 'webhook-inbound-process', { inboundWebhookId: id });
+      const message =
+        row.status === 'processed'
+          ? 'Webhook queued for processing again; the order it was linked to is linked again, never created twice'
+          : row.status === 'failed'
+            ? 'Webhook queued for processing again'
+            : 'Webhook queued for processing (it had not been processed yet)';
+      return { message, orderId: row.order_id };
+    });
   }
 
   private async createOrLinkOrder(inboundId: number, mapped: MappedShopifyOrder): Promise<void> {

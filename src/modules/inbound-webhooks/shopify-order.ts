@@ -45,21 +45,12 @@ export const ShopifyOrderPayload = Type.Object({
 });
 type ShopifyOrderPayload = Static<typeof ShopifyOrderPayload>;
 
-export interface MappedShopifyOrder {
-  externalId: string;
-  email: string;
-  customerName: string;
-  shippingAddress: string;
-  /** quantities per SKU, lines of one SKU merged */
-  lines: { sku: string; quantity: number }[];
-}
+export type MappedShopifyOrder = Awaited<ReturnType<typeof mapShopifyOrder>>;
+export type MappedShopifyCancellation = Awaited<ReturnType<typeof mapShopifyCancellation>>;
 
 /** A payload the service cannot turn into an order: recorded on the stored event, never retried. */
 export class InboundRejection extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'InboundRejection';
-  }
+  override name = 'InboundRejection';
 }
 
 function text(v: string | null | undefined): string {
@@ -74,18 +65,10 @@ function formatAddress(a: NonNullable<ShopifyOrderPayload['shipping_address']>):
     .join(', ');
 }
 
-interface PayloadCheckers {
-  order: Validator<TProperties, typeof ShopifyOrderPayload>;
-  cancellation: Validator<TProperties, typeof ShopifyCancellationPayload>;
-}
+let checkers: { order: Validator<TProperties, typeof ShopifyOrderPayload>; cancellation: Validator<TProperties, typeof ShopifyCancellationPayload> } | undefined;
 
-let checkers: PayloadCheckers | undefined;
-
-/**
- * The payloads' checks, compiled once (the value checker is far slower) by a worker before its first
- * job; an API process never loads the compiler.
- */
-export async function loadPayloadChecker(): Promise<PayloadCheckers> {
+/** The payloads' checks, compiled once (the value checker is far slower) by a worker before its first job; an API process never loads the compiler. */
+export async function loadPayloadChecker(): Promise<NonNullable<typeof checkers>> {
   if (checkers === undefined) {
     const { Compile } = await import('typebox/compile');
     checkers ??= { order: Compile(ShopifyOrderPayload), cancellation: Compile(ShopifyCancellationPayload) };
@@ -93,18 +76,20 @@ export async function loadPayloadChecker(): Promise<PayloadCheckers> {
   return checkers;
 }
 
-/** The first error of a payload its check refused, for the event's recorded reason. */
-function firstError(check: Validator, payload: unknown): string {
-  const first = check.Errors(payload)[0];
-  return first ? `${first.instancePath || '/'} ${first.message}` : 'unexpected shape';
+/** Checks a payload's shape (`what` names it in the reason) and its id's range; a refusal is an InboundRejection. */
+function check<T extends { id: number | string }>(checker: Validator, what: string, payload: unknown): T {
+  if (!checker.Check(payload)) {
+    const first = checker.Errors(payload)[0];
+    throw new InboundRejection(`invalid ${what} payload: ${first ? `${first.instancePath || '/'} ${first.message}` : 'unexpected shape'}`);
+  }
+  const p = payload as T;
+  if (typeof p.id === 'number' && !Number.isSafeInteger(p.id)) throw new InboundRejection(`invalid ${what} payload: /id is out of range`);
+  return p;
 }
 
 /** Validates the payload's shape and maps it onto what an order needs (products are looked up later). */
-export async function mapShopifyOrder(payload: unknown): Promise<MappedShopifyOrder> {
-  const { order } = checkers ?? (await loadPayloadChecker());
-  if (!order.Check(payload)) throw new InboundRejection(`invalid order payload: ${firstError(order, payload)}`);
-  const p = payload;
-  if (typeof p.id === 'number' && !Number.isSafeInteger(p.id)) throw new InboundRejection('invalid order payload: /id is out of range');
+export async function mapShopifyOrder(payload: unknown) {
+  const p = check<ShopifyOrderPayload>((checkers ?? (await loadPayloadChecker())).order, 'order', payload);
   const email = text(p.email) || text(p.contact_email) || text(p.customer?.email);
   if (!email) throw new InboundRejection('order has no customer e-mail');
   if (email.length > 254 || !/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email)) throw new InboundRejection(`invalid customer e-mail: ${email.slice(0, 254)}`);
@@ -129,6 +114,7 @@ export async function mapShopifyOrder(payload: unknown): Promise<MappedShopifyOr
     customerName: fullName.slice(0, 100),
     // orders need a shipping address; a digital order without one still becomes an order
     shippingAddress: (address || 'No shipping address provided').slice(0, 500),
+    // quantities per SKU, lines of one SKU merged
     lines: [...quantities].map(([sku, quantity]) => ({ sku, quantity })),
   };
 }
@@ -139,18 +125,10 @@ export const ShopifyCancellationPayload = Type.Object({
   cancel_reason: OptionalText,
 });
 
-export interface MappedShopifyCancellation {
-  externalId: string;
-  /** the platform's reason (`customer`, `fraud`, `inventory`, `declined`, `other`), null when it gave none */
-  reason: string | null;
-}
-
 /** Validates an orders/cancelled payload (the cancelled order, as the platform sends it) and maps it. */
-export async function mapShopifyCancellation(payload: unknown): Promise<MappedShopifyCancellation> {
-  const { cancellation } = checkers ?? (await loadPayloadChecker());
-  if (!cancellation.Check(payload)) throw new InboundRejection(`invalid cancellation payload: ${firstError(cancellation, payload)}`);
-  const p = payload as Static<typeof ShopifyCancellationPayload>;
-  if (typeof p.id === 'number' && !Number.isSafeInteger(p.id)) throw new InboundRejection('invalid cancellation payload: /id is out of range');
+export async function mapShopifyCancellation(payload: unknown) {
+  const p = check<Static<typeof ShopifyCancellationPayload>>((checkers ?? (await loadPayloadChecker())).cancellation, 'cancellation', payload);
+  // the platform's reason (`customer`, `fraud`, `inventory`, `declined`, `other`), null when it gave none
   const reason = text(p.cancel_reason);
   return { externalId: String(p.id), reason: reason === '' ? null : reason.slice(0, 500) };
 }

@@ -1,14 +1,15 @@
 import type { FastifyError, FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
+import type { Db } from '../../db/database.ts';
 import { authUser } from '../../http/auth.ts';
 import { bodyValidationAsBadRequest } from '../../http/error-handling.ts';
 import { errorResponses } from '../../http/errors.ts';
 import { toItem } from './items.mapper.ts';
 import { Item, ItemCreateBody, ItemIdParams, ItemList, ItemListQuery, ItemUpdateBody } from './items.schemas.ts';
-import type { ItemsService } from './items.service.ts';
+import { createItem, getItem, listItems, removeItem, updateItem } from './items.service.ts';
 
-export function registerItemRoutes(root: FastifyInstance, items: ItemsService): void {
+export function registerItemRoutes(root: FastifyInstance, db: Db): void {
   const app = root.withTypeProvider<TypeBoxTypeProvider>();
   const tags = ['items'];
 
@@ -20,7 +21,7 @@ export function registerItemRoutes(root: FastifyInstance, items: ItemsService): 
       body: ItemCreateBody,
       response: { 201: Item, ...errorResponses(400, 401, 403, 422, 429) },
     },
-    handler: async (request, reply) => reply.code(201).send(toItem(await items.create(authUser(request), request.body))),
+    handler: async (request, reply) => reply.code(201).send(toItem(await createItem(db, authUser(request), request.body))),
   });
 
   app.get('/items', {
@@ -31,7 +32,7 @@ export function registerItemRoutes(root: FastifyInstance, items: ItemsService): 
       querystring: ItemListQuery,
       response: { 200: ItemList, ...errorResponses(401, 403, 422, 429) },
     },
-    handler: async (request) => (await items.list(authUser(request), request.query)).map(toItem),
+    handler: async (request) => (await listItems(db, authUser(request), request.query)).map(toItem),
   });
 
   app.get('/items/:item_id', {
@@ -42,7 +43,7 @@ export function registerItemRoutes(root: FastifyInstance, items: ItemsService): 
       params: ItemIdParams,
       response: { 200: Item, ...errorResponses(401, 403, 404, 422, 429) },
     },
-    handler: async (request) => toItem(await items.get(authUser(request), request.params.item_id)),
+    handler: async (request) => toItem(await getItem(db, authUser(request), request.params.item_id)),
   });
 
   app.patch('/items/:item_id', {
@@ -59,7 +60,7 @@ export function registerItemRoutes(root: FastifyInstance, items: ItemsService): 
     attachValidation: true,
     handler: async (request) => {
       if (request.validationError) throw bodyValidationAsBadRequest(request.validationError as FastifyError);
-      return toItem(await items.update(authUser(request), request.params.item_id, request.body));
+      return toItem(await updateItem(db, authUser(request), request.params.item_id, request.body));
     },
   });
 
@@ -72,7 +73,7 @@ export function registerItemRoutes(root: FastifyInstance, items: ItemsService): 
       response: { 204: Type.Null({ description: 'Deleted' }), ...errorResponses(401, 403, 404, 422, 429) },
     },
     handler: async (request, reply) => {
-      await items.remove(authUser(request), request.params.item_id);
+      await removeItem(db, authUser(request), request.params.item_id);
       return reply.code(204).send(null);
     },
   });

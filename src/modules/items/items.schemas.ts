@@ -49,4 +49,3 @@ export const ItemListQuery = Type.Object({
 export type ItemListQuery = Static<typeof ItemListQuery>;
 
 export const ItemIdParams = Type.Object({ item_id: IdOf(1) });
-export type ItemIdParams = Static<typeof ItemIdParams>;

@@ -1,5 +1,4 @@
-import type { FastifyBaseLogger } from 'fastify';
-import type { Db } from '../../db/database.ts';
+import type { AppContext } from '../../app-context.ts';
 import type { OrderEventRow } from '../../db/schema.ts';
 import { latestOrderEventId, readOrderEventsAfter, replayOrderEvents } from '../orders/order-feed.repository.ts';
 import { toOrderDetail } from '../orders/orders.mapper.ts';
@@ -21,18 +20,11 @@ export interface Subscriber {
   end(): void;
 }
 
-export interface FeedOptions {
-  db: Db;
-  log: FastifyBaseLogger;
-  /** how often the outbox is read while a stream is open */
-  pollMs: number;
-  /** how long an id missing below a newer one holds the newer ones back (a transaction still committing) */
-  holdMs: number;
-  /** how long such an id is still looked for, and sent when it appears (a long transaction) */
-  watchMs: number;
-}
-
 const PAGE = 1000;
+/** how long an id missing below a newer one holds the newer ones back (a transaction still committing) */
+const HOLD_MS = 1000;
+/** how long such an id is still looked for, and sent when it appears (a long transaction) */
+const WATCH_MS = 60_000;
 /** more missing ids than this at once are not looked for (a jump of the sequence, not transactions in flight) */
 const MAX_MISSING = 10_000;
 
@@ -43,16 +35,13 @@ export function eventName(e: OrderEventRow): string {
 }
 
 /**
- * The process's one reader of the `order_events` outbox, shared by every open stream: it reads the
- * events after the newest it has seen every `pollMs` while a stream is open, and reads again the ids
- * it found missing below a newer one (an identity value is taken when a row is inserted, so a
- * transaction that took a lower id may commit after one that took a higher id). A newer event
- * waits for a missing one for up to `holdMs`, so a stream's ids ascend; a missing id is then looked
- * for until `watchMs` and sent late if it appears. See docs/decisions/144-live-events.md.
+ * The process's one reader of the `order_events` outbox, shared by every open stream: every `pollMs` while a stream is
+ * open it reads the events after the newest it has seen, and again the ids it found missing below a newer one (an id is
+ * taken at insert, so a lower one may commit after a higher one). A newer event waits up to HOLD_MS for a missing one, so
+ * a stream's ids ascend; a missing id is looked for until WATCH_MS and sent late if it appears (docs/decisions/144-live-events.md).
  */
 export class OrderEventFeed {
   private readonly subscribers = new Set<Subscriber>();
-  private readonly perUser = new Map<number, number>();
   /** the newest id read; undefined until the feed has found where new events begin */
   private after: number | undefined;
   /** settles once the feed has tried to find where new events begin */
@@ -67,35 +56,32 @@ export class OrderEventFeed {
   /** the order's JSON as GET /api/v2/orders/{id} serializes it (the route's serializer, set by the route) */
   serialize: ((order: unknown) => string) | undefined;
 
-  private readonly opts: FeedOptions;
+  /** `pollMs`: how often the outbox is read while a stream is open */
+  private readonly opts: Pick<AppContext, 'db' | 'log'> & { pollMs: number };
 
-  constructor(opts: FeedOptions) {
+  constructor(opts: OrderEventFeed['opts']) {
     this.opts = opts;
   }
 
   /** Open streams of `userId` in this process. */
   streamsOf(userId: number): number {
-    return this.perUser.get(userId) ?? 0;
+    let n = 0;
+    for (const s of this.subscribers) if (s.userId === userId) n++;
+    return n;
   }
 
   /**
-   * Adds a stream. The promise settles once the feed knows where new events begin: every event
-   * committed after that reaches the stream, so a client that reads its data again once the stream
-   * is open misses nothing in between.
+   * Adds a stream. The promise settles once the feed knows where new events begin: every event committed after it
+   * reaches the stream, so a client that reads its data again once the stream is open misses nothing.
    */
   subscribe(s: Subscriber): Promise<void> {
     this.subscribers.add(s);
-    this.perUser.set(s.userId, this.streamsOf(s.userId) + 1);
     if (this.subscribers.size === 1) this.start();
     return this.ready;
   }
 
   unsubscribe(s: Subscriber): void {
-    if (!this.subscribers.delete(s)) return;
-    const n = this.streamsOf(s.userId) - 1;
-    if (n > 0) this.perUser.set(s.userId, n);
-    else this.perUser.delete(s.userId);
-    if (this.subscribers.size === 0) this.stop();
+    if (this.subscribers.delete(s) && this.subscribers.size === 0) this.stop();
   }
 
   /** Ends every stream and stops reading (shutdown: an open stream must not hold the server up). */
@@ -107,8 +93,7 @@ export class OrderEventFeed {
 
   /** Up to `limit` events after `after` that a user may see, as frames, oldest first (Last-Event-ID). */
   async replay(after: number, viewer: { userId: number; admin: boolean }, limit: number): Promise<LiveEvent[]> {
-    const rows = await replayOrderEvents(this.opts.db, { after, userId: viewer.admin ? undefined : viewer.userId, limit });
-    return this.framesOf(rows);
+    return this.framesOf(await replayOrderEvents(this.opts.db, { after, userId: viewer.admin ? undefined : viewer.userId, limit }));
   }
 
   private start(): void {
@@ -130,7 +115,6 @@ export class OrderEventFeed {
   private stop(): void {
     this.generation++;
     clearTimeout(this.timer);
-    this.timer = undefined;
     this.missing.clear();
     this.held = [];
   }
@@ -179,8 +163,8 @@ export class OrderEventFeed {
     this.after = after;
     let holdBelow = Infinity;
     for (const [id, since] of this.missing) {
-      if (now - since >= this.opts.watchMs) this.missing.delete(id);
-      else if (now - since < this.opts.holdMs && id < holdBelow) holdBelow = id;
+      if (now - since >= WATCH_MS) this.missing.delete(id);
+      else if (now - since < HOLD_MS && id < holdBelow) holdBelow = id;
     }
     this.held.sort((a, b) => a.id - b.id);
     const cut = this.held.findIndex((e) => e.id > holdBelow);
@@ -194,19 +178,11 @@ export class OrderEventFeed {
     if (rows.length === 0) return [];
     const serialize = this.serialize;
     if (!serialize) throw new Error('live events: no serializer set before the first stream');
-    const orders = new Map((await findOrdersWithLines(this.opts.db, [...new Set(rows.map((e) => e.order_id))])).map((o) => [o.order.id, o]));
-    const json = new Map<number, string>();
-    const events: LiveEvent[] = [];
-    for (const e of rows) {
-      const found = orders.get(e.order_id);
-      if (!found) continue;
-      let data = json.get(e.order_id);
-      if (data === undefined) {
-        data = serialize(toOrderDetail('v2', found.order, found.lines));
-        json.set(e.order_id, data);
-      }
-      events.push({ id: e.id, userId: e.user_id, frame: `id: ${e.id}\nevent: ${eventName(e)}\ndata: ${data}\n\n` });
-    }
-    return events;
+    const orders = await findOrdersWithLines(this.opts.db, [...new Set(rows.map((e) => e.order_id))]);
+    const json = new Map(orders.map((o) => [o.order.id, serialize(toOrderDetail('v2', o.order, o.lines))]));
+    return rows.flatMap((e) => {
+      const data = json.get(e.order_id);
+      return data === undefined ? [] : [{ id: e.id, userId: e.user_id, frame: `id: ${e.id}\nevent: ${eventName(e)}\ndata: ${data}\n\n` }];
+    });
   }
 }

@@ -14,7 +14,7 @@ export function createLiveModule(
   deps: { loadUser: (id: number) => Promise<UserRow | undefined> },
   opts: LiveOptions = {},
 ): AppModule {
-  const feed = new OrderEventFeed({ db: ctx.db, log: ctx.log, pollMs: opts.pollMs ?? 250, holdMs: 1000, watchMs: 60_000 });
+  const feed = new OrderEventFeed({ db: ctx.db, log: ctx.log, pollMs: opts.pollMs ?? 250 });
   const limits: LiveLimits = {
     heartbeatMs: opts.heartbeatMs ?? 15_000,
     streamsPerUser: opts.streamsPerUser ?? 5,

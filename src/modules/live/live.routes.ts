@@ -19,13 +19,6 @@ export interface LiveLimits {
   replayLimit: number;
 }
 
-export interface LiveDeps {
-  feed: OrderEventFeed;
-  limits: LiveLimits;
-  userCache: UserCache;
-  loadUser: (id: number) => Promise<UserRow | undefined>;
-}
-
 /** A slow reader's unsent frames past this end its stream; it reconnects with Last-Event-ID. */
 const MAX_UNSENT_BYTES = 1024 * 1024;
 
@@ -59,7 +52,10 @@ const DESCRIPTION = [
 ].join('\n');
 
 /** GET /api/v2/events: the order events of src/modules/live/event-feed.ts as Server-Sent Events. */
-export function registerLiveRoutes(root: FastifyInstance, deps: LiveDeps): void {
+export function registerLiveRoutes(
+  root: FastifyInstance,
+  deps: { feed: OrderEventFeed; limits: LiveLimits; userCache: UserCache; loadUser: (id: number) => Promise<UserRow | undefined> },
+): void {
   // v1's statuses have no `cancelled`, and its clients never had the stream
   if (apiVersionOf(root) === 'v1') return;
   const app = root.withTypeProvider<TypeBoxTypeProvider>();
@@ -143,13 +139,9 @@ export function registerLiveRoutes(root: FastifyInstance, deps: LiveDeps): void 
       if (lastEventId !== undefined) {
         try {
           const missed = await feed.replay(Number(lastEventId), { userId: user.id, admin: user.is_admin }, limits.replayLimit);
-          const sent = new Set<number>();
-          for (const e of missed) {
-            write(e.frame);
-            sent.add(e.id);
-          }
-          // the events the feed handed over meanwhile, without those the replay sent
-          for (const e of replaying ?? []) if (!sent.has(e.id)) write(e.frame);
+          const sent = new Set(missed.map((e) => e.id));
+          // then the events the feed handed over meanwhile, without those the replay sent
+          for (const e of [...missed, ...(replaying ?? []).filter((e) => !sent.has(e.id))]) write(e.frame);
         } catch (err) {
           request.log.warn({ err }, 'live events: the replay after Last-Event-ID failed; the stream ends');
           end();

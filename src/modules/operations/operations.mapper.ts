@@ -1,4 +1,3 @@
-import type { WebhookMessageStatus } from '../../db/schema.ts';
 import type { ApiVersion } from '../../http/api-version.ts';
 import { iso, isoOrNull } from '../../http/common.schemas.ts';
 import { traceIdOf } from '../../jobs/job-tracing.ts';
@@ -7,7 +6,7 @@ import { toInboundWebhookSummary } from '../inbound-webhooks/inbound-webhooks.ma
 import { toAdminOrderDetail, toOrderEvent } from '../orders/orders.mapper.ts';
 import type { OrderTrace } from './trace.service.ts';
 
-export function toTraceJob(j: JobRecord) {
+function toTraceJob(j: JobRecord) {
   return {
     id: j.id,
     queue: j.queue,
@@ -21,45 +20,30 @@ export function toTraceJob(j: JobRecord) {
   };
 }
 
-/** v2 names both pending states as the delivery log does; v1 keeps its own names (operations.schemas.ts). */
-function statusIn(version: ApiVersion, status: WebhookMessageStatus): WebhookMessageStatus | 'pending' {
-  return version === 'v2' && (status === 'held' || status === 'queued') ? 'pending' : status;
-}
-
-function toTraceMessage(version: ApiVersion, m: OrderTrace['messages'][number], sequence: number | null, attempts: OrderTrace['attempts']) {
-  return {
-    message_id: m.message_id,
-    event_type: m.event_type,
-    sequence,
-    status: statusIn(version, m.status),
-    trace_id: traceIdOf(m.traceparent),
-    attempts: attempts.map((a) => ({
-      attempt: a.attempt,
-      attempted_at: iso(a.created_at),
-      status_code: a.status_code,
-      duration_ms: a.duration_ms,
-      success: a.success,
-      error: a.error,
-    })),
-  };
-}
-
 /** Messages grouped by subscription (in the order each subscription first got one), each with its attempts. */
 function deliveries(version: ApiVersion, t: OrderTrace) {
   const sequences = new Map(t.record.events.map((e) => [e.id, e.sequence]));
-  const attemptsOf = new Map<string, OrderTrace['attempts']>();
-  for (const a of t.attempts) attemptsOf.set(a.message_id, [...(attemptsOf.get(a.message_id) ?? []), a]);
-  const bySubscription = new Map<number, { subscription_id: number; url: string; messages: ReturnType<typeof toTraceMessage>[] }>();
-  for (const m of t.messages) {
-    let entry = bySubscription.get(m.subscription_id);
-    if (!entry) {
-      entry = { subscription_id: m.subscription_id, url: m.url, messages: [] };
-      bySubscription.set(m.subscription_id, entry);
-    }
-    const sequence = m.event_id === null ? null : (sequences.get(m.event_id) ?? null);
-    entry.messages.push(toTraceMessage(version, m, sequence, attemptsOf.get(m.message_id) ?? []));
-  }
-  return [...bySubscription.values()];
+  const attemptsOf = Map.groupBy(t.attempts, (a) => a.message_id);
+  return [...Map.groupBy(t.messages, (m) => m.subscription_id).values()].map((messages) => ({
+    subscription_id: messages[0].subscription_id,
+    url: messages[0].url,
+    messages: messages.map((m) => ({
+      message_id: m.message_id,
+      event_type: m.event_type,
+      sequence: m.event_id === null ? null : (sequences.get(m.event_id) ?? null),
+      // v2 names both pending states as the delivery log does; v1 keeps its own names (operations.schemas.ts)
+      status: version === 'v2' && (m.status === 'held' || m.status === 'queued') ? ('pending' as const) : m.status,
+      trace_id: traceIdOf(m.traceparent),
+      attempts: (attemptsOf.get(m.message_id) ?? []).map((a) => ({
+        attempt: a.attempt,
+        attempted_at: iso(a.created_at),
+        status_code: a.status_code,
+        duration_ms: a.duration_ms,
+        success: a.success,
+        error: a.error,
+      })),
+    })),
+  }));
 }
 
 export function toOrderTrace(version: ApiVersion, t: OrderTrace) {

@@ -1,10 +1,8 @@
 import { Type } from 'typebox';
 import { NullableTimestamp, Timestamp } from '../../http/common.schemas.ts';
-import { InboundWebhookSummary } from '../inbound-webhooks/inbound-webhooks.schemas.ts';
+import { InboundWebhookSummary, NullableText } from '../inbound-webhooks/inbound-webhooks.schemas.ts';
 import type { ApiVersion } from '../../http/api-version.ts';
 import { orderSchemas } from '../orders/orders.schemas.ts';
-
-const NullableText = (description: string) => Type.Union([Type.String(), Type.Null()], { description });
 
 const TraceJob = Type.Object({
   id: Type.String({ description: "the job queue's id of the job" }),
@@ -32,10 +30,7 @@ const TraceAttempt = Type.Object({
 const TraceId = (description: string) =>
   Type.Union([Type.String({ pattern: '^[0-9a-f]{32}$' }), Type.Null()], { description, examples: ['4bf92f3577b34da6a3ce929d0e0e4736'] });
 
-/**
- * A message's state: v1 keeps the two pending states it has always shown (`held`, `queued`); v2
- * says `pending` for both, as the delivery log and the message detail do in both versions.
- */
+/** v1 keeps the two pending states it has always shown; v2 says `pending` for both, as the delivery log and message detail do. */
 const TraceMessageStatus = {
   v1: Type.Union([Type.Literal('held'), Type.Literal('queued'), Type.Literal('delivered'), Type.Literal('failed')], {
     description: '`held`: waits for an earlier message of the order; `queued`: being delivered or retried; `delivered`; `failed`: every attempt failed',

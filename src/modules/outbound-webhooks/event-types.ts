@@ -2,11 +2,7 @@ import { Type, type TSchema } from 'typebox';
 import { WEBHOOK_EVENT_KINDS } from '../../events/order-events.ts';
 import { sampleEnvelope, WEBHOOK_TEST_EVENT, type WebhookEventType } from './message-rendering.ts';
 
-/**
- * The event-type catalogue (decision 145): what each type of message means, the JSON schema of its
- * body as API v2 renders it, and a sample rendered by the code that renders real messages
- * (message-rendering.ts), so the sample cannot drift from what is sent.
- */
+/** The event-type catalogue (decision 145): each type's meaning, the schema of its v2 body, and a sample rendered as real messages are. */
 const Status = Type.Enum(['pending', 'processing', 'completed', 'failed', 'cancelled']);
 const orderData = (extra: Record<string, TSchema>) =>
   Type.Object({
@@ -56,15 +52,10 @@ const CATALOGUE: Record<WebhookEventType, { description: string; schema: TSchema
 };
 
 /** Every type a v2 subscription can be sent, in the catalogue's order. */
-export const EVENT_TYPES: readonly WebhookEventType[] = [...WEBHOOK_EVENT_KINDS.v2, WEBHOOK_TEST_EVENT];
+const EVENT_TYPES: readonly WebhookEventType[] = [...WEBHOOK_EVENT_KINDS.v2, WEBHOOK_TEST_EVENT];
 
 export function eventTypeCatalogue() {
-  return EVENT_TYPES.map((name) => ({
-    name,
-    description: CATALOGUE[name].description,
-    schema: CATALOGUE[name].schema,
-    example: sampleEnvelope(name, 'v2'),
-  }));
+  return EVENT_TYPES.map((name) => ({ name, ...CATALOGUE[name], example: sampleEnvelope(name, 'v2') }));
 }
 
 /** The schema of a type's body (tests check real messages against it). */

@@ -42,38 +42,31 @@ export function messageIdFor(eventId: number, subscriptionId: number, kind: Webh
 export type WebhookEventType = WebhookEventKind | typeof WEBHOOK_TEST_EVENT;
 
 const SAMPLE_TIME = new Date('2026-01-15T10:30:00.000Z');
-const sampleEvent = (e: Pick<OrderEventRow, 'id' | 'type' | 'previous_status' | 'status' | 'total_amount' | 'sequence' | 'reason' | 'details'>): OrderEventRow => ({
-  ...e,
+const sampleEvent = (e: Pick<OrderEventRow, 'id' | 'type' | 'previous_status' | 'status' | 'sequence'> & Partial<OrderEventRow>): OrderEventRow => ({
   order_id: 1001,
   user_id: 42,
+  total_amount: '59.97',
+  reason: null,
+  details: null,
   created_at: SAMPLE_TIME,
   published: true,
   traceparent: null,
+  ...e,
 });
 
 /** The order events the samples render: the event-type catalogue's examples and a test send of an order event. */
 const SAMPLE_EVENTS: Record<WebhookEventKind, OrderEventRow> = {
-  'order.created': sampleEvent({ id: 101, type: 'order.created', previous_status: null, status: 'pending', total_amount: '59.97', sequence: 1, reason: null, details: null }),
+  'order.created': sampleEvent({ id: 101, type: 'order.created', previous_status: null, status: 'pending', sequence: 1 }),
   'order.status_changed': sampleEvent({
     id: 103,
     type: 'order.status_changed',
     previous_status: 'processing',
     status: 'failed',
-    total_amount: '59.97',
     sequence: 3,
     reason: 'INSUFFICIENT_STOCK',
     details: { lines: [{ product_id: 7, requested: 3, available: 1 }] },
   }),
-  'order.cancelled': sampleEvent({
-    id: 102,
-    type: 'order.status_changed',
-    previous_status: 'pending',
-    status: 'cancelled',
-    total_amount: '59.97',
-    sequence: 2,
-    reason: 'The customer ordered the wrong size',
-    details: null,
-  }),
+  'order.cancelled': sampleEvent({ id: 102, type: 'order.status_changed', previous_status: 'pending', status: 'cancelled', sequence: 2, reason: 'The customer ordered the wrong size' }),
 };
 
 /** A sample message of `type` as a subscription of `version` receives it, rendered by the code that renders real ones. */

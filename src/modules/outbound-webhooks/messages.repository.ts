@@ -1,5 +1,5 @@
-import { sql, type Transaction } from 'kysely';
-import type { Database, WebhookDeliveryRow, WebhookMessageRow, WebhookMessageStatus, WebhookSubscriptionRow } from '../../db/schema.ts';
+import { sql, type Insertable, type Transaction, type Updateable } from 'kysely';
+import type { Database, WebhookDeliveriesTable, WebhookDeliveryRow, WebhookMessageRow, WebhookMessagesTable, WebhookMessageStatus, WebhookSubscriptionRow } from '../../db/schema.ts';
 import type { Db } from '../../db/database.ts';
 import { countCapped, type CappedCount } from '../../db/capped-count.ts';
 
@@ -8,46 +8,25 @@ export async function lockMessageLane(trx: Transaction<Database>, subscriptionId
   await sql`SELECT pg_advisory_xact_lock(${subscriptionId}::int, ${orderId}::int)`.execute(trx);
 }
 
-/** True when a message of the lane is in one of `statuses` (held and queued: waiting or in flight). */
-export async function laneHas(db: Db, subscriptionId: number, orderId: number, statuses: WebhookMessageStatus[]): Promise<boolean> {
-  const row = await db
+function laneIds(db: Db, subscriptionId: number, orderId: number, statuses: WebhookMessageStatus[]) {
+  return db
     .selectFrom('webhook_messages')
     .select('id')
     .where('subscription_id', '=', subscriptionId)
     .where('order_id', '=', orderId)
-    .where('status', 'in', statuses)
-    .limit(1)
-    .executeTakeFirst();
-  return row !== undefined;
+    .where('status', 'in', statuses);
+}
+
+/** True when a message of the lane is in one of `statuses` (held and queued: waiting or in flight). */
+export async function laneHas(db: Db, subscriptionId: number, orderId: number, statuses: WebhookMessageStatus[]): Promise<boolean> {
+  return (await laneIds(db, subscriptionId, orderId, statuses).limit(1).executeTakeFirst()) !== undefined;
 }
 
 export async function insertMessage(
   db: Db,
-  values: {
-    messageId: string;
-    subscriptionId: number;
-    eventId: number | null;
-    orderId: number | null;
-    eventType: string;
-    payload: string;
-    status: Extract<WebhookMessageStatus, 'held' | 'queued'>;
-    traceparent: string | null;
-  },
+  values: Insertable<WebhookMessagesTable> & { status: Extract<WebhookMessageStatus, 'held' | 'queued'> },
 ): Promise<WebhookMessageRow> {
-  return db
-    .insertInto('webhook_messages')
-    .values({
-      message_id: values.messageId,
-      subscription_id: values.subscriptionId,
-      event_id: values.eventId,
-      order_id: values.orderId,
-      event_type: values.eventType,
-      payload: values.payload,
-      status: values.status,
-      traceparent: values.traceparent,
-    })
-    .returningAll()
-    .executeTakeFirstOrThrow();
+  return db.insertInto('webhook_messages').values(values).returningAll().executeTakeFirstOrThrow();
 }
 
 export async function findMessageWithSubscription(
@@ -70,41 +49,17 @@ export async function findMessage(db: Db, subscriptionId: number, messageId: str
     .executeTakeFirst();
 }
 
-/** Moves a queued message to its final state (only once: a repeated job finds it settled). */
-export async function settleMessage(
-  db: Db,
-  id: number,
-  outcome: { status: 'delivered' | 'failed'; attempts: number; error: string | null },
-): Promise<boolean> {
-  const res = await db
-    .updateTable('webhook_messages')
-    .set({ status: outcome.status, attempts: outcome.attempts, last_error: outcome.error, settled_at: new Date() })
-    .where('id', '=', id)
-    .where('status', '=', 'queued')
-    .executeTakeFirst();
+/** Updates a message still queued (settling it happens once: a repeated job finds it settled); false when it was settled meanwhile. */
+export async function updateQueuedMessage(db: Db, id: number, patch: Updateable<WebhookMessagesTable>): Promise<boolean> {
+  const res = await db.updateTable('webhook_messages').set(patch).where('id', '=', id).where('status', '=', 'queued').executeTakeFirst();
   return Number(res.numUpdatedRows) > 0;
 }
 
-/** A failed attempt of a message still queued; false when it was settled meanwhile (its subscription disabled). */
-export async function noteFailedAttempt(db: Db, id: number, attempts: number, error: string | null): Promise<boolean> {
-  const res = await db.updateTable('webhook_messages').set({ attempts, last_error: error }).where('id', '=', id).where('status', '=', 'queued').executeTakeFirst();
-  return Number(res.numUpdatedRows) > 0;
-}
-
-/** What sending a message's next attempt needs of it. */
 export type MessageToSend = Pick<WebhookMessageRow, 'id' | 'attempts' | 'traceparent'>;
 
 /** The oldest held message of the lane, now queued; undefined when the lane is empty. */
 export async function releaseNextInLane(db: Db, subscriptionId: number, orderId: number): Promise<MessageToSend | undefined> {
-  const next = await db
-    .selectFrom('webhook_messages')
-    .select('id')
-    .where('subscription_id', '=', subscriptionId)
-    .where('order_id', '=', orderId)
-    .where('status', '=', 'held')
-    .orderBy('id')
-    .limit(1)
-    .executeTakeFirst();
+  const next = await laneIds(db, subscriptionId, orderId, ['held']).orderBy('id').limit(1).executeTakeFirst();
   if (!next) return undefined;
   return db
     .updateTable('webhook_messages')
@@ -142,84 +97,52 @@ export async function requeueMessages(
     .execute();
 }
 
-/**
- * Fails every pending message of a subscription, in the transaction that disables or deletes it; a
- * delivery in flight then finds its message settled. Returns how many it settled.
- */
-export async function failPendingMessages(trx: Transaction<Database>, subscriptionId: number, error: string): Promise<number> {
+/** Why a disabled or deleted subscription's pending messages failed. */
+export const SUBSCRIPTION_GONE_ERROR = 'subscription is disabled or deleted';
+
+/** Fails every pending message of a subscription, in the transaction that disables or deletes it (a delivery in flight then finds it settled). */
+export async function failPendingMessages(trx: Transaction<Database>, subscriptionId: number): Promise<number> {
   const res = await trx
     .updateTable('webhook_messages')
-    .set({ status: 'failed', last_error: error, settled_at: new Date() })
+    .set({ status: 'failed', last_error: SUBSCRIPTION_GONE_ERROR, settled_at: new Date() })
     .where('subscription_id', '=', subscriptionId)
     .where('status', 'in', ['held', 'queued'])
     .executeTakeFirst();
   return Number(res.numUpdatedRows);
 }
 
-export async function insertDeliveryAttempt(
-  db: Db,
-  values: {
-    subscriptionId: number;
-    eventId: number | null;
-    eventType: string;
-    messageId: string;
-    attempt: number;
-    statusCode: number | null;
-    durationMs: number;
-    success: boolean;
-    error: string | null;
-    requestHeaders: Record<string, string>;
-    responseBody: string | null;
-  },
-): Promise<void> {
-  await db
-    .insertInto('webhook_deliveries')
-    .values({
-      subscription_id: values.subscriptionId,
-      event_id: values.eventId,
-      event_type: values.eventType,
-      message_id: values.messageId,
-      attempt: values.attempt,
-      status_code: values.statusCode,
-      duration_ms: values.durationMs,
-      success: values.success,
-      error: values.error,
-      request_headers: JSON.stringify(values.requestHeaders),
-      response_body: values.responseBody,
-    })
-    .execute();
+export async function insertDeliveryAttempt(db: Db, values: Insertable<WebhookDeliveriesTable>): Promise<void> {
+  await db.insertInto('webhook_deliveries').values(values).execute();
 }
 
-/** The state of a message as subscribers see it: held and queued are both still pending. */
-export type MessageState = 'pending' | 'delivered' | 'failed';
+export type PageParams = { page: number; page_size: number };
 
-const STATUSES_OF: Record<MessageState, WebhookMessageStatus[]> = {
-  pending: ['held', 'queued'],
-  delivered: ['delivered'],
-  failed: ['failed'],
-};
+/** The states of a message as subscribers see them (held and queued are both still pending), each with its statuses. */
+const STATUSES_OF = { pending: ['held', 'queued'], delivered: ['delivered'], failed: ['failed'] } satisfies Record<string, WebhookMessageStatus[]>;
+export type MessageState = keyof typeof STATUSES_OF;
 
 export type DeliveryListRow = WebhookDeliveryRow & { order_id: number | null; message_status: WebhookMessageStatus | null };
 
 /** Attempts of a subscription, newest first; the filters apply to the message of each attempt. */
 export async function listDeliveries(
   db: Db,
-  opts: { subscriptionId: number; limit: number; offset: number; status?: MessageState; eventType?: string; orderId?: number },
+  subscriptionId: number,
+  q: PageParams & { status?: MessageState; event_type?: string; order_id?: number },
 ): Promise<{ rows: DeliveryListRow[]; total: number }> {
   let base = db
     .selectFrom('webhook_deliveries as d')
     .leftJoin('webhook_messages as m', 'm.message_id', 'd.message_id')
-    .where('d.subscription_id', '=', opts.subscriptionId);
-  if (opts.status !== undefined) base = base.where('m.status', 'in', STATUSES_OF[opts.status]);
-  if (opts.eventType !== undefined) base = base.where('d.event_type', '=', opts.eventType);
-  if (opts.orderId !== undefined) base = base.where('m.order_id', '=', opts.orderId);
+    .where('d.subscription_id', '=', subscriptionId);
+  if (q.status !== undefined) base = base.where('m.status', 'in', STATUSES_OF[q.status]);
+  if (q.event_type !== undefined) base = base.where('d.event_type', '=', q.event_type);
+  if (q.order_id !== undefined) base = base.where('m.order_id', '=', q.order_id);
   const [rows, count] = await Promise.all([
     base
       .selectAll('d')
       .select(['m.order_id', 'm.status as message_status'])
       .orderBy('d.id', 'desc')
-      .limit(opts.limit)
-      .offset(opts.offset)
+      .limit(q.page_size)
+      .offset((q.page - 1) * q.page_size)
       .execute(),
     base.select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow(),
   ]);
@@ -227,48 +150,30 @@ export async function listDeliveries(
 }
 
 /**
- * Messages of a subscription, newest first, with a count capped as the administrators' lists are
- * (a subscription's messages grow with the shop). The page's ids come from the subscription's
- * index alone ((subscription_id, id), or by event_type or status), then the rows by primary key:
- * asked for the rows at once, PostgreSQL may walk the primary key backwards past every newer
- * message of other subscriptions (0.7 s against 7 ms, decision 145).
+ * Messages of a subscription, newest first, with a capped count. The page's ids come from its indexes alone, then the rows:
+ * asked for the rows at once, PostgreSQL may walk the primary key back past other subscriptions' messages (decision 145).
  */
 export async function listMessages(
   db: Db,
-  opts: { subscriptionId: number; limit: number; offset: number; status?: MessageState; eventType?: string },
+  subscriptionId: number,
+  q: PageParams & { status?: MessageState; event_type?: string },
 ): Promise<{ rows: WebhookMessageRow[]; count: CappedCount }> {
-  let base = db.selectFrom('webhook_messages').where('subscription_id', '=', opts.subscriptionId);
-  if (opts.status !== undefined) base = base.where('status', 'in', STATUSES_OF[opts.status]);
-  if (opts.eventType !== undefined) base = base.where('event_type', '=', opts.eventType);
+  let base = db.selectFrom('webhook_messages').where('subscription_id', '=', subscriptionId);
+  if (q.status !== undefined) base = base.where('status', 'in', STATUSES_OF[q.status]);
+  if (q.event_type !== undefined) base = base.where('event_type', '=', q.event_type);
   const [rows, count] = await Promise.all([
     db
       .selectFrom('webhook_messages')
       .selectAll()
-      .where('id', 'in', base.select('id').orderBy('id', 'desc').limit(opts.limit).offset(opts.offset))
+      .where('id', 'in', base.select('id').orderBy('id', 'desc').limit(q.page_size).offset((q.page - 1) * q.page_size))
       .orderBy('id', 'desc')
       .execute(),
-    countCapped(db, base, opts.offset + opts.limit),
+    countCapped(db, base, q.page * q.page_size),
   ]);
   return { rows, count };
 }
 
-/** Every attempt of the given messages of one subscription, oldest first. */
-export async function listAttemptsOf(db: Db, subscriptionId: number, messageIds: string[]): Promise<WebhookDeliveryRow[]> {
-  if (messageIds.length === 0) return [];
-  return db
-    .selectFrom('webhook_deliveries')
-    .selectAll()
-    .where('message_id', 'in', messageIds)
-    .where('subscription_id', '=', subscriptionId)
-    .orderBy('id')
-    .execute();
-}
-
-/**
- * Attempts in [from, to) counted per UTC hour or day by outcome: of one subscription (its delivery
- * success; webhook_deliveries_subscription_time_idx), or of all when `subscriptionId` is absent.
- * Buckets without any attempt are absent.
- */
+/** Attempts in [from, to) per UTC hour or day by outcome, of one subscription or of all; buckets without attempts are absent. */
 export async function countAttemptsPerBucket(
   db: Db,
   opts: { subscriptionId?: number; bucket: 'hour' | 'day'; from: Date; to: Date },

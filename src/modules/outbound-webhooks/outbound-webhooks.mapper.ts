@@ -1,9 +1,9 @@
-import type { WebhookDeliveryRow, WebhookMessageRow, WebhookMessageStatus, WebhookSubscriptionRow } from '../../db/schema.ts';
+import type { WebhookDeliveryRow, WebhookMessageStatus, WebhookSubscriptionRow } from '../../db/schema.ts';
 import type { ApiVersion } from '../../http/api-version.ts';
 import { iso, isoOrNull } from '../../http/common.schemas.ts';
-import { overlapEnd } from './signing.ts';
+import { overlapEnd } from './sender.ts';
 import type { DeliveryListRow, MessageState } from './messages.repository.ts';
-import type { BucketCounts } from './messages.service.ts';
+import type { BucketCounts, MessageWithAttempts } from './subscriptions.service.ts';
 
 export function toSubscription(version: ApiVersion, s: WebhookSubscriptionRow) {
   return {
@@ -30,23 +30,6 @@ function messageState(status: WebhookMessageStatus): MessageState {
   return status === 'held' || status === 'queued' ? 'pending' : status;
 }
 
-export function toDelivery(d: DeliveryListRow) {
-  return {
-    id: d.id,
-    event_id: d.event_id,
-    event_type: d.event_type,
-    order_id: d.order_id,
-    message_id: d.message_id,
-    message_status: d.message_status === null ? null : messageState(d.message_status),
-    attempt: d.attempt,
-    status_code: d.status_code,
-    duration_ms: d.duration_ms,
-    success: d.success,
-    error: d.error,
-    created_at: iso(d.created_at),
-  };
-}
-
 function toAttemptSummary(d: WebhookDeliveryRow) {
   return {
     attempt: d.attempt,
@@ -58,12 +41,20 @@ function toAttemptSummary(d: WebhookDeliveryRow) {
   };
 }
 
-function toMessageAttempt(d: WebhookDeliveryRow) {
-  return { ...toAttemptSummary(d), response_body: d.response_body, headers: d.request_headers };
+export function toDelivery(d: DeliveryListRow) {
+  return {
+    ...toAttemptSummary(d),
+    id: d.id,
+    event_id: d.event_id,
+    event_type: d.event_type,
+    order_id: d.order_id,
+    message_id: d.message_id,
+    message_status: d.message_status === null ? null : messageState(d.message_status),
+  };
 }
 
 /** A message in the list: its state and its attempts, without the body and headers. */
-export function toMessageSummary({ message: m, attempts }: { message: WebhookMessageRow; attempts: WebhookDeliveryRow[] }) {
+export function toMessageSummary({ message: m, attempts }: MessageWithAttempts) {
   return {
     message_id: m.message_id,
     event_id: m.event_id,
@@ -93,18 +84,12 @@ export function toSubscriptionStats(subscriptionId: number, s: { bucket: 'hour' 
   };
 }
 
-export function toMessage({ message: m, attempts }: { message: WebhookMessageRow; attempts: WebhookDeliveryRow[] }) {
+export function toMessage({ message: m, attempts }: MessageWithAttempts) {
   return {
-    message_id: m.message_id,
+    ...toMessageSummary({ message: m, attempts: [] }),
     subscription_id: m.subscription_id,
-    event_id: m.event_id,
-    event_type: m.event_type,
-    order_id: m.order_id,
-    status: messageState(m.status),
     body: m.payload,
     headers: attempts.at(-1)?.request_headers ?? null,
-    created_at: iso(m.created_at),
-    settled_at: isoOrNull(m.settled_at),
-    attempts: attempts.map(toMessageAttempt),
+    attempts: attempts.map((d) => ({ ...toAttemptSummary(d), response_body: d.response_body, headers: d.request_headers })),
   };
 }

@@ -1,4 +1,4 @@
-import { Type, type Static, type TSchema } from 'typebox';
+import { Type, type Static, type TProperties, type TSchema, type TSchemaOptions } from 'typebox';
 import type { ApiVersion } from '../../http/api-version.ts';
 import { CappedPage, IdOf, NullableTimestamp, Page, PageQuery, Timestamp } from '../../http/common.schemas.ts';
 import { MAX_ID } from '../../http/path-ids.ts';
@@ -7,7 +7,7 @@ import { WEBHOOK_TEST_EVENT } from './message-rendering.ts';
 
 /** How long the previous secret keeps signing after a rotation, unless the caller says otherwise. */
 export const DEFAULT_SECRET_OVERLAP_SECONDS = 86400;
-export const MAX_SECRET_OVERLAP_SECONDS = 7 * 86400;
+const MAX_SECRET_OVERLAP_SECONDS = 7 * 86400;
 
 const Url = Type.String({
   format: 'uri',
@@ -16,17 +16,16 @@ const Url = Type.String({
   description: 'delivery target: an https URL on a public address',
 });
 const Description = Type.Union([Type.String({ maxLength: 500 }), Type.Null()]);
+/** A body that may be absent (null), else these properties and no other. */
+const optionalBody = <P extends TProperties>(properties: P, options: TSchemaOptions) =>
+  Type.Union([Type.Object(properties, { additionalProperties: false }), Type.Null()], options);
 const MessageState = Type.Union([Type.Literal('pending'), Type.Literal('delivered'), Type.Literal('failed')], {
   description:
     'pending: being delivered, retried, or waiting for an earlier message of its order; delivered; ' +
     'failed: every attempt failed, or its subscription was disabled or deleted while it was pending' },
 );
 
-/**
- * The subscription schemas of one API version: the event kinds it can subscribe to (v2 adds
- * `order.cancelled`) and, in v2, the version a subscription was created under. Bodies and queries
- * are typed as v2's, a superset of v1's.
- */
+/** The subscription schemas of one API version (v2 adds `order.cancelled` and `api_version`); bodies are typed as v2's, a superset. */
 function buildSubscriptionSchemas(version: ApiVersion) {
   const kinds = WEBHOOK_EVENT_KINDS[version];
   const EventKinds = Type.Array(Type.Union(kinds.map((t) => Type.Literal(t))), {
@@ -42,12 +41,11 @@ function buildSubscriptionSchemas(version: ApiVersion) {
     description: Type.Union([Type.String(), Type.Null()]),
     is_active: Type.Boolean(),
     disabled_reason: Type.Union([Type.String(), Type.Null()], { description: 'why the service disabled it, if it did' }),
-    disabled_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
-      description: 'when it was disabled, by the service or by you; null while active',
-    }),
-    previous_secret_expires_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
+    disabled_at: { ...NullableTimestamp, description: 'when it was disabled, by the service or by you; null while active' },
+    previous_secret_expires_at: {
+      ...NullableTimestamp,
       description: 'until then deliveries also carry the signature of the secret before the last rotation; null when they carry only the current one',
-    }),
+    },
     ...(version === 'v2'
       ? {
           api_version: Type.Union([Type.Literal('v1'), Type.Literal('v2')], {
@@ -88,11 +86,7 @@ function buildSubscriptionSchemas(version: ApiVersion) {
     ),
     DeliveryListQuery: Type.Object({
       ...PageQuery,
-      status: Type.Optional(
-        Type.Union([Type.Literal('pending'), Type.Literal('delivered'), Type.Literal('failed')], {
-          description: 'attempts whose message is now in this state',
-        }),
-      ),
+      status: Type.Optional({ ...MessageState, description: 'attempts whose message is now in this state' }),
       event_type: Type.Optional(DeliveryEventType),
       order_id: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_ID, description: 'attempts of the messages of this order' })),
     }),
@@ -101,31 +95,20 @@ function buildSubscriptionSchemas(version: ApiVersion) {
       status: Type.Optional({ ...MessageState, description: 'only messages now in this state' }),
       event_type: Type.Optional({ ...DeliveryEventType, description: 'only messages of this event type' }),
     }),
-    TestBody: Type.Union(
-      [
-        Type.Object(
-          {
-            event_type: Type.Optional({
-              ...DeliveryEventType,
-              default: WEBHOOK_TEST_EVENT,
-              description: 'the type to send a sample of (GET /api/v2/webhooks/event-types shows each sample); a v1 subscription cannot be sent `order.cancelled`',
-            }),
-          },
-          { additionalProperties: false },
-        ),
-        Type.Null(),
-      ],
+    TestBody: optionalBody(
+      {
+        event_type: Type.Optional({
+          ...DeliveryEventType,
+          default: WEBHOOK_TEST_EVENT,
+          description: 'the type to send a sample of (GET /api/v2/webhooks/event-types shows each sample); a v1 subscription cannot be sent `order.cancelled`',
+        }),
+      },
       { description: 'optional: no body sends `webhook.test`', examples: [{ event_type: 'order.status_changed' }] },
     ),
   };
 }
 
-const SCHEMAS = { v1: buildSubscriptionSchemas('v1'), v2: buildSubscriptionSchemas('v2') };
-
-/** The subscription schemas of `version` (built once per version). */
-export function subscriptionSchemas(version: ApiVersion) {
-  return SCHEMAS[version];
-}
+export const SUBSCRIPTION_SCHEMAS = { v1: buildSubscriptionSchemas('v1'), v2: buildSubscriptionSchemas('v2') };
 
 export type SubscriptionCreateBody = Static<ReturnType<typeof buildSubscriptionSchemas>['SubscriptionCreateBody']>;
 export type SubscriptionUpdateBody = Static<ReturnType<typeof buildSubscriptionSchemas>['SubscriptionUpdateBody']>;
@@ -136,9 +119,7 @@ export type TestBody = Static<ReturnType<typeof buildSubscriptionSchemas>['TestB
 export const SubscriptionIdParams = Type.Object({ subscription_id: IdOf(1) });
 
 export const SubscriptionListQuery = Type.Object({ ...PageQuery });
-export type SubscriptionListQuery = Static<typeof SubscriptionListQuery>;
 
-/** The first KiB of what the receiver answered. */
 const ResponseBody = Type.Union([Type.String(), Type.Null()], { description: 'the first KiB of the response body; null when no response came' });
 const AttemptError = Type.Union([Type.String(), Type.Null()], {
   description: 'why the attempt failed: `HTTP <status>: <start of the body>`, or a reason such as "timeout after 15 s", "connection refused", "host not found", "target address not allowed"',
@@ -204,42 +185,30 @@ export const Message = Type.Object({
   attempts: Type.Array(MessageAttempt, { description: 'every attempt, oldest first' }),
 });
 
-export const MessageQueued = Type.Object({
-  status: Type.String(),
-  message: Type.String(),
-  message_id: Type.String(),
-});
+const Queued = { status: Type.String(), message: Type.String() };
+export const MessageQueued = Type.Object({ ...Queued, message_id: Type.String() });
 
-export const RotateSecretBody = Type.Union(
-  [
-    Type.Object(
-      {
-        overlap_seconds: Type.Optional(
-          Type.Integer({
-            minimum: 0,
-            maximum: MAX_SECRET_OVERLAP_SECONDS,
-            default: DEFAULT_SECRET_OVERLAP_SECONDS,
-            description: 'how long the replaced secret keeps signing beside the new one (0: not at all)',
-          }),
-        ),
-      },
-      { additionalProperties: false },
+export const RotateSecretBody = optionalBody(
+  {
+    overlap_seconds: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: MAX_SECRET_OVERLAP_SECONDS,
+        default: DEFAULT_SECRET_OVERLAP_SECONDS,
+        description: 'how long the replaced secret keeps signing beside the new one (0: not at all)',
+      }),
     ),
-    Type.Null(),
-  ],
+  },
   { description: 'optional: no body keeps the replaced secret signing for the default overlap', examples: [{ overlap_seconds: 3600 }] },
 );
-export type RotateSecretBody = Static<typeof RotateSecretBody>;
 
 export const RecoverBody = Type.Object(
   { since: Type.String({ format: 'date-time', maxLength: 64, description: 'ISO 8601 date and time with a time zone: messages that failed for good at or after it are queued again' }) },
   { additionalProperties: false, examples: [{ since: '2026-01-01T00:00:00Z' }] },
 );
-export type RecoverBody = Static<typeof RecoverBody>;
 
 export const RecoverQueued = Type.Object({
-  status: Type.String(),
-  message: Type.String(),
+  ...Queued,
   queued: Type.Integer({ description: 'how many messages were queued again' }),
   since: Timestamp,
 });

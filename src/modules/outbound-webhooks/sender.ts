@@ -1,16 +1,30 @@
+import crypto from 'node:crypto';
 import type { Dispatcher } from 'undici';
-import { assertSafeTargetUrl, UnsafeTargetError } from './ssrf.ts';
-import { signStandardWebhook } from './signing.ts';
+import type { WebhookSubscriptionRow } from '../../db/schema.ts';
+import { targetUrlProblem, UnsafeTargetError } from './ssrf.ts';
 
 export const DELIVERY_TIMEOUT_MS = 15000;
-/** How much of a subscriber's response body is read. */
-export const RESPONSE_BODY_CAP = 4096;
-/** How much of it is kept with the attempt (and shown to the subscriber). */
-export const STORED_RESPONSE_BYTES = 1024;
+/** How much of a subscriber's response body is read, and how much of it is kept with the attempt (and shown). */
+const RESPONSE_BODY_CAP = 4096;
+const STORED_RESPONSE_BYTES = 1024;
+const TIMEOUT_REASON = `timeout after ${DELIVERY_TIMEOUT_MS / 1000} s`;
 
-export interface SignedMessage {
+/** When the secret before the last rotation stops signing; null when it does not sign (any more). */
+export function overlapEnd(subscription: WebhookSubscriptionRow, now = Date.now()): Date | null {
+  const expires = subscription.previous_secret_expires_at;
+  if (subscription.previous_secret === null || expires === null) return null;
+  const end = new Date(expires);
+  return end.getTime() > now ? end : null;
+}
+
+/** `v1,` + base64 HMAC-SHA256 of `{id}.{timestamp}.{body}` (Standard Webhooks; the key is the base64 after `whsec_`). */
+function signStandardWebhook(secret: string, messageId: string, timestampSeconds: number, body: string): string {
+  const key = Buffer.from(secret.startsWith('whsec_') ? secret.slice('whsec_'.length) : secret, 'base64');
+  return `v1,${crypto.createHmac('sha256', key).update(`${messageId}.${timestampSeconds}.${body}`).digest('base64')}`;
+}
+
+interface SignedMessage {
   url: string;
-  /** the current secret */
   secret: string;
   /** the secret before a rotation, while its overlap lasts: its signature is sent too */
   previousSecret?: string | null;
@@ -55,37 +69,23 @@ async function readCapped(body: Dispatcher.ResponseData['body'], cap: number): P
 }
 
 const TLS_CODE = /^(ERR_TLS_|ERR_SSL_|CERT_|UNABLE_TO_|DEPTH_ZERO_|SELF_SIGNED_|HOSTNAME_MISMATCH)/;
+const REASONS: [string, string[]][] = [
+  ['host not found', ['ENOTFOUND', 'EAI_AGAIN', 'EAI_NODATA', 'EAI_NONAME']],
+  ['connection refused', ['ECONNREFUSED']],
+  ['connection reset', ['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED']],
+  ['host unreachable', ['EHOSTUNREACH', 'ENETUNREACH']],
+  [TIMEOUT_REASON, ['ETIMEDOUT', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']],
+];
 
 /** The subscriber-visible reason of a request that got no answer: fixed texts only (the cause may name internal hosts). */
-export function publicReason(err: unknown): string {
+function publicReason(err: unknown): string {
   const e = err as { name?: string; code?: string; cause?: { code?: string } } | undefined;
   if (err instanceof UnsafeTargetError || e?.code === 'EUNSAFETARGET') return 'target address not allowed';
-  if (e?.name === 'TimeoutError' || e?.name === 'AbortError') return `timeout after ${DELIVERY_TIMEOUT_MS / 1000} s`;
+  if (e?.name === 'TimeoutError' || e?.name === 'AbortError') return TIMEOUT_REASON;
   const code = e?.code ?? e?.cause?.code ?? '';
-  switch (code) {
-    case 'ENOTFOUND':
-    case 'EAI_AGAIN':
-    case 'EAI_NODATA':
-    case 'EAI_NONAME':
-      return 'host not found';
-    case 'ECONNREFUSED':
-      return 'connection refused';
-    case 'ECONNRESET':
-    case 'EPIPE':
-    case 'UND_ERR_SOCKET':
-    case 'UND_ERR_CLOSED':
-      return 'connection reset';
-    case 'EHOSTUNREACH':
-    case 'ENETUNREACH':
-      return 'host unreachable';
-    case 'ETIMEDOUT':
-    case 'UND_ERR_CONNECT_TIMEOUT':
-    case 'UND_ERR_HEADERS_TIMEOUT':
-    case 'UND_ERR_BODY_TIMEOUT':
-      return `timeout after ${DELIVERY_TIMEOUT_MS / 1000} s`;
-    default:
-      return TLS_CODE.test(code) ? `TLS error (${code})` : 'connection failed';
-  }
+  const known = REASONS.find(([, codes]) => codes.includes(code));
+  if (known) return known[0];
+  return TLS_CODE.test(code) ? `TLS error (${code})` : 'connection failed';
 }
 
 function describeError(err: unknown): string {
@@ -96,50 +96,40 @@ function describeError(err: unknown): string {
   return (code && !message.includes(code) ? `${code}: ${message}${cause}` : `${message}${cause}`).slice(0, 1000);
 }
 
-/** The `webhook-signature` value: one `v1,` entry per secret, space-separated (Standard Webhooks). */
-export function signatureHeader(message: SignedMessage, timestampSeconds: number): string {
-  const secrets = message.previousSecret ? [message.secret, message.previousSecret] : [message.secret];
-  return secrets.map((s) => signStandardWebhook(s, message.messageId, timestampSeconds, message.body)).join(' ');
-}
-
 /** One Standard Webhooks delivery attempt: 2xx is success, a redirect is not followed, the body is read up to a cap. */
-export async function sendSignedMessage(
-  dispatcher: Dispatcher,
-  message: SignedMessage,
-  opts: { allowPrivate: boolean; timeoutMs?: number; now?: () => number },
-): Promise<AttemptResult> {
+export async function sendSignedMessage(dispatcher: Dispatcher, message: SignedMessage, opts: { allowPrivate: boolean }): Promise<AttemptResult> {
   const started = performance.now();
   const elapsed = () => Math.round(performance.now() - started);
-  const timestamp = Math.floor((opts.now?.() ?? Date.now()) / 1000);
+  const timestamp = Math.floor(Date.now() / 1000);
+  // one `v1,` entry per secret, space-separated
+  const secrets = message.previousSecret ? [message.secret, message.previousSecret] : [message.secret];
   const headers = {
     'content-type': 'application/json',
     'user-agent': 'order-account-service-webhooks/1.0',
     'webhook-id': message.messageId,
     'webhook-timestamp': String(timestamp),
-    'webhook-signature': signatureHeader(message, timestamp),
+    'webhook-signature': secrets.map((secret) => signStandardWebhook(secret, message.messageId, timestamp, message.body)).join(' '),
   };
   try {
-    assertSafeTargetUrl(message.url, opts.allowPrivate);
+    const problem = targetUrlProblem(message.url, opts.allowPrivate);
+    if (problem) throw new UnsafeTargetError(problem);
     const { request } = await import('undici');
     const res = await request(message.url, {
       dispatcher,
       method: 'POST',
       headers,
       body: message.body,
-      signal: AbortSignal.timeout(opts.timeoutMs ?? DELIVERY_TIMEOUT_MS),
+      signal: AbortSignal.timeout(DELIVERY_TIMEOUT_MS),
     });
     const bytes = await readCapped(res.body, RESPONSE_BODY_CAP);
-    const text = storable(bytes.toString('utf8'));
     const success = res.statusCode >= 200 && res.statusCode < 300;
-    let error: string | null = null;
-    if (!success) {
-      const location = res.headers.location;
-      const snippet = text.trim().slice(0, 200);
-      error =
-        res.statusCode >= 300 && res.statusCode < 400
-          ? `HTTP ${res.statusCode}: redirect not followed${typeof location === 'string' ? ` (${storable(location).slice(0, 200)})` : ''}`
-          : `HTTP ${res.statusCode}${snippet ? `: ${snippet}` : ''}`;
-    }
+    const location = res.headers.location;
+    const snippet = storable(bytes.toString('utf8')).trim().slice(0, 200);
+    const error = success
+      ? null
+      : res.statusCode >= 300 && res.statusCode < 400
+        ? `HTTP ${res.statusCode}: redirect not followed${typeof location === 'string' ? ` (${storable(location).slice(0, 200)})` : ''}`
+        : `HTTP ${res.statusCode}${snippet ? `: ${snippet}` : ''}`;
     return {
       success,
       statusCode: res.statusCode,
@@ -156,9 +146,5 @@ export async function sendSignedMessage(
 
 /** The destination (normalised host and port) a delivery counts against for the per-host limit. */
 export function destinationOf(url: string): string {
-  try {
-    return new URL(url).host;
-  } catch {
-    return url.slice(0, 200);
-  }
+  return URL.parse(url)?.host ?? url.slice(0, 200);
 }

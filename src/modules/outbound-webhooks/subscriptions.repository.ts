@@ -1,24 +1,11 @@
-import { sql, type RawBuilder, type Transaction, type Updateable } from 'kysely';
+import { sql, type Insertable, type RawBuilder, type Transaction, type UpdateObject } from 'kysely';
 import type { Database, WebhookSubscriptionRow, WebhookSubscriptionsTable } from '../../db/schema.ts';
 import { eventRecipients } from '../users/users.repository.ts';
 import type { Db } from '../../db/database.ts';
+import type { PageParams } from './messages.repository.ts';
 
-export async function insertSubscription(
-  db: Db,
-  values: { userId: number; url: string; events: string[]; description: string | null; secret: string; apiVersion: 'v1' | 'v2' },
-): Promise<WebhookSubscriptionRow> {
-  return db
-    .insertInto('webhook_subscriptions')
-    .values({
-      user_id: values.userId,
-      url: values.url,
-      events: values.events,
-      description: values.description,
-      secret: values.secret,
-      api_version: values.apiVersion,
-    })
-    .returningAll()
-    .executeTakeFirstOrThrow();
+export async function insertSubscription(db: Db, values: Insertable<WebhookSubscriptionsTable>): Promise<WebhookSubscriptionRow> {
+  return db.insertInto('webhook_subscriptions').values(values).returningAll().executeTakeFirstOrThrow();
 }
 
 /** The first key of the per-user advisory lock; lane locks use subscription ids (positive) there. */
@@ -38,13 +25,10 @@ export async function findSubscription(db: Db, id: number): Promise<WebhookSubsc
   return db.selectFrom('webhook_subscriptions').selectAll().where('id', '=', id).where('deleted_at', 'is', null).executeTakeFirst();
 }
 
-export async function listSubscriptions(
-  db: Db,
-  opts: { userId: number; limit: number; offset: number },
-): Promise<{ rows: WebhookSubscriptionRow[]; total: number }> {
-  const base = db.selectFrom('webhook_subscriptions').where('user_id', '=', opts.userId).where('deleted_at', 'is', null);
+export async function listSubscriptions(db: Db, userId: number, q: PageParams): Promise<{ rows: WebhookSubscriptionRow[]; total: number }> {
+  const base = db.selectFrom('webhook_subscriptions').where('user_id', '=', userId).where('deleted_at', 'is', null);
   const [rows, count] = await Promise.all([
-    base.selectAll().orderBy('id', 'asc').limit(opts.limit).offset(opts.offset).execute(),
+    base.selectAll().orderBy('id', 'asc').limit(q.page_size).offset((q.page - 1) * q.page_size).execute(),
     base.select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow(),
   ]);
   return { rows, total: Number(count.total) };
@@ -53,7 +37,7 @@ export async function listSubscriptions(
 export async function updateSubscription(
   db: Db,
   id: number,
-  patch: Updateable<WebhookSubscriptionsTable>,
+  patch: UpdateObject<Database, 'webhook_subscriptions'>,
 ): Promise<WebhookSubscriptionRow | undefined> {
   return db
     .updateTable('webhook_subscriptions')
@@ -65,36 +49,16 @@ export async function updateSubscription(
 }
 
 /** A new secret; the one replaced (read in the same statement) keeps signing until `previousUntil`, if given. */
-export async function rotateSubscriptionSecret(
-  db: Db,
-  id: number,
-  values: { secret: string; previousUntil: Date | null },
-): Promise<WebhookSubscriptionRow | undefined> {
-  return db
-    .updateTable('webhook_subscriptions')
-    .set((eb) => ({
-      secret: values.secret,
-      previous_secret: values.previousUntil ? eb.ref('secret') : null,
-      previous_secret_expires_at: values.previousUntil,
-      updated_at: new Date(),
-    }))
-    .where('id', '=', id)
-    .where('deleted_at', 'is', null)
-    .returningAll()
-    .executeTakeFirst();
+export function rotateSubscriptionSecret(db: Db, id: number, secret: string, previousUntil: Date | null): Promise<WebhookSubscriptionRow | undefined> {
+  return updateSubscription(db, id, {
+    secret,
+    previous_secret: previousUntil ? sql.ref<string>('secret') : null,
+    previous_secret_expires_at: previousUntil,
+    updated_at: new Date(),
+  });
 }
 
-/** A subscription order events go to: its owner's orders', or every order's (an administrator's). */
-export interface MatchingSubscription {
-  id: number;
-  url: string;
-  events: string[];
-  api_version: 'v1' | 'v2';
-  user_id: number;
-  all_orders: boolean;
-}
-
-/** Active subscriptions for orders of `owners` (a subquery): the owners' own (if active) and every administrator's. */
+/** Active subscriptions for orders of `owners` (a subquery): the owners' own (if active) and every administrator's (`all_orders`). */
 export function matchingSubscriptions(db: Db, owners: RawBuilder<unknown>) {
   return db
     .selectFrom('webhook_subscriptions as s')
@@ -125,10 +89,7 @@ export async function resetSubscriptionFailures(db: Db, id: number): Promise<voi
   await db.updateTable('webhook_subscriptions').set({ consecutive_failures: 0 }).where('id', '=', id).where('consecutive_failures', '>', 0).execute();
 }
 
-/**
- * The subscription row, locked FOR NO KEY UPDATE (first in the lock order, docs/architecture.md), so
- * an attempt or message inserted meanwhile (a foreign key's share lock) does not wait for it.
- */
+/** The row locked FOR NO KEY UPDATE (first in the lock order, docs/architecture.md): a message or attempt inserted meanwhile (its FK's share lock) does not wait. */
 export async function lockSubscription(trx: Transaction<Database>, id: number) {
   return trx
     .selectFrom('webhook_subscriptions')
@@ -138,19 +99,12 @@ export async function lockSubscription(trx: Transaction<Database>, id: number) {
     .executeTakeFirst();
 }
 
-/**
- * Counts one finally-failed message, disabling the subscription at `disableAfter` (or at once with
- * `disableReason`); `disabled` is true only when this call disabled an active one.
- */
-export async function recordSubscriptionFailure(
-  trx: Transaction<Database>,
-  id: number,
-  opts: { disableAfter: number; disableReason?: string },
-): Promise<{ disabled: boolean }> {
+/** Counts a finally-failed message, disabling at `disableAfter` (or at once with `disableReason`); true when this call disabled it. */
+export async function recordSubscriptionFailure(trx: Transaction<Database>, id: number, disableAfter: number, disableReason?: string): Promise<boolean> {
   const current = await lockSubscription(trx, id);
-  if (!current) return { disabled: false };
+  if (!current) return false;
   const failures = current.consecutive_failures + 1;
-  const reason = opts.disableReason ?? (failures >= opts.disableAfter ? `disabled after ${opts.disableAfter} consecutive failed messages` : undefined);
+  const reason = disableReason ?? (failures >= disableAfter ? `disabled after ${disableAfter} consecutive failed messages` : undefined);
   const disabling = reason !== undefined && current.is_active && current.deleted_at === null;
   const now = new Date();
   await trx
@@ -162,5 +116,5 @@ export async function recordSubscriptionFailure(
     })
     .where('id', '=', id)
     .execute();
-  return { disabled: disabling };
+  return disabling;
 }

@@ -2,10 +2,8 @@ import { sql } from 'kysely';
 import type { Db } from '../../db/database.ts';
 import type { WebhookDeliveryRow, WebhookMessageRow } from '../../db/schema.ts';
 
-export type OrderMessageRow = WebhookMessageRow & { url: string };
-
 /** Every message of an order's events, to every subscription, with the subscription's URL; in creation order. */
-export async function findOrderMessages(db: Db, orderId: number): Promise<OrderMessageRow[]> {
+export async function findOrderMessages(db: Db, orderId: number): Promise<(WebhookMessageRow & { url: string })[]> {
   return db
     .selectFrom('webhook_messages as m')
     .innerJoin('webhook_subscriptions as s', 's.id', 'm.subscription_id')
@@ -16,10 +14,12 @@ export async function findOrderMessages(db: Db, orderId: number): Promise<OrderM
     .execute();
 }
 
-/** Every recorded attempt of the given messages (by message id), oldest first. */
-export async function findMessageAttempts(db: Db, messageIds: readonly string[]): Promise<WebhookDeliveryRow[]> {
+/** Every recorded attempt of the given messages (by message id; of one subscription, if given), oldest first. */
+export async function findMessageAttempts(db: Db, messageIds: readonly string[], subscriptionId?: number): Promise<WebhookDeliveryRow[]> {
   if (messageIds.length === 0) return [];
-  return db.selectFrom('webhook_deliveries').selectAll().where('message_id', 'in', [...messageIds]).orderBy('id', 'asc').execute();
+  let query = db.selectFrom('webhook_deliveries').selectAll().where('message_id', 'in', [...messageIds]);
+  if (subscriptionId !== undefined) query = query.where('subscription_id', '=', subscriptionId);
+  return query.orderBy('id', 'asc').execute();
 }
 
 /** Seconds since the oldest message not yet delivered (waiting its turn or its next attempt) was created; 0 when none. */

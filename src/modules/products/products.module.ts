@@ -2,7 +2,6 @@ import type { AppContext, AppModule } from '../../app-context.ts';
 import { seedProductsIfEmpty } from './products.repository.ts';
 import { registerProductRoutes } from './products.routes.ts';
 import { DEMO_CATALOG } from './products.seed.ts';
-import { ProductsService } from './products.service.ts';
 
 /** The product catalogue that orders are placed against (and the demo catalogue, when configured). */
 export async function createProductsModule(ctx: AppContext): Promise<AppModule> {
@@ -10,6 +9,5 @@ export async function createProductsModule(ctx: AppContext): Promise<AppModule> 
     const seeded = await seedProductsIfEmpty(ctx.db, DEMO_CATALOG);
     if (seeded > 0) ctx.log.info({ products: seeded }, 'seeded the demo catalogue');
   }
-  const service = new ProductsService({ db: ctx.db });
-  return { routes: (api) => registerProductRoutes(api, service) };
+  return { routes: (api) => registerProductRoutes(api, ctx.db) };
 }

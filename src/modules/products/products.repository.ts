@@ -32,27 +32,17 @@ export async function findProductsBySku(db: Db, skus: string[]): Promise<Product
   return db.selectFrom('products').selectAll().where('sku', 'in', skus).execute();
 }
 
-export async function findSkus(db: Db, ids: number[]): Promise<Map<number, string>> {
+export async function findSkusAndNames(db: Db, ids: number[]): Promise<Map<number, { sku: string; name: string }>> {
   if (ids.length === 0) return new Map();
-  const rows = await db.selectFrom('products').select(['id', 'sku']).where('id', 'in', ids).execute();
-  return new Map(rows.map((r) => [r.id, r.sku]));
-}
-
-/** A product as an order's processing sees it: locked, with its price as exact decimal text. */
-export interface LockedProduct {
-  id: number;
-  name: string;
-  stock: number;
-  is_active: boolean;
-  price: string;
+  const rows = await db.selectFrom('products').select(['id', 'sku', 'name']).where('id', 'in', ids).execute();
+  return new Map(rows.map((r) => [r.id, r]));
 }
 
 /**
- * Locks the given products in id order (one order for every caller) until `trx` ends. FOR NO KEY
- * UPDATE does not conflict with the KEY SHARE locks order lines' foreign keys take, so creating an
- * order never waits for another's processing.
+ * Locks the given products in id order (one order for every caller) until `trx` ends. FOR NO KEY UPDATE does not conflict
+ * with the KEY SHARE locks order lines' foreign keys take, so creating an order never waits for another's processing.
  */
-export async function lockProducts(trx: Transaction<Database>, ids: readonly number[]): Promise<LockedProduct[]> {
+export async function lockProducts(trx: Transaction<Database>, ids: readonly number[]) {
   if (ids.length === 0) return [];
   return trx
     .selectFrom('products')
@@ -63,17 +53,15 @@ export async function lockProducts(trx: Transaction<Database>, ids: readonly num
     .execute();
 }
 
-/** A change of one product's stock, in units: negative takes them, positive puts them back. */
-export interface StockChange {
-  productId: number;
-  delta: number;
-}
+/** A product as an order's processing sees it: locked, with its price as exact decimal text. */
+export type LockedProduct = Awaited<ReturnType<typeof lockProducts>>[number];
 
 /**
- * Changes the stock of products whose locks the caller holds from an earlier statement: locking and
- * changing in one statement deadlocks under contention (its UPDATE's snapshot predates its locks).
+ * Changes the stock of products (`delta` units: negative takes them, positive puts them back) whose locks
+ * the caller holds from an earlier statement: locking and changing in one statement deadlocks under
+ * contention (its UPDATE's snapshot predates its locks).
  */
-export async function changeStock(trx: Transaction<Database>, changes: readonly StockChange[]): Promise<void> {
+export async function changeStock(trx: Transaction<Database>, changes: readonly { productId: number; delta: number }[]): Promise<void> {
   if (changes.length === 0) return;
   await sql`
     UPDATE products AS p SET stock = p.stock + d.delta, updated_at = now()

@@ -1,14 +1,15 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { Db } from '../../db/database.ts';
 import { authUser } from '../../http/auth.ts';
 import { errorResponses } from '../../http/errors.ts';
 import { toProduct } from './products.mapper.ts';
 import { Product, ProductCreateBody, ProductIdParams, ProductListQuery, ProductPage, ProductUpdateBody } from './products.schemas.ts';
-import type { ProductsService } from './products.service.ts';
+import { createProduct, getProduct, listProductsFor, patchProduct } from './products.service.ts';
 
 const ADMIN_DETAIL = 'Only administrators can manage products';
 
-export function registerProductRoutes(root: FastifyInstance, products: ProductsService): void {
+export function registerProductRoutes(root: FastifyInstance, db: Db): void {
   const app = root.withTypeProvider<TypeBoxTypeProvider>();
   const tags = ['products'];
 
@@ -21,7 +22,7 @@ export function registerProductRoutes(root: FastifyInstance, products: ProductsS
       response: { 200: ProductPage, ...errorResponses(401, 403, 422, 429) },
     },
     handler: async (request) => {
-      const page = await products.list(authUser(request), request.query);
+      const page = await listProductsFor(db, authUser(request), request.query);
       return { ...page, items: page.items.map(toProduct) };
     },
   });
@@ -34,7 +35,7 @@ export function registerProductRoutes(root: FastifyInstance, products: ProductsS
       params: ProductIdParams,
       response: { 200: Product, ...errorResponses(401, 403, 404, 422, 429) },
     },
-    handler: async (request) => toProduct(await products.get(authUser(request), request.params.product_id)),
+    handler: async (request) => toProduct(await getProduct(db, authUser(request), request.params.product_id)),
   });
 
   app.post('/products', {
@@ -45,7 +46,7 @@ export function registerProductRoutes(root: FastifyInstance, products: ProductsS
       body: ProductCreateBody,
       response: { 201: Product, ...errorResponses(400, 401, 403, 422, 429) },
     },
-    handler: async (request, reply) => reply.code(201).send(toProduct(await products.create(request.body))),
+    handler: async (request, reply) => reply.code(201).send(toProduct(await createProduct(db, request.body))),
   });
 
   app.patch('/products/:product_id', {
@@ -57,6 +58,6 @@ export function registerProductRoutes(root: FastifyInstance, products: ProductsS
       body: ProductUpdateBody,
       response: { 200: Product, ...errorResponses(400, 401, 403, 404, 422, 429) },
     },
-    handler: async (request) => toProduct(await products.update(request.params.product_id, request.body)),
+    handler: async (request) => toProduct(await patchProduct(db, request.params.product_id, request.body)),
   });
 }

@@ -50,4 +50,3 @@ export const ProductListQuery = Type.Object({
 export type ProductListQuery = Static<typeof ProductListQuery>;
 
 export const ProductIdParams = Type.Object({ product_id: IdOf(1) });
-export type ProductIdParams = Static<typeof ProductIdParams>;

@@ -1,6 +1,5 @@
-import type { Updateable } from 'kysely';
 import type { Db } from '../../db/database.ts';
-import type { ProductRow, ProductsTable, UserRow } from '../../db/schema.ts';
+import type { ProductRow, UserRow } from '../../db/schema.ts';
 import { AppError } from '../../http/errors.ts';
 import { pageOf, type PageResult } from '../../http/common.schemas.ts';
 import { moneyToDecimal } from './money.ts';
@@ -10,65 +9,48 @@ import { isUniqueViolation } from '../../db/errors.ts';
 
 const productNotFound = () => new AppError('NOT_FOUND', 'Product not found');
 const skuExists = () => new AppError('SKU_EXISTS', 'SKU already exists');
+/** A write that broke the SKU's uniqueness (a concurrent writer took it after the check) is SKU_EXISTS too. */
+const uniqueSku = (err: unknown): never => {
+  throw isUniqueViolation(err) ? skuExists() : err;
+};
 
-export class ProductsService {
-  private readonly db: Db;
+/** Administrators see the whole catalogue (optionally filtered); everyone else only active products. */
+export async function listProductsFor(db: Db, actor: UserRow, q: ProductListQuery): Promise<PageResult<ProductRow>> {
+  const isActive = actor.is_admin ? q.is_active : true;
+  if (!actor.is_admin && q.is_active === false) return pageOf([], 0, q.page, q.page_size);
+  const { rows, total } = await listProducts(db, { limit: q.page_size, offset: (q.page - 1) * q.page_size, isActive });
+  return pageOf(rows, total, q.page, q.page_size);
+}
 
-  constructor(deps: { db: Db }) {
-    this.db = deps.db;
+/** An inactive product is hidden (404) from everyone but administrators. */
+export async function getProduct(db: Db, actor: UserRow, id: number): Promise<ProductRow> {
+  const product = await findProductById(db, id);
+  if (!product || (!product.is_active && !actor.is_admin)) throw productNotFound();
+  return product;
+}
+
+export async function createProduct(db: Db, input: ProductCreateBody): Promise<ProductRow> {
+  const price = moneyToDecimal(input.price, 'price');
+  if (await findProductBySku(db, input.sku)) throw skuExists();
+  return insertProduct(db, {
+    sku: input.sku,
+    name: input.name,
+    price,
+    stock: input.stock,
+    is_active: input.is_active ?? true,
+  }).catch(uniqueSku);
+}
+
+/** PATCH semantics: only the given fields change. */
+export async function patchProduct(db: Db, id: number, input: ProductUpdateBody): Promise<ProductRow> {
+  // an absent field is undefined, which Kysely leaves out of the SET
+  const { sku, name, stock, is_active } = input;
+  const price = input.price === undefined ? undefined : moneyToDecimal(input.price, 'price');
+  if (sku !== undefined) {
+    const other = await findProductBySku(db, sku);
+    if (other && other.id !== id) throw skuExists();
   }
-
-  /** Administrators see the whole catalogue (optionally filtered); everyone else only active products. */
-  async list(actor: UserRow, q: ProductListQuery): Promise<PageResult<ProductRow>> {
-    const isActive = actor.is_admin ? q.is_active : true;
-    if (!actor.is_admin && q.is_active === false) return pageOf([], 0, q.page, q.page_size);
-    const { rows, total } = await listProducts(this.db, { limit: q.page_size, offset: (q.page - 1) * q.page_size, isActive });
-    return pageOf(rows, total, q.page, q.page_size);
-  }
-
-  /** An inactive product is hidden (404) from everyone but administrators. */
-  async get(actor: UserRow, id: number): Promise<ProductRow> {
-    const product = await findProductById(this.db, id);
-    if (!product || (!product.is_active && !actor.is_admin)) throw productNotFound();
-    return product;
-  }
-
-  async create(input: ProductCreateBody): Promise<ProductRow> {
-    const price = moneyToDecimal(input.price, 'price');
-    if (await findProductBySku(this.db, input.sku)) throw skuExists();
-    try {
-      return await insertProduct(this.db, {
-        sku: input.sku,
-        name: input.name,
-        price,
-        stock: input.stock,
-        is_active: input.is_active ?? true,
-      });
-    } catch (err) {
-      if (isUniqueViolation(err)) throw skuExists();
-      throw err;
-    }
-  }
-
-  /** PATCH semantics: only the given fields change. */
-  async update(id: number, input: ProductUpdateBody): Promise<ProductRow> {
-    const patch: Updateable<ProductsTable> = { updated_at: new Date() };
-    if (input.price !== undefined) patch.price = moneyToDecimal(input.price, 'price');
-    if (input.sku !== undefined) {
-      const other = await findProductBySku(this.db, input.sku);
-      if (other && other.id !== id) throw skuExists();
-      patch.sku = input.sku;
-    }
-    if (input.name !== undefined) patch.name = input.name;
-    if (input.stock !== undefined) patch.stock = input.stock;
-    if (input.is_active !== undefined) patch.is_active = input.is_active;
-    try {
-      const updated = await updateProduct(this.db, id, patch);
-      if (!updated) throw productNotFound();
-      return updated;
-    } catch (err) {
-      if (isUniqueViolation(err)) throw skuExists();
-      throw err;
-    }
-  }
+  const updated = await updateProduct(db, id, { sku, name, price, stock, is_active, updated_at: new Date() }).catch(uniqueSku);
+  if (!updated) throw productNotFound();
+  return updated;
 }

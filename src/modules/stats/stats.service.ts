@@ -5,7 +5,7 @@ import { invalidQuery } from '../../http/errors.ts';
 import { countInboundWebhooksByStatus } from '../inbound-webhooks/inbound-webhooks.repository.ts';
 import { countOrdersPerBucket, mostShortProducts } from '../orders/orders.reads.repository.ts';
 import { countAttemptsPerBucket } from '../outbound-webhooks/messages.repository.ts';
-import { findProductStates, findSkus } from '../products/products.repository.ts';
+import { findSkusAndNames } from '../products/products.repository.ts';
 import { MAX_BUCKETS, type Stats, type StatsQuery } from './stats.schemas.ts';
 
 type Bucket = StatsQuery['bucket'];
@@ -35,68 +35,60 @@ function bucketRange(q: StatsQuery): { from: number; to: number; count: number }
   return { ...range, count };
 }
 
-/** The overview's figures, each read from the module that owns its table, by queries an index serves. */
-export class StatsService {
-  private readonly cache = new Map<string, { expires: number; stats: Promise<Stats> }>();
-
-  private readonly deps: { db: Db; currency: string; cacheSeconds: number };
-
-  constructor(deps: { db: Db; currency: string; cacheSeconds: number }) {
-    this.deps = deps;
-  }
-
-  /** The figures of the buckets `q` names; the same buckets within cacheSeconds share one reading. */
-  read(q: StatsQuery): Promise<Stats> {
+/**
+ * The overview's figures, each read from the module that owns its table, by queries an index serves; the same
+ * buckets within cacheSeconds share one reading.
+ */
+export function statsReader(deps: { db: Db; currency: string; cacheSeconds: number }): (q: StatsQuery) => Promise<Stats> {
+  const cache = new Map<string, { expires: number; stats: Promise<Stats> }>();
+  return (q) => {
     const range = bucketRange(q);
     const key = `${q.bucket} ${range.from} ${range.to}`;
     const now = Date.now();
-    const kept = this.cache.get(key);
+    const kept = cache.get(key);
     if (kept !== undefined && kept.expires > now) return kept.stats;
-    const stats = this.compute(q.bucket, range);
-    if (this.deps.cacheSeconds > 0) {
-      this.cache.delete(key);
-      this.cache.set(key, { expires: now + this.deps.cacheSeconds * 1000, stats });
+    const stats = computeStats(deps, q.bucket, range);
+    if (deps.cacheSeconds > 0) {
+      cache.delete(key);
+      cache.set(key, { expires: now + deps.cacheSeconds * 1000, stats });
       // a failed reading is not kept
-      stats.catch(() => this.cache.get(key)?.stats === stats && this.cache.delete(key));
-      if (this.cache.size > CACHE_ENTRIES) this.cache.delete(this.cache.keys().next().value as string);
+      stats.catch(() => cache.get(key)?.stats === stats && cache.delete(key));
+      if (cache.size > CACHE_ENTRIES) cache.delete(cache.keys().next().value as string);
     }
     return stats;
-  }
+  };
+}
 
-  private async compute(bucket: Bucket, range: { from: number; to: number; count: number }): Promise<Stats> {
-    const { db } = this.deps;
-    const unit = UNIT_MS[bucket];
-    const between = { bucket, from: new Date(range.from), to: new Date(range.to) };
-    const [orderRows, short, inbound, attempts] = await Promise.all([
-      countOrdersPerBucket(db, between),
-      mostShortProducts(db, { ...between, limit: 10 }),
-      countInboundWebhooksByStatus(db, between.from, between.to),
-      countAttemptsPerBucket(db, between),
-    ]);
-    const ids = short.map((s) => s.product_id);
-    const [products, skus] = await Promise.all([findProductStates(db, ids), findSkus(db, ids)]);
-    const names = new Map(products.map((p) => [p.id, p.name]));
+async function computeStats({ db, currency }: { db: Db; currency: string }, bucket: Bucket, range: { from: number; to: number; count: number }): Promise<Stats> {
+  const unit = UNIT_MS[bucket];
+  const between = { bucket, from: new Date(range.from), to: new Date(range.to) };
+  const [orderRows, short, inbound, attempts] = await Promise.all([
+    countOrdersPerBucket(db, between),
+    mostShortProducts(db, { ...between, limit: 10 }),
+    countInboundWebhooksByStatus(db, between),
+    countAttemptsPerBucket(db, between),
+  ]);
+  const products = await findSkusAndNames(db, short.map((s) => s.product_id));
 
-    const starts = Array.from({ length: range.count }, (_, i) => iso(new Date(range.from + i * unit)));
-    const slot = (d: Date) => (d.getTime() - range.from) / unit;
-    const orders = starts.map((start) => ({ start, pending: 0, processing: 0, completed: 0, failed: 0, cancelled: 0 }) satisfies Record<OrderStatus, number> & { start: string });
-    const revenue = starts.map((start) => ({ start, amount: '0.00' }));
-    for (const r of orderRows) {
-      orders[slot(r.start)][r.status] = r.orders;
-      if (r.status === 'completed') revenue[slot(r.start)].amount = r.amount;
-    }
-    const deliveries = starts.map((start) => ({ start, succeeded: 0, failed: 0 }));
-    for (const r of attempts) Object.assign(deliveries[slot(r.start)], { succeeded: r.succeeded, failed: r.failed });
-    return {
-      from: iso(between.from),
-      to: iso(between.to),
-      bucket,
-      currency: this.deps.currency,
-      orders,
-      revenue,
-      short_products: short.map((s) => ({ ...s, sku: skus.get(s.product_id) ?? '', name: names.get(s.product_id) ?? '' })),
-      inbound_webhooks: Object.entries(inbound).map(([status, count]) => ({ status: status as keyof typeof inbound, count })),
-      deliveries,
-    };
+  const starts = Array.from({ length: range.count }, (_, i) => iso(new Date(range.from + i * unit)));
+  const slot = (d: Date) => (d.getTime() - range.from) / unit;
+  const orders = starts.map((start) => ({ start, pending: 0, processing: 0, completed: 0, failed: 0, cancelled: 0 }) satisfies Record<OrderStatus, number> & { start: string });
+  const revenue = starts.map((start) => ({ start, amount: '0.00' }));
+  for (const r of orderRows) {
+    orders[slot(r.start)][r.status] = r.orders;
+    if (r.status === 'completed') revenue[slot(r.start)].amount = r.amount;
   }
+  const deliveries = starts.map((start) => ({ start, succeeded: 0, failed: 0 }));
+  for (const r of attempts) Object.assign(deliveries[slot(r.start)], { succeeded: r.succeeded, failed: r.failed });
+  return {
+    from: iso(between.from),
+    to: iso(between.to),
+    bucket,
+    currency,
+    orders,
+    revenue,
+    short_products: short.map((s) => ({ ...s, sku: products.get(s.product_id)?.sku ?? '', name: products.get(s.product_id)?.name ?? '' })),
+    inbound_webhooks: Object.entries(inbound).map(([status, count]) => ({ status: status as keyof typeof inbound, count })),
+    deliveries,
+  };
 }

@@ -1,6 +1,6 @@
 import crypto from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
-import type { ProductRow } from '../../src/db/schema.ts';
+import type { ProductRow } from '../../src/modules/products/products.tables.ts';
 import { insertProduct } from '../../src/modules/products/products.repository.ts';
 
 /** Inserts a product directly (no HTTP); a unique sku unless one is given. */

@@ -1,6 +1,7 @@
 import { sql, type Transaction } from 'kysely';
 import type { Db } from '../../db/database.ts';
-import type { Database, PasswordResetTokenRow } from '../../db/schema.ts';
+import type { Database } from '../../db/schema.ts';
+import type { PasswordResetTokenRow } from './auth.tables.ts';
 
 export async function insertResetToken(
   db: Db,

@@ -1,4 +1,4 @@
-import type { InboundWebhookRow } from '../../db/schema.ts';
+import type { InboundWebhookRow } from './inbound-webhooks.tables.ts';
 import { iso, isoOrNull } from '../../http/common.schemas.ts';
 import type { InboundWebhookSummaryRow } from './inbound-webhooks.repository.ts';
 

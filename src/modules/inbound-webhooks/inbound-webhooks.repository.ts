@@ -1,5 +1,6 @@
 import { sql, type Insertable, type QueryCreator, type Transaction } from 'kysely';
-import type { Database, InboundWebhookRow, InboundWebhooksTable, InboundWebhookStatus } from '../../db/schema.ts';
+import type { Database } from '../../db/schema.ts';
+import type { InboundWebhookRow, InboundWebhooksTable, InboundWebhookStatus } from './inbound-webhooks.tables.ts';
 import { countCapped, type CappedCount } from '../../db/capped-count.ts';
 import type { Db } from '../../db/database.ts';
 

@@ -3,7 +3,7 @@ import crypto from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { AppContext } from '../../app-context.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
-import type { InboundWebhookRow } from '../../db/schema.ts';
+import type { InboundWebhookRow } from './inbound-webhooks.tables.ts';
 import { cappedPageOf, type CappedPageResult } from '../../http/common.schemas.ts';
 import { AppError } from '../../http/errors.ts';
 import { MAX_ID } from '../../http/path-ids.ts';

@@ -1,4 +1,4 @@
-import type { ItemRow } from '../../db/schema.ts';
+import type { ItemRow } from './items.tables.ts';
 import { iso } from '../../http/common.schemas.ts';
 
 export function toItem(i: ItemRow) {

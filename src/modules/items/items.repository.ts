@@ -1,5 +1,5 @@
 import type { Insertable, Updateable } from 'kysely';
-import type { ItemRow, ItemsTable } from '../../db/schema.ts';
+import type { ItemRow, ItemsTable } from './items.tables.ts';
 import type { Db } from '../../db/database.ts';
 
 /** A live (not soft-deleted) item, whoever owns it. */

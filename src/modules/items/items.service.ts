@@ -1,5 +1,6 @@
 import type { Db } from '../../db/database.ts';
-import type { ItemRow, UserRow } from '../../db/schema.ts';
+import type { UserRow } from '../../db/schema.ts';
+import type { ItemRow } from './items.tables.ts';
 import { AppError } from '../../http/errors.ts';
 import { findLiveItem, insertItem, listOwnItems, updateOwnItem } from './items.repository.ts';
 import type { ItemCreateBody, ItemListQuery, ItemUpdateBody } from './items.schemas.ts';

@@ -1,5 +1,6 @@
 import crypto from 'node:crypto';
-import type { OrderEventRow, WebhookSubscriptionRow } from '../../db/schema.ts';
+import type { OrderEventRow } from '../../db/schema.ts';
+import type { WebhookSubscriptionRow } from './outbound-webhooks.tables.ts';
 import { statusIn, V1_CANCELLED_REASON, type WebhookEventKind } from '../../events/order-events.ts';
 import type { ApiVersion } from '../../http/api-version.ts';
 import { iso } from '../../http/common.schemas.ts';

@@ -1,5 +1,6 @@
 import { sql, type Insertable, type Transaction, type Updateable } from 'kysely';
-import type { Database, WebhookDeliveriesTable, WebhookDeliveryRow, WebhookMessageRow, WebhookMessagesTable, WebhookMessageStatus, WebhookSubscriptionRow } from '../../db/schema.ts';
+import type { Database } from '../../db/schema.ts';
+import type { WebhookDeliveriesTable, WebhookDeliveryRow, WebhookMessageRow, WebhookMessagesTable, WebhookMessageStatus, WebhookSubscriptionRow } from './outbound-webhooks.tables.ts';
 import type { Db } from '../../db/database.ts';
 import { countCapped, type CappedCount } from '../../db/capped-count.ts';
 

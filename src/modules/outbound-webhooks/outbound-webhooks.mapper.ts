@@ -1,4 +1,4 @@
-import type { WebhookDeliveryRow, WebhookMessageStatus, WebhookSubscriptionRow } from '../../db/schema.ts';
+import type { WebhookDeliveryRow, WebhookMessageStatus, WebhookSubscriptionRow } from './outbound-webhooks.tables.ts';
 import type { ApiVersion } from '../../http/api-version.ts';
 import { iso, isoOrNull } from '../../http/common.schemas.ts';
 import { overlapEnd } from './sender.ts';

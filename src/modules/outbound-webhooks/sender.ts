@@ -1,6 +1,6 @@
 import crypto from 'node:crypto';
 import type { Dispatcher } from 'undici';
-import type { WebhookSubscriptionRow } from '../../db/schema.ts';
+import type { WebhookSubscriptionRow } from './outbound-webhooks.tables.ts';
 import { targetUrlProblem, UnsafeTargetError } from './ssrf.ts';
 
 export const DELIVERY_TIMEOUT_MS = 15000;

@@ -1,5 +1,6 @@
 import { sql, type Insertable, type RawBuilder, type Transaction, type UpdateObject } from 'kysely';
-import type { Database, WebhookSubscriptionRow, WebhookSubscriptionsTable } from '../../db/schema.ts';
+import type { Database } from '../../db/schema.ts';
+import type { WebhookSubscriptionRow, WebhookSubscriptionsTable } from './outbound-webhooks.tables.ts';
 import { eventRecipients } from '../users/users.repository.ts';
 import type { Db } from '../../db/database.ts';
 import type { PageParams } from './messages.repository.ts';

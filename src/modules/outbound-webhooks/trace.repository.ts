@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../../db/database.ts';
-import type { WebhookDeliveryRow, WebhookMessageRow } from '../../db/schema.ts';
+import type { WebhookDeliveryRow, WebhookMessageRow } from './outbound-webhooks.tables.ts';
 
 /** Every message of an order's events, to every subscription, with the subscription's URL; in creation order. */
 export async function findOrderMessages(db: Db, orderId: number): Promise<(WebhookMessageRow & { url: string })[]> {

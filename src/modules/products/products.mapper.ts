@@ -1,4 +1,4 @@
-import type { ProductRow } from '../../db/schema.ts';
+import type { ProductRow } from './products.tables.ts';
 import { iso } from '../../http/common.schemas.ts';
 import { moneyToNumber } from './money.ts';
 

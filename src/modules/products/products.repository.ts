@@ -1,5 +1,6 @@
 import { sql, type Insertable, type Transaction, type Updateable } from 'kysely';
-import type { Database, ProductRow, ProductsTable } from '../../db/schema.ts';
+import type { Database } from '../../db/schema.ts';
+import type { ProductRow, ProductsTable } from './products.tables.ts';
 import type { Db } from '../../db/database.ts';
 
 export async function findProductById(db: Db, id: number): Promise<ProductRow | undefined> {

@@ -1,5 +1,6 @@
 import type { Db } from '../../db/database.ts';
-import type { ProductRow, UserRow } from '../../db/schema.ts';
+import type { UserRow } from '../../db/schema.ts';
+import type { ProductRow } from './products.tables.ts';
 import { AppError } from '../../http/errors.ts';
 import { pageOf, type PageResult } from '../../http/common.schemas.ts';
 import { moneyToDecimal } from './money.ts';

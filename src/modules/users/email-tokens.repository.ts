@@ -1,6 +1,7 @@
 import type { Transaction } from 'kysely';
 import type { Db } from '../../db/database.ts';
-import type { Database, EmailTokensTable } from '../../db/schema.ts';
+import type { Database } from '../../db/schema.ts';
+import type { EmailTokensTable } from './users.tables.ts';
 
 type Purpose = EmailTokensTable['purpose'];
 

@@ -1,7 +1,7 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import type { FastifyInstance } from 'fastify';
-import type { ProductRow } from '../../../src/db/schema.ts';
+import type { ProductRow } from '../../../src/modules/products/products.tables.ts';
 import { buildTestApp, errorBody, waitFor } from '../../helpers/app.ts';
 import { stockOf } from '../../helpers/products.ts';
 import { eventsOf, processorFor, waitForFinal } from '../../helpers/orders.ts';

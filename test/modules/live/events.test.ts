@@ -2,7 +2,7 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
-import type { ProductRow } from '../../../src/db/schema.ts';
+import type { ProductRow } from '../../../src/modules/products/products.tables.ts';
 import { api, buildTestApp, createUser, errorBody, type TestUser } from '../../helpers/app.ts';
 import { createProduct } from '../../helpers/products.ts';
 import { openEvents, orderEvents, type SseStream } from '../../helpers/sse.ts';

@@ -5,7 +5,7 @@ import { api, buildTestApp, createUser, errorBody, waitFor, type TestUser } from
 import { createProduct } from '../../helpers/products.ts';
 import { waitForFinal } from '../../helpers/orders.ts';
 import { fixturePayload, seedProduct, sendInbound, SHOPIFY_SECRET } from '../../helpers/webhooks.ts';
-import type { ProductRow } from '../../../src/db/schema.ts';
+import type { ProductRow } from '../../../src/modules/products/products.tables.ts';
 
 const LIST = '/api/v1/admin/orders';
 const SUMMARY_FIELDS = ['created_at', 'external_id', 'failure_reason', 'id', 'source', 'status', 'total_amount', 'updated_at', 'user_id'];

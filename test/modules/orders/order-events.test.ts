@@ -5,7 +5,7 @@ import { api, buildTestApp, createUser, errorBody, waitFor, type TestUser } from
 import { createProduct } from '../../helpers/products.ts';
 import { waitForFinal } from '../../helpers/orders.ts';
 import { startReceiver, type Receiver } from '../../helpers/webhooks.ts';
-import type { ProductRow } from '../../../src/db/schema.ts';
+import type { ProductRow } from '../../../src/modules/products/products.tables.ts';
 
 const EVENT_FIELDS = ['created_at', 'details', 'previous_status', 'reason', 'sequence', 'status', 'type'];
 

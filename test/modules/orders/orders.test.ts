@@ -4,7 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import { api, buildTestApp, createUser, errorBody, type TestUser } from '../../helpers/app.ts';
 import { createProduct, stockOf } from '../../helpers/products.ts';
 import { eventsOf, waitForFinal } from '../../helpers/orders.ts';
-import type { ProductRow } from '../../../src/db/schema.ts';
+import type { ProductRow } from '../../../src/modules/products/products.tables.ts';
 
 const SUMMARY_FIELDS = ['created_at', 'id', 'status', 'total_amount', 'updated_at', 'user_id'];
 const DETAIL_FIELDS = ['created_at', 'id', 'items', 'shipping_address', 'status', 'total_amount', 'updated_at', 'user_id'];

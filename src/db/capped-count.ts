@@ -11,10 +11,7 @@ export interface CappedCount {
   exact: boolean;
 }
 
-/**
- * How many rows `rows` selects, reading at most COUNT_CAP or `atLeast` index entries (the end of the
- * page asked for, so that a page knows whether another follows).
- */
+/** How many rows `rows` selects, reading at most COUNT_CAP or `atLeast` (the page's end: whether another follows) index entries. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- any table and filter of the schema
 export async function countCapped(db: Db, rows: SelectQueryBuilder<Database, any, object>, atLeast: number): Promise<CappedCount> {
   const cap = Math.max(COUNT_CAP, atLeast);

@@ -1,6 +1,5 @@
-// The child process of createEmbeddedDataDir (embedded-init.ts): PGlite creates the cluster in
-// `dir` (initdb, then one start), and closes it. It ends with its parent, which alone renames the
-// directory into place: what an orphan went on creating would only be removed by the next start.
+// createEmbeddedDataDir's child (embedded-init.ts): PGlite creates the cluster in `dir` and closes it. It ends
+// with its parent, which alone renames the directory into place (an orphan's work would wait for the next start).
 import { PGlite } from '@electric-sql/pglite';
 
 const orphaned = (): never => process.exit(1);

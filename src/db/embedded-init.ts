@@ -3,9 +3,8 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 
 /**
- * Creates the embedded data directory `dir` if absent, in a child process (initdb's hundreds of MiB of
- * WebAssembly memory go back when it exits), under a temporary name of this start's own renamed into
- * place once complete: `dir` is absent or whole, and a killed start's child cannot write into it.
+ * Creates the embedded data directory `dir` if absent, in a child process (initdb's WebAssembly memory goes back when it
+ * exits), under a temporary name renamed into place once complete: `dir` is absent or whole, and a killed start's child cannot write into it.
  */
 export async function createEmbeddedDataDir(dir: string, startParams: readonly string[]): Promise<void> {
   if (await fs.access(path.join(dir, 'PG_VERSION')).then(() => true, () => false)) return;

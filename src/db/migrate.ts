@@ -5,8 +5,6 @@ import { DEFAULT_MIGRATION_TABLE, FileMigrationProvider, Migrator } from 'kysely
 import type { Config } from '../config.ts';
 import { createDatabase, type DatabaseHandle, type DatabaseOptions, type Db } from './database.ts';
 
-const migrationFolder = path.join(import.meta.dirname, 'migrations');
-
 /** The database holds migrations this release does not know: it was upgraded by a newer one. */
 export class DataFromNewerRelease extends Error {}
 
@@ -27,7 +25,7 @@ async function refuseNewerData(db: Db, known: readonly string[]): Promise<void> 
 export async function migrateToLatest(db: Db): Promise<string[]> {
   const migrator = new Migrator({
     db,
-    provider: new FileMigrationProvider({ fs, path, migrationFolder }),
+    provider: new FileMigrationProvider({ fs, path, migrationFolder: path.join(import.meta.dirname, 'migrations') }),
   });
   await refuseNewerData(db, (await migrator.getMigrations()).map((m) => m.name));
   const { error, results } = await migrator.migrateToLatest();

@@ -14,9 +14,8 @@ function isStalePlan(err: unknown): boolean {
 }
 
 /**
- * Kysely's pool interface over a pg.Pool that runs each parameterised data statement as a named prepared
- * statement, planned once per connection; a connection a migration made stale is closed when released.
- * Not for a transaction-pooling proxy (`DATABASE_PREPARED_STATEMENTS=false` hands Kysely the pool).
+ * Kysely's pool over a pg.Pool running each parameterised data statement prepared, once per connection; a connection a
+ * migration made stale closes on release. Not for a transaction-pooling proxy (DATABASE_PREPARED_STATEMENTS=false).
  */
 export function namedStatementPool(pool: pg.Pool): PostgresPool {
   const names = new Map<string, string>();

@@ -6,10 +6,7 @@ function messageOf(err: unknown): string {
   return err instanceof Error || (typeof err === 'object' && err !== null && 'message' in err) ? String((err as { message: unknown }).message) : String(err);
 }
 
-/**
- * One line when a dependency stops answering and one when it answers again, whoever notices first; the
- * failures between go to debug level. A probe (`check`) runs every second meanwhile, so the return is seen.
- */
+/** One line when a dependency stops answering and one when it is back (failures between at debug level); `check` probes every second meanwhile. */
 export class OutageLog {
   private readonly log: FastifyBaseLogger;
   private readonly dependency: string;

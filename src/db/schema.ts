@@ -45,7 +45,6 @@ export interface OrdersTable {
   failure_reason: string | null;
   source: ColumnType<string, string | undefined, string>;
   external_id: string | null;
-  /** when it was cancelled; null unless it is `cancelled` */
   cancelled_at: NullableTimestamp;
   /** the trace (OpenTelemetry trace id) of the request or job that created it; null when not traced */
   trace_id: ColumnType<string | null, string | null | undefined, string | null>;

@@ -8,22 +8,11 @@ export const INTERNAL_RETRY = { retryLimit: 2, retryDelay: 1, retryBackoff: true
 /** Scheduled housekeeping (the retention purges): a run that failed is as good a minute later. */
 export const HOUSEKEEPING_RETRY = { retryDelay: 60 } as const;
 
-/**
- * A job without a fresh heartbeat (10 s, pg-boss's shortest) is failed for a retry by any worker's next
- * supervision pass; `expireInSeconds` bounds a handler that hangs in a live process (decision 005).
- */
+/** A job whose heartbeat (10 s, pg-boss's shortest) lapses is failed for a retry by the next supervision pass; `expireInSeconds` bounds a hung handler. */
 export const JOB_LIVENESS = { heartbeatSeconds: 10, expireInSeconds: 300 } as const;
 
 /** How often a running handler's heartbeat is refreshed: its process may stall up to 7 s before losing its job. */
 export const HEARTBEAT_REFRESH_SECONDS = 3;
-
-/**
- * Seconds between a worker process's supervision passes (lapsed heartbeats, job counts). The embedded
- * database's one process takes up a dead one's jobs at start-up, so its passes only count: rarer.
- */
-export function superviseSeconds(embedded: boolean): number {
-  return embedded ? 5 : 2;
-}
 
 /** Dead-letter queues record a given-up job's outcome: 9 attempts over 20 to 40 minutes outlast a database failover. */
 export const DEAD_LETTER_RETRY = { retryLimit: 8, retryDelay: 5, retryBackoff: true } as const;
@@ -43,10 +32,7 @@ export interface QueueDefinition extends Pick<QueueOptions, 'retryLimit' | 'retr
 /** Queues of earlier versions: `order-counts-fold` folded the counter rows decision 011 removed. */
 const RETIRED_QUEUES = ['order-counts-fold'];
 
-/**
- * Creates the defined queues or updates existing ones (`createQueue` leaves them as they are), dead-letter
- * queues first, as a queue can only name an existing one. A retired queue is deleted with its schedule.
- */
+/** Creates or updates the defined queues (`createQueue` leaves an existing one), dead-letter ones first (a queue names an existing one); deletes retired ones. */
 export async function syncQueues(boss: PgBoss, definitions: readonly QueueDefinition[], retentionDays: number, log: FastifyBaseLogger): Promise<void> {
   const defs = [...definitions].sort((a, b) => Number(a.deadLetter !== undefined) - Number(b.deadLetter !== undefined));
   const existing = new Map((await boss.getQueues(defs.map((d) => d.name))).map((q) => [q.name, q as unknown as Record<string, unknown>]));
@@ -74,8 +60,7 @@ export async function syncQueues(boss: PgBoss, definitions: readonly QueueDefini
     touched.push(def.name);
     log.info({ queue: def.name, changed: changed.map(([key]) => key) }, 'job queue settings updated');
   }
-  // A send that misses pg-boss's queue cache looks the queue up outside the sender's transaction:
-  // on PGlite (one session) it waits for that transaction, which waits for it. Creating or updating
-  // a queue drops it from the cache; any call by queue name fills it again.
+  // A send missing pg-boss's queue cache looks the queue up outside the sender's transaction: on PGlite (one session)
+  // each waits for the other. Creating or updating a queue drops it from the cache; a call by queue name refills it.
   for (const name of touched) await boss.getJobById(name, '00000000-0000-0000-0000-000000000000');
 }

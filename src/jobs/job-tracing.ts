@@ -27,10 +27,7 @@ export function traceIdOf(traceparent: string | null): string | null {
   return traceparent?.split('-')[1] ?? null;
 }
 
-/**
- * `data` with the trace context its job's run continues: the current one, or `parent` (a stored
- * `traceparent`, so a retry belongs to its event's trace) with the current span as a link.
- */
+/** `data` with the trace context its run continues: the current one, or `parent` (a stored traceparent: a retry joins its event's trace) linked to the current span. */
 export function withTraceContext<T>(data: T, parent?: string | null): T {
   const current = activeCarrier();
   if (parent) return { ...data, [TRACE_CONTEXT_FIELD]: { traceparent: parent }, ...(current.traceparent ? { [TRACE_LINK_FIELD]: current } : {}) };

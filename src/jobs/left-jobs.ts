@@ -1,19 +1,14 @@
 /** Jobs a process left running when it died: taken up at start-up, or failed back by pg-boss's supervision. */
 import type { FastifyBaseLogger } from 'fastify';
 import type { JobWithMetadata, PgBoss } from 'pg-boss';
-import { jobFailureMessage } from './job-records.ts';
+import { jobFailureMessage } from './registry.ts';
 
 /** What pg-boss's supervision writes into the jobs it fails because their heartbeat lapsed. */
 const HEARTBEAT_TIMEOUT = 'job heartbeat timeout';
 
 const GATHER_MS = 1000;
 
-const failedByHeartbeat = (job: JobWithMetadata<unknown>) => job.retryCount > 0 && jobFailureMessage(job.output) === HEARTBEAT_TIMEOUT;
-
-/**
- * Logs the jobs pg-boss's supervision silently failed back because their worker stopped heartbeating:
- * a worker fetching one again sees the timeout as its last output. One line per queue and second.
- */
+/** Logs the jobs pg-boss's supervision silently failed back as their worker stopped heartbeating (seen in their output), one line per queue and second. */
 export class LapsedHeartbeats {
   private readonly log: FastifyBaseLogger;
   private readonly gathered = new Map<string, JobWithMetadata<unknown>[]>();
@@ -24,7 +19,7 @@ export class LapsedHeartbeats {
   }
 
   note(queue: string, jobs: readonly JobWithMetadata<unknown>[]): void {
-    const lapsed = jobs.filter(failedByHeartbeat);
+    const lapsed = jobs.filter((job) => job.retryCount > 0 && jobFailureMessage(job.output) === HEARTBEAT_TIMEOUT);
     if (lapsed.length === 0) return;
     this.gathered.set(queue, [...(this.gathered.get(queue) ?? []), ...lapsed]);
     this.timer ??= setTimeout(() => this.flush(), GATHER_MS).unref();
@@ -45,9 +40,8 @@ export class LapsedHeartbeats {
 }
 
 /**
- * At start-up on the embedded database (one process holds it, so a running job's process died), fails
- * every running job, queue by queue; pg-boss's own (`__pgboss__send-it`) too, so a cron occurrence is
- * forwarded at once, but uncounted: a clean stop can leave one running. Returns how many per queue.
+ * At start-up on the embedded database (its one process died with any running job), fails every running job, per queue;
+ * pg-boss's own (`__pgboss__send-it`) too, so a cron occurrence is forwarded at once, uncounted: a clean stop can leave one.
  */
 export async function takeUpLeftJobs(boss: PgBoss): Promise<Record<string, number>> {
   const takenUp: Record<string, number> = {};

@@ -10,13 +10,12 @@ import type { Database } from '../db/schema.ts';
 import { inBatchSpan, inJobSpan, withTraceContext } from './job-tracing.ts';
 import { LapsedHeartbeats, takeUpLeftJobs } from './left-jobs.ts';
 import { Wakes } from './wake.ts';
-import { toJobRecord, type JobRecord } from './job-records.ts';
 import { findJobLinks, insertJobLinks, type JobSubjects } from './jobs.repository.ts';
-import { DEAD_LETTER_RETRY, HEARTBEAT_REFRESH_SECONDS, superviseSeconds, syncQueues, type QueueDefinition } from './job-policies.ts';
+import { DEAD_LETTER_RETRY, HEARTBEAT_REFRESH_SECONDS, syncQueues, type QueueDefinition } from './job-policies.ts';
 import { deadLetterQueueOf, type DeadLettered, type Job, type JobName, type JobPayloads } from './registry.ts';
 
 export { HOUSEKEEPING_RETRY, INTERNAL_RETRY, type QueueDefinition } from './job-policies.ts';
-export { givenUpJob, isLastAttempt, jobFailureMessage, type JobRecord } from './job-records.ts';
+export { givenUpJob, isLastAttempt, jobFailureMessage } from './registry.ts';
 export type QueueJobCounts = Awaited<ReturnType<JobQueue['counts']>>[number];
 
 type JobHandler<N extends JobName> = (job: Job<N>) => Promise<void>;
@@ -50,10 +49,7 @@ async function eachLimited<T>(items: readonly T[], limit: number, fn: (item: T) 
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, runner));
 }
 
-/**
- * pg-boss on the service's own database, sending in the caller's transaction. A queue's loops wake on
- * NOTIFY, fetch again at once while there is more, and poll every JOB_POLLING_SECONDS for retries.
- */
+/** pg-boss on the service's own database, sending in the caller's transaction; its loops wake on NOTIFY and poll every JOB_POLLING_SECONDS. */
 export class JobQueue {
   readonly boss: PgBoss;
   private readonly definitions = new Map<JobName, QueueDefinition>();
@@ -73,7 +69,8 @@ export class JobQueue {
     this.config = config;
     this.log = log;
     const runsWorkers = config.role !== 'api';
-    const supervise = superviseSeconds(handle.pglite !== undefined);
+    // supervision (lapsed heartbeats, job counts): rarer on the embedded database, whose one process takes up a dead one's jobs at start
+    const supervise = handle.pglite ? 5 : 2;
     const common = {
       schema: 'pgboss',
       // only a process that fetches jobs listens; an API process's sends notify the workers
@@ -116,7 +113,7 @@ export class JobQueue {
   }
 
   /** Jobs of the defined queue `name` that pg-boss gives up on go to its dead-letter queue, where `handler` records the outcome. */
-  workGivenUp<N extends DeadLettered>(name: N, handler: JobHandler<N>): void {
+  workGivenUp<N extends DeadLettered>(name: N, handler: (job: Job<N>) => Promise<unknown>): void {
     const def = this.definitions.get(name);
     if (!def) throw new Error(`queue ${name} is not defined`);
     const deadLetter = deadLetterQueueOf(name);
@@ -143,10 +140,7 @@ export class JobQueue {
     return takenUp;
   }
 
-  /**
-   * A queue fetched in batches gets one loop, running a batch `concurrency` at a time; one fetched a
-   * job at a time gets `concurrency` loops, so no job waits behind a slow one.
-   */
+  /** A batched queue gets one loop running `concurrency` jobs at a time; an unbatched one `concurrency` loops, so no job waits behind a slow one. */
   private async startLoops(w: Worker): Promise<void> {
     const common = {
       includeMetadata: true,
@@ -191,10 +185,7 @@ export class JobQueue {
     }
   }
 
-  /**
-   * Enqueues inside `trx` (the job, and its link to what it is about, exist only if it commits);
-   * `traceParent`: a stored `traceparent` the job's run continues, linked to the sender's span.
-   */
+  /** Enqueues inside `trx` (job and link exist only if it commits); `traceParent`: a stored traceparent the run continues, linked to the sender's span. */
   async send<N extends JobName>(trx: Transaction<Database>, name: N, data: JobPayloads[N], options: SendOptions & { traceParent?: string | null } = {}): Promise<string> {
     const { traceParent, ...sendOptions } = options;
     const id = options.id ?? randomUUID();
@@ -220,7 +211,7 @@ export class JobQueue {
   }
 
   /** The jobs pg-boss still keeps about an order (links and dead-letter copies), oldest first. */
-  async jobsAbout(about: JobSubjects): Promise<JobRecord[]> {
+  async jobsAbout(about: JobSubjects): Promise<JobWithMetadata<unknown>[]> {
     const links = await findJobLinks(this.handle.db, about);
     const linked = await Promise.all(links.map((l) => this.boss.getJobById(l.queue, l.job_id)));
     const copies = await Promise.all([
@@ -228,7 +219,7 @@ export class JobQueue {
       ...about.inboundWebhookIds.map((id) => this.boss.findJobs(deadLetterQueueOf('webhook-inbound-process'), { data: { inboundWebhookId: id } })),
     ]);
     const jobs = [...linked.filter((j) => j !== null), ...copies.flat()];
-    return jobs.map(toJobRecord).sort((a, b) => a.created_on.getTime() - b.created_on.getTime() || a.id.localeCompare(b.id));
+    return jobs.sort((a, b) => a.createdOn.getTime() - b.createdOn.getTime() || a.id.localeCompare(b.id));
   }
 
   /** Started, and pg-boss's own connections reach its tables (on PostgreSQL they are a separate pool). */

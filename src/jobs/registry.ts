@@ -59,3 +59,24 @@ export function jobSubjectOf(data: unknown) {
 export function deadLetterQueueOf<N extends DeadLettered>(queue: N): DeadLetterQueue<N> {
   return `${queue}-dead-letter`;
 }
+
+/** The error message pg-boss kept as a failed job's output, whichever way the job failed. */
+export function jobFailureMessage(output: unknown): string | undefined {
+  if (typeof output === 'string') return output;
+  if (output !== null && typeof output === 'object') {
+    const o = output as { message?: unknown; value?: unknown };
+    if (typeof o.message === 'string') return o.message;
+    if (o.value !== undefined) return jobFailureMessage(o.value);
+  }
+  return undefined;
+}
+
+/** What a dead-letter job says of the job it stands for, for its handler's log line. */
+export function givenUpJob(job: JobWithMetadata<unknown>): { jobId: string | null; attempts: number; cause: string | undefined } {
+  return { jobId: job.sourceId, attempts: (job.sourceRetryCount ?? 0) + 1, cause: jobFailureMessage(job.sourceOutput) };
+}
+
+/** True when this attempt is the job's last one: a failure now is final. */
+export function isLastAttempt(job: JobWithMetadata<unknown>): boolean {
+  return job.retryCount >= job.retryLimit;
+}

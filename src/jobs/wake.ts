@@ -1,7 +1,6 @@
 /**
- * Wake-ups of `stately` queues, sent after the caller's commit: inside its transaction the policy's unique
- * index would make concurrent transactions wait for each other. Wakes asked for while one is on its way or
- * within `spacingMs` of its start are sent once after it. A lost send is made up by the queue's schedule.
+ * Wake-ups of `stately` queues, sent after the caller's commit (inside it the policy's unique index makes concurrent transactions
+ * wait for each other); those asked for while one is on its way or within `spacingMs` go once after it. The schedule makes up a lost one.
  */
 export class Wakes {
   /** Per queue: the send on its way with the spacing after it, and whether another was asked for meanwhile. */

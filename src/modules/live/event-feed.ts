@@ -1,8 +1,7 @@
 import type { AppContext } from '../../app-context.ts';
 import type { OrderEventRow } from '../../db/schema.ts';
-import { latestOrderEventId, readOrderEventsAfter, replayOrderEvents } from '../orders/order-feed.repository.ts';
 import { toOrderDetail } from '../orders/orders.mapper.ts';
-import { findOrdersWithLines } from '../orders/orders.reads.repository.ts';
+import { findOrdersWithLines, latestOrderEventId, readOrderEventsAfter, replayOrderEvents } from '../orders/orders.reads.repository.ts';
 
 /** An event ready to send: its SSE frame, and whose order it is. */
 export interface LiveEvent {

@@ -60,7 +60,7 @@ export function registerLiveRoutes(
   if (apiVersionOf(root) === 'v1') return;
   const app = root.withTypeProvider<TypeBoxTypeProvider>();
   const { feed, limits } = deps;
-  const { OrderDetail } = orderSchemas('v2');
+  const { OrderDetail } = orderSchemas.v2;
   // before the server waits for its open connections to end
   app.addHook('preClose', () => feed.close());
 

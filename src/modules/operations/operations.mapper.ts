@@ -1,21 +1,22 @@
+import type { JobWithMetadata } from 'pg-boss';
 import type { ApiVersion } from '../../http/api-version.ts';
 import { iso, isoOrNull } from '../../http/common.schemas.ts';
 import { traceIdOf } from '../../jobs/job-tracing.ts';
-import { jobFailureMessage, type JobRecord } from '../../jobs/queue.ts';
+import { jobFailureMessage } from '../../jobs/queue.ts';
 import { toInboundWebhookSummary } from '../inbound-webhooks/inbound-webhooks.mapper.ts';
 import { toAdminOrderDetail, toOrderEvent } from '../orders/orders.mapper.ts';
 import type { OrderTrace } from './trace.service.ts';
 
-function toTraceJob(j: JobRecord) {
+function toTraceJob(j: JobWithMetadata<unknown>) {
   return {
     id: j.id,
-    queue: j.queue,
+    queue: j.name,
     state: j.state,
     // pg-boss counts retries from the second attempt on; a job not started yet has made none
-    attempt_count: j.started_on === null ? 0 : j.retry_count + 1,
-    created_at: iso(j.created_on),
-    started_at: isoOrNull(j.started_on),
-    finished_at: isoOrNull(j.completed_on),
+    attempt_count: j.startedOn ? j.retryCount + 1 : 0,
+    created_at: iso(j.createdOn),
+    started_at: isoOrNull(j.startedOn),
+    finished_at: isoOrNull(j.completedOn),
     last_error: j.state === 'completed' ? null : (jobFailureMessage(j.output) ?? null),
   };
 }

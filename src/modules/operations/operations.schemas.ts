@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
-import { NullableTimestamp, Timestamp } from '../../http/common.schemas.ts';
-import { InboundWebhookSummary, NullableText } from '../inbound-webhooks/inbound-webhooks.schemas.ts';
+import { NullableText, NullableTimestamp, Timestamp } from '../../http/common.schemas.ts';
+import { InboundWebhookSummary } from '../inbound-webhooks/inbound-webhooks.schemas.ts';
 import type { ApiVersion } from '../../http/api-version.ts';
 import { orderSchemas } from '../orders/orders.schemas.ts';
 
@@ -55,13 +55,13 @@ const TraceMessage = (version: ApiVersion) =>
 /** The trace of one order, with the order and its events in `version`'s schemas. */
 export const OrderTraceBody = (version: ApiVersion) => Type.Object(
   {
-    order: orderSchemas(version).AdminOrderDetail,
+    order: orderSchemas[version].AdminOrderDetail,
     trace_id: TraceId(
       'the OpenTelemetry trace id of the request (or job) that created the order: search it in the tracing back end to see the ' +
         'request, its processing job and its deliveries (docs/tracing.md); null when tracing was off or the trace not sampled',
     ),
     inbound: Type.Array(InboundWebhookSummary, { description: 'the platform webhooks that created or were linked to the order, oldest first' }),
-    events: orderSchemas(version).OrderEventList,
+    events: orderSchemas[version].OrderEventList,
     jobs: Type.Array(TraceJob, {
       description:
         'every job run for the order, for those webhooks and for its outgoing messages (dead-letter copies included), oldest first; ' +

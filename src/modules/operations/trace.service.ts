@@ -1,7 +1,7 @@
 import type { Db } from '../../db/database.ts';
 import type { JobQueue } from '../../jobs/queue.ts';
 import { findInboundWebhooksForOrder } from '../inbound-webhooks/inbound-webhooks.repository.ts';
-import type { OrdersAdminService } from '../orders/orders.admin.service.ts';
+import type { OrdersAdminService } from '../orders/orders.service.ts';
 import { findMessageAttempts, findOrderMessages } from '../outbound-webhooks/trace.repository.ts';
 
 /** Everything recorded about one order, from each module that recorded part of it. */

@@ -4,7 +4,7 @@ import type { Database, OrderRow, OrderStatus } from '../../db/schema.ts';
 import type { OrderEventBus } from '../../events/order-events.ts';
 import type { JobQueue } from '../../jobs/queue.ts';
 import { changeStock, type ProductState } from '../products/products.repository.ts';
-import { countStatusChanges } from './orders.metrics.ts';
+import { orderStatusTransitions } from './orders.metrics.ts';
 import { changeStatuses, insertOrder, lockOrdersWithProducts, markPublished, unpublishedEvents, type LinePrice, type NewOrder, type StatusChange } from './orders.changes.repository.ts';
 
 /** Every change of an order, in the caller's transaction: the change and its event commit together. */
@@ -27,7 +27,7 @@ export async function inOrderTransaction<T>(db: Db, queue: JobQueue, change: (tr
   const changed = changedIn.get(ran!);
   if (changed) {
     changedIn.delete(ran!);
-    countStatusChanges(changed);
+    for (const o of changed) orderStatusTransitions.inc({ status: o.status });
     queue.wake(PUBLISH_QUEUE);
   }
   return result;

@@ -47,21 +47,12 @@ function decide(id: number, demand: readonly ProductDemand[], products: Readonly
   return { id, from: 'processing', to: 'failed', failureReason: failure, reason: failure, details };
 }
 
-/**
- * The processing of orders, one or a batch alike (docs/architecture.md, Jobs), safe to rerun: the order
- * row's lock and status decide what is left, so stock is never reserved twice or for a cancelled order.
- */
+/** Processing of orders, one or a batch alike, safe to rerun: the order row's lock and status decide what is left, so stock is never reserved twice or for a cancelled order. */
 export class OrderProcessor {
-  private readonly hooks: OrderProcessorHooks;
-  private readonly db: Db;
-  private readonly queue: JobQueue;
-  private readonly log: FastifyBaseLogger;
+  private readonly deps: { db: Db; queue: JobQueue; log: FastifyBaseLogger; hooks?: OrderProcessorHooks };
 
-  constructor(deps: { db: Db; queue: JobQueue; log: FastifyBaseLogger; hooks?: OrderProcessorHooks }) {
-    this.db = deps.db;
-    this.queue = deps.queue;
-    this.log = deps.log;
-    this.hooks = deps.hooks ?? {};
+  constructor(deps: OrderProcessor['deps']) {
+    this.deps = deps;
   }
 
   /** pg-boss handler of one job: a throw is retried with backoff; on the last attempt the order fails instead. */
@@ -72,11 +63,11 @@ export class OrderProcessor {
       await this.processOrders([{ orderId, attempt }]);
     } catch (err) {
       if (!isLastAttempt(job)) {
-        this.log.warn({ err, orderId, attempt }, 'order processing failed; will retry');
+        this.deps.log.warn({ err, orderId, attempt }, 'order processing failed; will retry');
         throw err;
       }
-      this.log.error({ err, orderId, attempt }, 'order processing failed for good');
-      await this.hooks.beforeFail?.(orderId);
+      this.deps.log.error({ err, orderId, attempt }, 'order processing failed for good');
+      await this.deps.hooks?.beforeFail?.(orderId);
       await this.failUnlessFinal(orderId);
     }
   }
@@ -89,7 +80,7 @@ export class OrderProcessor {
   /** Processes one order; returns its status afterwards (undefined: no such order). */
   async process(orderId: number): Promise<OrderStatus | undefined> {
     await this.processOrders([{ orderId, attempt: 1 }]);
-    return (await findOrderWithLines(this.db, orderId))?.order.status;
+    return (await findOrderWithLines(this.deps.db, orderId))?.order.status;
   }
 
   /** pending → processing, then each order completed from stock or failed, in two transactions. */
@@ -97,12 +88,12 @@ export class OrderProcessor {
     const ids = [...new Set(items.map((i) => i.orderId))].sort((a, b) => a - b);
     try {
       // two or more orders locked in id order first; one processing already (an earlier attempt moved it) stays as it is
-      await inOrderTransaction(this.db, this.queue, async (trx) => {
+      await inOrderTransaction(this.deps.db, this.deps.queue, async (trx) => {
         if (ids.length > 1) await lockOrders(trx, ids);
         await changeOrders(trx, ids.map((id) => ({ id, from: 'pending', to: 'processing' })));
       });
-      for (const item of items) await this.hooks.beforeReserve?.(item.orderId, item.attempt);
-      await inOrderTransaction(this.db, this.queue, async (trx) => {
+      for (const item of items) await this.deps.hooks?.beforeReserve?.(item.orderId, item.attempt);
+      await inOrderTransaction(this.deps.db, this.deps.queue, async (trx) => {
         const locked = await lockOrdersWithProducts(trx, ids, 'processing');
         const products = new Map(locked.products.map((p) => [p.id, p]));
         // what each product has left for the next order, once the orders before it took their units
@@ -120,7 +111,7 @@ export class OrderProcessor {
         await changeOrders(trx, changes, locked.products);
       });
     } finally {
-      this.hooks.afterProcess?.(ids);
+      this.deps.hooks?.afterProcess?.(ids);
     }
   }
 
@@ -129,13 +120,13 @@ export class OrderProcessor {
     const { orderId } = job.data;
     const requeuedAfter = job.sourceCreatedOn === null ? undefined : new Date(new Date(job.sourceCreatedOn).getTime() + REQUEUE_MARGIN_MS);
     const failed = await this.failUnlessFinal(orderId, requeuedAfter);
-    if (failed) this.log.error({ orderId, ...givenUpJob(job) }, 'order processing given up by the queue; order failed');
+    if (failed) this.deps.log.error({ orderId, ...givenUpJob(job) }, 'order processing given up by the queue; order failed');
     return failed;
   }
 
   /** Fails the order unless final or retried after `requeuedAfter` (a newer job owns it); a pending one passes through processing for subscribers. */
   private async failUnlessFinal(orderId: number, requeuedAfter?: Date): Promise<boolean> {
-    return inOrderTransaction(this.db, this.queue, async (trx) => {
+    return inOrderTransaction(this.deps.db, this.deps.queue, async (trx) => {
       const order = await lockOrder(trx, orderId);
       if (!order || (order.status !== 'pending' && order.status !== 'processing')) return false;
       if (requeuedAfter && (await requeuedSince(trx, orderId, requeuedAfter))) return false;

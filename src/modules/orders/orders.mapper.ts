@@ -2,7 +2,6 @@ import type { OrderEventRow, OrderRow, OrderStatus } from '../../db/schema.ts';
 import { statusIn, V1_CANCELLED_REASON } from '../../events/order-events.ts';
 import type { ApiVersion } from '../../http/api-version.ts';
 import { iso, isoOrNull } from '../../http/common.schemas.ts';
-import { moneyToNumber } from '../products/money.ts';
 import type { OrderLineView } from './orders.reads.repository.ts';
 import type { FailureDetails, OrderCreated } from './orders.schemas.ts';
 import type { Customer } from '../users/customers.repository.ts';
@@ -21,7 +20,7 @@ function failureReasonIn(version: ApiVersion, o: OrderRow): string | null {
 
 /** The fields every order read starts with. */
 function head(version: ApiVersion, o: OrderRow) {
-  return { id: o.id, user_id: o.user_id, status: statusIn(version, o.status), total_amount: moneyToNumber(o.total_amount) };
+  return { id: o.id, user_id: o.user_id, status: statusIn(version, o.status), total_amount: Number(o.total_amount) };
 }
 
 /** The fields every order read ends with: what v2 adds, then the times. */
@@ -44,7 +43,7 @@ export function toOrderDetail(version: ApiVersion, o: OrderRow, lines: OrderLine
   return {
     ...head(version, o),
     shipping_address: o.shipping_address,
-    items: lines.map((l) => ({ ...l, unit_price: moneyToNumber(l.unit_price) })),
+    items: lines.map((l) => ({ ...l, unit_price: Number(l.unit_price) })),
     ...tail(version, o),
   };
 }

@@ -9,7 +9,3 @@ export const orderStatusTransitions = new client.Counter({
   registers: [],
 });
 for (const status of ['pending', 'processing', 'completed', 'failed', 'cancelled'] satisfies OrderStatus[]) orderStatusTransitions.inc({ status }, 0);
-
-export function countStatusChanges(orders: readonly { status: OrderStatus }[]): void {
-  for (const o of orders) orderStatusTransitions.inc({ status: o.status });
-}

@@ -2,10 +2,9 @@ import type { AppContext, AppModule } from '../../app-context.ts';
 import { HOUSEKEEPING_RETRY } from '../../jobs/queue.ts';
 import { PUBLISH_QUEUE, publishEvents } from './order-lifecycle.ts';
 import { OrderProcessor, type OrderProcessorHooks } from './order-processor.ts';
-import { OrdersAdminService } from './orders.admin.service.ts';
 import { purgeExpiredIdempotencyKeys } from './orders.changes.repository.ts';
 import { registerOrderRoutes } from './orders.routes.ts';
-import { OrdersService } from './orders.service.ts';
+import { OrdersAdminService, OrdersService } from './orders.service.ts';
 
 export interface OrdersModule extends AppModule {
   readonly service: OrdersService;
@@ -21,9 +20,7 @@ export function createOrdersModule(ctx: AppContext, opts: { hooks?: OrderProcess
   // POST /orders sends one per order: its link costs the request nothing (src/jobs/job-policies.ts)
   queue.define({ name: 'order-process', linkWhenTaken: true });
   queue.work('order-process', (job) => processor.handle(job), ctx.config.orderWorkerConcurrency, { together: (jobs) => processor.handleBatch(jobs) });
-  queue.workGivenUp('order-process', async (job) => {
-    await processor.abandon(job);
-  });
+  queue.workGivenUp('order-process', (job) => processor.abandon(job));
   // Publishing is woken after each change's commit, and runs every minute for a wake that was lost;
   // one job waiting and one running at most: a run publishes every event committed before it starts.
   queue.define({ name: PUBLISH_QUEUE, policy: 'stately', batchSize: 1 });

@@ -2,7 +2,6 @@ import { sql, type Selectable } from 'kysely';
 import { jsonArrayFrom } from 'kysely/helpers/postgres';
 import { countCapped, type CappedCount } from '../../db/capped-count.ts';
 import type { Db } from '../../db/database.ts';
-import { utcBucket } from '../../db/time-buckets.ts';
 import type { OrderEventRow, OrderItemsTable, OrderRow, OrderStatus } from '../../db/schema.ts';
 import { customerIdsByPrefix } from '../users/customers.repository.ts';
 
@@ -114,7 +113,9 @@ export async function countOrdersPerBucket(
   db: Db,
   opts: { bucket: 'hour' | 'day'; from: Date; to: Date },
 ): Promise<{ start: Date; status: OrderStatus; orders: number; amount: string }[]> {
-  const { group, start } = utcBucket(opts.bucket, 'created_at');
+  // `AT TIME ZONE 'UTC'` to group by costs a third of date_trunc's time-zone argument
+  const group = sql<Date>`date_trunc(${sql.lit(opts.bucket)}, created_at AT TIME ZONE 'UTC')`;
+  const start = sql<Date>`${group} AT TIME ZONE 'UTC'`;
   const rows = await db
     .selectFrom('orders')
     .select((eb) => [start.as('start'), 'status', eb.fn.countAll<string>().as('orders'), sql<string>`sum(total_amount)::text`.as('amount')])
@@ -151,4 +152,28 @@ export async function countOpenOrders(db: Db): Promise<Record<'pending' | 'proce
   const counts = { pending: 0, processing: 0 };
   for (const r of rows) if (r.status === 'pending' || r.status === 'processing') counts[r.status] = Number(r.n);
   return counts;
+}
+
+/** The newest event's id (0 with no event): where a live feed (src/modules/live/) that starts now begins; its reads are served by the primary key. */
+export async function latestOrderEventId(db: Db): Promise<number> {
+  const row = await db.selectFrom('order_events').select('id').orderBy('id', 'desc').limit(1).executeTakeFirst();
+  return row?.id ?? 0;
+}
+
+/** Events after `after`, and those of `missing` (ids not seen yet below it), oldest first. */
+export async function readOrderEventsAfter(db: Db, after: number, missing: readonly number[], limit: number): Promise<OrderEventRow[]> {
+  return db
+    .selectFrom('order_events')
+    .selectAll()
+    .where((eb) => (missing.length > 0 ? eb.or([eb('id', '>', after), eb('id', 'in', [...missing])]) : eb('id', '>', after)))
+    .orderBy('id')
+    .limit(limit)
+    .execute();
+}
+
+/** Up to `limit` events after `after` (those of `userId`'s orders, when given), oldest first. */
+export async function replayOrderEvents(db: Db, opts: { after: number; userId: number | undefined; limit: number }): Promise<OrderEventRow[]> {
+  let q = db.selectFrom('order_events').selectAll().where('id', '>', opts.after);
+  if (opts.userId !== undefined) q = q.where('user_id', '=', opts.userId);
+  return q.orderBy('id').limit(opts.limit).execute();
 }

@@ -6,17 +6,16 @@ import { apiVersionOf } from '../../http/api-version.ts';
 import { authUser } from '../../http/auth.ts';
 import { csvRecord } from '../../http/csv.ts';
 import { errorResponses } from '../../http/errors.ts';
-import type { OrdersAdminService } from './orders.admin.service.ts';
 import { EXPORT_COLUMNS, statusesFor, toAdminOrderDetail, toAdminOrderSummary, toExportRecord, toOrderDetail, toOrderEvent, toOrderSummary } from './orders.mapper.ts';
 import { OrderAction, OrderCancelBody, OrderCreateBody, OrderCreated, OrderCreateHeaders, OrderIdParams, orderSchemas } from './orders.schemas.ts';
-import type { OrdersService } from './orders.service.ts';
+import type { OrdersAdminService, OrdersService } from './orders.service.ts';
 
 /** The order routes of the API version `root` serves: its schemas and mappers, the same handlers. */
 export function registerOrderRoutes(root: FastifyInstance, orders: OrdersService, admin: OrdersAdminService, currency: string): void {
   const app = root.withTypeProvider<TypeBoxTypeProvider>();
   const version = apiVersionOf(root);
   const { OrderDetail, OrderEventList, OrderListQuery, OrderPage, AdminOrderDetail, AdminOrderExportQuery, AdminOrderListQuery, AdminOrderPage } =
-    orderSchemas(version);
+    orderSchemas[version];
   const tags = ['orders'];
 
   app.post('/orders', {

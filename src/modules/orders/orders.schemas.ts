@@ -1,7 +1,7 @@
 import { Type, type Static, type TSchema } from 'typebox';
 import type { OrderStatus } from '../../db/schema.ts';
 import type { ApiVersion } from '../../http/api-version.ts';
-import { CappedPage, IdOf, NonBlank, NullableTimestamp, Page, PageQuery, ruleBounds, Timestamp } from '../../http/common.schemas.ts';
+import { CappedPage, IdOf, NonBlank, NullableText, NullableTimestamp, Page, PageQuery, ruleBounds, Timestamp } from '../../http/common.schemas.ts';
 import { MAX_ID } from '../../http/path-ids.ts';
 
 const STATUSES: readonly OrderStatus[] = ['pending', 'processing', 'completed', 'failed', 'cancelled'];
@@ -66,8 +66,6 @@ export const OrderAction = Type.Object({
 });
 
 export const OrderIdParams = Type.Object({ order_id: IdOf(1) });
-
-const NullableText = (description: string) => Type.Union([Type.String(), Type.Null()], { description });
 
 export const FailureDetails = Type.Object(
   {
@@ -180,12 +178,8 @@ function buildOrderSchemas(version: ApiVersion) {
   };
 }
 
-const SCHEMAS = { v1: buildOrderSchemas('v1'), v2: buildOrderSchemas('v2') };
-
-/** The order schemas of `version` (built once per version). */
-export function orderSchemas(version: ApiVersion) {
-  return SCHEMAS[version];
-}
+/** The order schemas of each version, built once. */
+export const orderSchemas = { v1: buildOrderSchemas('v1'), v2: buildOrderSchemas('v2') };
 
 export type OrderListQuery = Static<ReturnType<typeof buildOrderSchemas>['OrderListQuery']>;
 export type AdminOrderListQuery = Static<ReturnType<typeof buildOrderSchemas>['AdminOrderListQuery']>;

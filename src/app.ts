@@ -1,3 +1,4 @@
+import { trace } from '@opentelemetry/api';
 import Fastify, { type FastifyInstance } from 'fastify';
 import formbody from '@fastify/formbody';
 import cors from '@fastify/cors';
@@ -15,9 +16,7 @@ import { registerErrorHandling } from './http/error-handling.ts';
 import { registerObservability } from './http/observability.ts';
 import { registerPathIds } from './http/path-ids.ts';
 import { registerRateLimit } from './http/rate-limits.ts';
-import { corsOptions } from './http/cors.ts';
 import { registerHostRequirement, registerSecurity } from './http/security.ts';
-import { registerTracing } from './http/tracing.ts';
 import { registerNoStore, registerSecurityHeaders } from './http/security-headers.ts';
 import { closeIdleConnectionsOnShutdown, serverOptions } from './http/server.ts';
 import { UserCache, UserChangeFeed } from './http/user-cache.ts';
@@ -102,13 +101,31 @@ export async function buildApp(config: Config, opts: BuildOptions = {}): Promise
   // so a 401 or 429 carries them too and preflights are answered before anything asks for a token.
   registerValidation(app);
   registerErrorHandling(app, { storage: database.storage, databaseOutage: ctx.queue.databaseOutage });
-  // first of the onRequest hooks: a request rejected by a later one still has its route on its span
-  if (config.otelEndpoint) registerTracing(app);
+  // spans named by route template (grouped by endpoint), first so a request a later hook rejects has its route
+  if (config.otelEndpoint) {
+    app.addHook('onRequest', async (request) => {
+      const span = trace.getActiveSpan();
+      if (!span?.isRecording()) return;
+      const route = request.routeOptions.url ?? 'unmatched';
+      span.setAttribute('http.route', route);
+      span.updateName(`${request.method} ${route}`);
+    });
+  }
   // the docs page loads its own scripts and styles; the API itself serves only JSON
   registerSecurityHeaders(app, { contentSecurityPolicy: false, crossOriginEmbedderPolicy: false });
   registerNoStore(app, API_VERSIONS.map(apiPrefix));
   registerHostRequirement(app);
-  if (config.corsOrigins.length > 0) await app.register(cors, corsOptions(config.corsOrigins));
+  // CORS for the browser applications, exposing the rate-limit headers; no cookies, so no credentials
+  if (config.corsOrigins.length > 0) {
+    await app.register(cors, {
+      origin: [...config.corsOrigins],
+      credentials: false,
+      methods: ['GET', 'HEAD', 'POST', 'PATCH', 'DELETE', 'OPTIONS'],
+      allowedHeaders: ['Authorization', 'Content-Type', 'Idempotency-Key', 'X-Request-Id'],
+      exposedHeaders: ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'Retry-After'],
+      maxAge: 600,
+    });
+  }
   // before authentication: rejected requests count too (see rate-limits.ts)
   await registerRateLimit(app, { config, log: app.log, verifyAccessToken: auth.verifyAccessToken, readiness: ctx.readiness });
   registerAuth(app, { verifyAccessToken: auth.verifyAccessToken, loadUser: users.loadUser, userCache: ctx.userCache });

@@ -1,20 +1,15 @@
 import cluster, { type Worker } from 'node:cluster';
 import type { Config } from './config.ts';
 
+type ChildRole = 'api' | 'worker';
+
+const RESTART_DELAY_MS = 1000;
+
 /**
  * WEB_CONCURRENCY=N (N > 1): this process only supervises N forked API processes sharing the port and, with ROLE=all,
  * one job worker, so jobs run in one place. The first API process starts alone, so migrations and the administrator
  * bootstrap never race; a dead process is forked again; SIGTERM is passed on; the supervisor exits once all have shut down.
  */
-export function shouldRunCluster(config: Config): boolean {
-  return cluster.isPrimary && config.webConcurrency > 1 && config.role !== 'worker';
-}
-
-type ChildRole = 'api' | 'worker';
-
-const RESTART_DELAY_MS = 1000;
-
-/** Runs the supervisor until every forked process has exited, then ends the process. */
 export function runClusterPrimary(config: Config): Promise<never> {
   const roles = new Map<Worker, ChildRole>();
   let stopping = false;

@@ -36,12 +36,8 @@ export function num(env: Env, name: string, def: number, min: number): number {
   return n;
 }
 
-function boolWord(raw: string): boolean | undefined {
-  const v = raw.trim().toLowerCase();
-  if (['1', 'true', 'yes', 'on'].includes(v)) return true;
-  if (['0', 'false', 'no', 'off'].includes(v)) return false;
-  return undefined;
-}
+const BOOL_WORDS = new Map([...['1', 'true', 'yes', 'on'].map((w) => [w, true] as const), ...['0', 'false', 'no', 'off'].map((w) => [w, false] as const)]);
+const boolWord = (raw: string): boolean | undefined => BOOL_WORDS.get(raw.trim().toLowerCase());
 
 export function bool(env: Env, name: string, def: boolean): boolean {
   const raw = str(env, name);

@@ -1,7 +1,7 @@
 import cluster from 'node:cluster';
 import net from 'node:net';
 import closeWithGrace from 'close-with-grace';
-import { runClusterPrimary, shouldRunCluster } from './cluster.ts';
+import { runClusterPrimary } from './cluster.ts';
 import { loadConfigOrExit } from './config.ts';
 import { DataDirInUse } from './db/data-dir-lock.ts';
 
@@ -27,7 +27,7 @@ if (config.role !== 'worker' && !cluster.isWorker && !(await portIsFree(config.p
 }
 
 // WEB_CONCURRENCY > 1: this process only supervises the forked API (and worker) processes; it never returns
-if (shouldRunCluster(config)) await runClusterPrimary(config);
+if (cluster.isPrimary && config.webConcurrency > 1 && config.role !== 'worker') await runClusterPrimary(config);
 
 // tracing starts before the app loads: its instrumentations patch libraries as they load
 const telemetry = config.otelEndpoint ? (await import('./telemetry.ts')).startTelemetry(config) : undefined;

@@ -1,7 +1,4 @@
-/**
- * OpenTelemetry tracing over OTLP (the SDK reads the OTEL_* variables itself; docs/tracing.md lists the spans). server.ts
- * imports it only when an endpoint is set, before the app: the instrumentations patch `pg`, `ioredis` and `node:http` as they load.
- */
+// OpenTelemetry over OTLP (docs/tracing.md), loaded only with an endpoint, before the app: it patches libraries as they load.
 import { setGlobalErrorHandler } from '@opentelemetry/core';
 import { HttpInstrumentation } from '@opentelemetry/instrumentation-http';
 import { IORedisInstrumentation } from '@opentelemetry/instrumentation-ioredis';

@@ -1,11 +1,7 @@
 import { LogController, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 
-/**
- * The access log: "request completed" at `info`, "incoming request" at `debug` (Fastify writes both
- * at `info`). The lines hold only the fields picked here, so they skip the costly redaction; every
- * other line goes through the redacting logger.
- */
+/** The access log: "request completed" at `info`, "incoming request" at `debug`, only the fields picked here (no costly redaction). */
 export class AccessLogController extends LogController {
   private readonly access: Logger | undefined;
 

@@ -1,12 +1,9 @@
 import type { FastifyBaseLogger } from 'fastify';
 import { RateLimiterMemory, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { Config } from '../config.ts';
-import { createRedis, FallbackState, firstConnection, redisOrMemory } from './rate-limits.ts';
+import { createRedis, firstConnection, redisOrMemory } from './rate-limits.ts';
 
-/**
- * Counts attempts per key in a fixed window, in Redis when REDIS_URL is set (every attempt waits for
- * it: the count must be exact across processes), per process while Redis is down or unset.
- */
+/** Counts attempts per key in a fixed window: in Redis (REDIS_URL; each attempt waits, to count exactly), else per process. */
 export interface AttemptLimiter {
   /** counts one attempt of `key`; `exceeded` once the window holds more than the limit */
   consume(key: string): Promise<Verdict>;
@@ -39,8 +36,7 @@ export function createAttemptLimiter(opts: {
     };
   }
   const label = `${name} counter`;
-  const fallback = new FallbackState(log, label);
-  const counter = redisOrMemory(createRedis(config.redisUrl, log, label), fallback, limits);
+  const counter = redisOrMemory(createRedis(config.redisUrl, log, label), log, limits, label);
   // the first attempts after start-up wait (briefly) for the first connection rather than count per process
   const connected = firstConnection(counter.redis);
   return {

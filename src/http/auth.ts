@@ -4,13 +4,9 @@ import { AppError } from './errors.ts';
 import type { UserCache } from './user-cache.ts';
 
 /**
- * Every route declares who may call it in `config.auth`; a route without it fails at start-up
- * (deny by default).
- * - public: anyone; a valid bearer token, when sent, still identifies the caller (rate limiting)
- * - user: a valid access token of an existing, active user
- * - admin: as user, and the user is an administrator (the user row comes from the user cache, which
- *   every change to a user evicts: see user-cache.ts)
- * - signature: no bearer token; the handler verifies a request signature itself
+ * Who may call a route, which every route declares in `config.auth` (without it start-up fails): public,
+ * anyone (a valid bearer token still identifies the caller for rate limiting); user, a valid access token
+ * of an existing, active user; admin, also an administrator; signature, the handler verifies a signature.
  */
 export type AuthLevel = 'public' | 'user' | 'admin' | 'signature';
 const LEVELS: readonly AuthLevel[] = ['public', 'user', 'admin', 'signature'];
@@ -44,8 +40,7 @@ export interface AccessClaims {
 /** Verifies a bearer access token: its claims, or null for anything that is not a valid access token. */
 export type AccessTokenVerifier = (token: string) => Promise<AccessClaims | null>;
 
-/** What the authentication hook needs from the rest of the service. */
-export interface AuthDeps {
+interface AuthDeps {
   verifyAccessToken: AccessTokenVerifier;
   /** a live (not deleted) user by id, read from the database */
   loadUser: (id: number) => Promise<UserRow | undefined>;
@@ -53,10 +48,9 @@ export interface AuthDeps {
 }
 
 /**
- * True when a session cut-off (password change or reset, signing out everywhere, deactivation, an
- * e-mail revert) ended the token: it was issued in an earlier session generation than the user's (a
- * generation cannot tie the way an issue time can). A token of an earlier release has no generation:
- * it is of generation 0, and also refused when its `iat` is before the last cut-off of that time.
+ * True when a session cut-off (password change or reset, signing out everywhere, deactivation, an e-mail
+ * revert) ended the token: it is of an earlier session generation than the user's (generations cannot tie
+ * as issue times can). An earlier release's token is of generation 0, and refused if issued before the cut-off.
  */
 export function issuedBeforeCutoff(claims: AccessClaims, user: UserRow): boolean {
   if ((claims.sgen ?? 0) !== user.sessions_generation) return true;
@@ -74,10 +68,7 @@ export function authUser(request: FastifyRequest): UserRow {
 
 const verifiedClaims = new WeakMap<FastifyRequest, Promise<AccessClaims | null>>();
 
-/**
- * The claims of the request's bearer access token, or null when there is none or it does not
- * verify. Verified once per request: the rate limiter (which runs first) and authentication share it.
- */
+/** The request's bearer access token's claims, or null; verified once, for the rate limiter and authentication. */
 export function verifiedAccessClaims(request: FastifyRequest, verify: AccessTokenVerifier): Promise<AccessClaims | null> {
   let claims = verifiedClaims.get(request);
   if (!claims) {
@@ -113,8 +104,7 @@ export function registerAuth(app: FastifyInstance, deps: AuthDeps): void {
     const user = claims ? await deps.userCache.get(Number(claims.sub), deps.loadUser) : undefined;
     // an inactive account's token is answered 403 "Inactive user" (the specification), whatever its age
     if (user && !user.is_active && level !== 'public') throw new AppError('INACTIVE_USER', 'Inactive user');
-    // a token issued before the user's sessions were cut off (reactivating revives none) is dead,
-    // like one of a deleted user; the cached row carries the session generation
+    // a token issued before the user's sessions were cut off (reactivating revives none) is dead
     if (!claims || !user || issuedBeforeCutoff(claims, user)) {
       if (level === 'public') return;
       throw new AppError('INVALID_TOKEN', CREDENTIALS_DETAIL, bearerChallenge);

@@ -26,10 +26,7 @@ interface Schema {
   const?: unknown;
 }
 
-/**
- * The bytes of the largest JSON text (escaped, pretty-printed) of a value `schema` accepts at nesting
- * level `depth`, or Infinity when the schema sets no bound.
- */
+/** The bytes of the largest JSON text (escaped, pretty-printed) `schema` accepts at nesting `depth`; Infinity if unbounded. */
 export function largestJsonBytes(schema: Schema, depth = 0): number {
   if (schema.const !== undefined) return JSON.stringify(schema.const).length * BYTES_PER_CHAR;
   if (schema.enum) return Math.max(...schema.enum.map((v) => JSON.stringify(v).length * BYTES_PER_CHAR));
@@ -71,10 +68,7 @@ function largestOfType(schema: Schema, type: string | undefined, depth: number):
   }
 }
 
-/**
- * Each route reads at most its largest valid body, in whole KiB, unless it sets its own `bodyLimit`;
- * an unbounded schema gets `maxBytes`, a route without a body schema MIN_BODY_LIMIT.
- */
+/** Each route without its own `bodyLimit` reads at most its largest valid body in whole KiB, within MIN_BODY_LIMIT..`maxBytes`. */
 export function registerBodyLimits(app: FastifyInstance, opts: { maxBytes: number }): void {
   app.addHook('onRoute', (route) => {
     if (route.bodyLimit !== undefined) return;

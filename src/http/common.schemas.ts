@@ -5,6 +5,7 @@ export const IdOf = (example: number) => Type.Integer({ examples: [example] });
 
 export const Timestamp = Type.String({ format: 'date-time' });
 export const NullableTimestamp = Type.Union([Type.String({ format: 'date-time' }), Type.Null()]);
+export const NullableText = (description: string) => Type.Union([Type.String(), Type.Null()], { description });
 
 export const PageQuery = {
   page: Type.Integer({ minimum: 1, maximum: 1000000, default: 1 }),
@@ -30,15 +31,9 @@ export function CappedPage<T extends TSchema>(item: T, description: string) {
   return Type.Object({ ...Page(item, description).properties, total_exact }, { description });
 }
 
-export interface PageResult<T> {
-  items: T[];
-  total: number;
-  page: number;
-  page_size: number;
-  has_next: boolean;
-}
+export type PageResult<T> = ReturnType<typeof pageOf<T>>;
 
-export function pageOf<T>(items: T[], total: number, page: number, pageSize: number): PageResult<T> {
+export function pageOf<T>(items: T[], total: number, page: number, pageSize: number) {
   return { items, total, page, page_size: pageSize, has_next: page * pageSize < total };
 }
 
@@ -62,9 +57,6 @@ export function isoOrNull(d: Date | string | null | undefined): string | null {
 export const NonBlank = (opts: { maxLength: number; description?: string }) =>
   Type.String({ minLength: 1, pattern: '\\S', ...opts });
 
-/**
- * Bounds shown in the documents only (as `minimum`/`maximum`): a value outside them is the service's
- * business-rule 400 (`INVALID_QUANTITY`), not the validator's 422.
- */
+/** Bounds the documents show as `minimum`/`maximum`: outside them is the business-rule 400 (`INVALID_QUANTITY`), not a 422. */
 export const RULE_BOUNDS = 'x-rule-bounds';
 export const ruleBounds = (minimum: number, maximum: number) => ({ [RULE_BOUNDS]: { minimum, maximum } });

@@ -48,8 +48,7 @@ function loadBuild(dir: string, currency: string): { index: StaticFile; assets: 
     const file = path.join(dir, 'assets', name);
     assets.set(name, { type, cache: IMMUTABLE, bodies: { identity: fs.readFileSync(file), br: optional(`${file}.br`), gzip: optional(`${file}.gz`) } });
   }
-  // the page with this service's settings written in (`<meta name="currency">`, which the console
-  // formats every amount with), compressed once here: the built copies cannot know the setting
+  // the page with the currency written in (`<meta name="currency">`), compressed here: the build cannot know it
   const html = Buffer.from(fs.readFileSync(path.join(dir, 'index.html'), 'utf8').replaceAll('%CURRENCY%', currency.replace(/[^A-Z]/g, '')));
   const bodies = { identity: html, br: zlib.brotliCompressSync(html), gzip: zlib.gzipSync(html, { level: 9 }) };
   return { index: { type: TYPES['.html'], cache: 'no-cache', bodies }, assets };
@@ -79,29 +78,25 @@ const NOT_BUILT =
   '<h1>The console is not built</h1><p>It is built by <code>npm ci</code> with the dev dependencies installed ' +
   '(esbuild and Preact), or by <code>npm run build:console</code>. The API works without it.</p></main></body></html>';
 
-/**
- * The console: one page for every /console address, its hashed assets precompressed. Public and not
- * rate-limited: the page holds no data; the API it calls checks every request.
- */
+/** The console, one page for every /console address: public and not rate-limited (it holds no data; its API calls are checked). */
 export function registerConsole(app: FastifyInstance, opts: { dir?: string; currency?: string } = {}): void {
   const dir = opts.dir ?? CONSOLE_DIR;
   const build = loadBuild(dir, opts.currency ?? 'USD');
   if (!build) app.log.warn({ dir }, 'console not built: /console answers 503 (npm ci with dev dependencies builds it)');
-  const config = { auth: 'public' as const, rateLimitBucket: 'none' as const };
-  const schema = { hide: true };
+  const options = { config: { auth: 'public', rateLimitBucket: 'none' }, schema: { hide: true } } as const;
 
   const page = async (request: FastifyRequest, reply: FastifyReply) => {
     if (!build) return reply.code(503).header('content-security-policy', CONSOLE_CSP).header('cache-control', 'no-store').type(TYPES['.html']).send(NOT_BUILT);
     return send(request, reply, build.index);
   };
-  app.get('/console', { config, schema }, page);
-  app.get('/console/*', { config, schema }, page);
-  app.get('/console/assets/:file', { config, schema }, async (request, reply) => {
+  app.get('/console', options, page);
+  app.get('/console/*', options, page);
+  app.get('/console/assets/:file', options, async (request, reply) => {
     const file = build?.assets.get((request.params as { file: string }).file);
     if (!file) throw new AppError('NOT_FOUND', 'Not Found');
     return send(request, reply, file);
   });
-  app.get('/console/favicon.svg', { config, schema }, async (_request, reply) =>
+  app.get('/console/favicon.svg', options, async (_request, reply) =>
     reply.header('cache-control', 'public, max-age=86400').type('image/svg+xml').send(FAVICON),
   );
 }

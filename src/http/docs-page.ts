@@ -19,23 +19,14 @@ function ownDocument() {
     const found = /\/docs(\/v2)?\/json$/.exec(url);
     return found ? new URL(found[1] ? '/openapi-v2.json' : '/openapi.json', url).href : url;
   };
-  return {
-    statePlugins: {
-      spec: {
-        wrapActions: {
-          updateUrl: (original: (url: unknown) => unknown) => (url: unknown) => original(own(url)),
-          download: (original: (url: unknown) => unknown) => (url: unknown) => original(own(url)),
-        },
-      },
-    },
-  };
+  const wrap = (original: (url: unknown) => unknown) => (url: unknown) => original(own(url));
+  return { statePlugins: { spec: { wrapActions: { updateUrl: wrap, download: wrap } } } };
 }
 
 /**
- * Swagger UI's order of a tag's operations: the document's, each deletion after the tag's other
- * operations (a path's methods share one entry of the document, so DELETE /x/{id} would come
- * before GET /x/{id}/y, which needs what it deletes). Its arguments are Immutable maps of the
- * operations, not the strings @fastify/swagger-ui's types say. Keep in step with pageOrder (test/helpers/docs-order.ts), which test/docs/docs-browser.test.ts holds to the page.
+ * Swagger UI's order of a tag's operations: the document's, deletions last (else DELETE /x/{id} precedes GET /x/{id}/y,
+ * which needs what it deletes). Its arguments are Immutable maps, not the strings the types say. Keep in step with
+ * pageOrder (test/helpers/docs-order.ts), which test/docs/docs-browser.test.ts holds to the page.
  */
 function deletionsLast(a: unknown, b: unknown): number {
   const deletes = (op: unknown) => Number((op as { get: (key: string) => unknown }).get('method') === 'delete');

@@ -1,5 +1,4 @@
-// How every failure becomes the one error shape (errors.ts): validation, Fastify's and Node's own
-// errors, a full disk and a database outage.
+// Every failure in the one error shape (errors.ts): validation, Fastify's and Node's errors, full disk, outage.
 import { createRequire } from 'node:module';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -81,10 +80,7 @@ const CLIENT_ERRORS: Record<string, [ErrorCode, string]> = {
   HPE_CHUNK_EXTENSIONS_OVERFLOW: ['PAYLOAD_TOO_LARGE', 'Request body is too large'],
 };
 
-/**
- * The `clientErrorHandler` server option: Node's refusals, in the same error shape; then the
- * connection closes, as after a parse error the rest of the stream cannot be trusted.
- */
+/** The `clientErrorHandler` server option: Node's refusals, then the connection closes (the rest of the stream is untrustworthy). */
 export function clientErrorHandler(err: NodeJS.ErrnoException, socket: Socket): void {
   // a reset connection has no one left to answer
   if (err.code === 'ECONNRESET' || socket.destroyed) return;
@@ -116,11 +112,7 @@ const storageFull = () =>
 
 const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
-/**
- * With `storage`, a request that may write is refused (503 `STORAGE_FULL`) after authentication and
- * validation while the embedded database's disk is below its reserve; a disk-full error from either
- * database is answered the same way, and noted for /ready.
- */
+/** With `storage`, a write gets 503 `STORAGE_FULL` after auth and validation while PGlite's disk is under its reserve, as does a disk-full error. */
 export function registerErrorHandling(
   app: FastifyInstance,
   opts: { storage?: StorageState; databaseOutage?: { failed(err: unknown, source: string): void } } = {},
@@ -167,8 +159,7 @@ export function registerErrorHandling(
     }
     return new AppError('NOT_FOUND', `Route ${request.method} ${path} not found`);
   };
-  // An unknown path or method is answered before the body is parsed (whose faults would answer
-  // instead), after the onRequest hooks, so rate limits still count it.
+  // an unknown path or method is answered before body parsing (whose faults would win), after rate limiting
   app.addHook('preParsing', (request, reply, payload, done) => {
     if (request.is404) void sendError(reply, notFound(request));
     else done(null, payload);

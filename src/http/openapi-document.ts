@@ -1,9 +1,8 @@
 import { RULE_BOUNDS } from './common.schemas.ts';
-import { ERROR_STATUS, type ErrorCode, type ValidationIssue } from './errors.ts';
+import { ERROR_STATUS, ERRORS, type ErrorCode, type ValidationIssue } from './errors.ts';
 import { withTryItNotes } from './openapi-try-it.ts';
 import { RESOURCES } from './path-ids.ts';
 import type { RouteInfo } from './security.ts';
-import { MAX_JSON_DEPTH } from './validation.ts';
 
 interface OpenApiResponse {
   description?: string;
@@ -21,11 +20,10 @@ interface OpenApiOperation {
 export interface OpenApiDocument {
   tags?: { name: string; description: string }[];
   paths?: Record<string, Record<string, OpenApiOperation>>;
-  components?: { schemas?: Record<string, unknown> };
 }
 
 /** The routes' tags (short ids) as the documents name and describe them, in the order the pages list them. */
-export const TAGS: Readonly<Record<string, { name: string; description: string }>> = {
+const TAGS: Readonly<Record<string, { name: string; description: string }>> = {
   auth: { name: 'Authentication', description: 'Sign in (the Authorize button does it for you), refresh and revoke tokens, change or recover a password' },
   users: { name: 'Users', description: 'Accounts: administrators create and delete them, everyone reads them and edits their own' },
   products: { name: 'Products', description: 'The catalogue orders are placed from, kept by administrators' },
@@ -52,10 +50,8 @@ const RATE_LIMIT_HEADERS = {
 const RETRY_AFTER = { 'Retry-After': integerHeader('seconds to wait before trying again') };
 
 /**
- * What the route schemas cannot say by themselves: a query parameter with a default and a body that
- * admits `null` are optional; every error status the operation can answer, with its codes and
- * examples; what its example needs first (openapi-try-it.ts); status and tag names; rule bounds;
- * the rate-limit headers.
+ * What route schemas cannot say: defaulted query parameters and `null`-admitting bodies are optional; every error
+ * status with its codes and examples; Try-it notes (openapi-try-it.ts); status and tag names; rule bounds; rate-limit headers.
  */
 export function refineDocument(doc: OpenApiDocument, routes: readonly RouteInfo[], prefix: string): void {
   const routeOf = new Map(routes.map((r) => [`${r.method.toLowerCase()} ${r.url.replace(/:(\w+)/g, '{$1}')}`, r]));
@@ -133,85 +129,6 @@ function applyRuleBounds(node: unknown): void {
 
 // The OpenAPI documents' error answers: per operation and status, its codes and an example body of each.
 
-interface ErrorExample {
-  /** what the code means here, in a few words (the example's name in Swagger UI's list) */
-  summary: string;
-  detail: string;
-  errors?: ValidationIssue[];
-}
-
-/** One example of every code, as the service answers it where no route says otherwise. */
-const EXAMPLES: Record<ErrorCode, ErrorExample> = {
-  VALIDATION_ERROR: {
-    summary: 'the request does not match the schema',
-    detail: 'Validation failed: body.items.0.product_id: field required',
-    errors: [{ loc: ['body', 'items', 0, 'product_id'], msg: 'field required', type: 'missing' }],
-  },
-  BAD_REQUEST: { summary: 'a body nested too deep', detail: `Request body is nested more than ${MAX_JSON_DEPTH} levels deep` },
-  INVALID_INPUT: {
-    summary: 'the body does not match the schema',
-    detail: 'Validation failed: body.price: must be > 0',
-    errors: [{ loc: ['body', 'price'], msg: 'must be > 0', type: 'exclusiveMinimum' }],
-  },
-  NOT_AUTHENTICATED: { summary: 'no bearer token', detail: 'Not authenticated' },
-  INVALID_CREDENTIALS: { summary: 'wrong e-mail or password', detail: 'Incorrect email or password' },
-  INVALID_TOKEN: { summary: 'an invalid, expired or revoked token', detail: 'Could not validate credentials' },
-  INVALID_SIGNATURE: { summary: 'a missing or wrong signature', detail: 'Invalid webhook signature' },
-  INACTIVE_USER: { summary: 'the account is inactive', detail: 'Inactive user' },
-  FORBIDDEN: { summary: "another user's resource", detail: 'Not enough permissions to access this resource' },
-  ADMIN_REQUIRED: { summary: 'not an administrator', detail: 'Administrator privileges required' },
-  NOT_FOUND: { summary: 'no such resource', detail: 'Not found' },
-  METHOD_NOT_ALLOWED: { summary: 'the path does not take this method', detail: 'Method PUT is not allowed on /api/v1/orders' },
-  EMAIL_EXISTS: { summary: 'the e-mail address is taken', detail: 'Email already registered' },
-  SKU_EXISTS: { summary: 'the SKU is taken', detail: 'SKU already exists' },
-  INVALID_PRODUCT: { summary: 'no such active product', detail: 'Invalid product id 999: no such active product' },
-  INVALID_QUANTITY: { summary: 'a quantity outside 1 to 1000', detail: 'Invalid quantity 0 for product 1: must be between 1 and 1000' },
-  INVALID_STATE: { summary: 'not possible in its current state', detail: 'Subscription is disabled; enable it before sending a test event' },
-  ORDER_NOT_CANCELLABLE: {
-    summary: 'already failed or cancelled',
-    detail: 'Only pending, processing or completed orders can be cancelled; this order is failed',
-  },
-  SUBSCRIPTION_LIMIT_REACHED: {
-    summary: 'too many subscriptions',
-    detail: 'A user may have at most 25 webhook subscriptions; delete one you no longer use',
-  },
-  SUBSCRIPTION_URL_EXISTS: { summary: 'already subscribed to this URL', detail: 'You already have a subscription to this URL (subscription 1)' },
-  INVALID_RESET_TOKEN: { summary: 'an unknown token', detail: 'Invalid password reset token' },
-  RESET_TOKEN_USED: { summary: 'the token was used', detail: 'This password reset token has already been used' },
-  RESET_TOKEN_EXPIRED: { summary: 'the token expired', detail: 'This password reset token has expired; request a new one' },
-  RESET_TOKEN_SUPERSEDED: {
-    summary: 'a newer token exists, or the account changed',
-    detail:
-      'This password reset token is no longer valid: a newer one was requested, or the account changed since; use the latest e-mail or request a new one',
-  },
-  INVALID_EMAIL_TOKEN: {
-    summary: 'an unknown token, or the address changed since',
-    detail: 'Invalid e-mail confirmation token, or the account no longer has this address',
-  },
-  EMAIL_TOKEN_USED: { summary: 'the token was used', detail: 'This e-mail link has already been used' },
-  EMAIL_TOKEN_EXPIRED: { summary: 'the token expired', detail: 'This e-mail link has expired' },
-  IDEMPOTENCY_KEY_REUSED: {
-    summary: 'the key was used with another body',
-    detail: 'Idempotency-Key has already been used with a different request body',
-  },
-  PAYLOAD_TOO_LARGE: { summary: "a body over the route's limit", detail: 'Request body is too large' },
-  UNSUPPORTED_MEDIA_TYPE: { summary: 'a body that is not JSON', detail: 'Unsupported content type; send application/json' },
-  RATE_LIMITED: { summary: 'too many requests in the window', detail: 'Rate limit exceeded, retry in 42 seconds' },
-  LOGIN_THROTTLED: {
-    summary: 'too many failed sign-ins for the e-mail',
-    detail: 'Too many failed sign-in attempts for this e-mail address; retry in 60 seconds',
-  },
-  INTERNAL_ERROR: { summary: 'an unexpected error', detail: 'Internal server error' },
-  SERVICE_UNAVAILABLE: { summary: 'the database is unreachable', detail: 'Service temporarily unavailable' },
-  STORAGE_FULL: {
-    summary: "the database's disk is full",
-    detail: 'The service cannot store anything right now: its disk is full. Reads still work; retry later',
-  },
-  WEBHOOK_NOT_CONFIGURED: { summary: 'no webhook secret is set', detail: 'Inbound webhooks are not configured on this server' },
-  REQUEST_TIMEOUT: { summary: 'the request came too slowly', detail: 'Request timed out' },
-  HEADERS_TOO_LARGE: { summary: 'headers over the limit', detail: 'Request headers are too large' },
-};
-
 /** A code an operation answers, with its detail there when the default example's is not it. */
 type RouteCode = ErrorCode | { code: ErrorCode; detail: string };
 
@@ -270,7 +187,7 @@ const ROUTE_CODES: Readonly<Record<string, readonly RouteCode[]>> = {
   'POST /webhooks/subscriptions/{subscription_id}/rotate-secret': [subscription],
 };
 
-const entry = (code: ErrorCode, detail?: string) => ({ code, detail: detail ?? EXAMPLES[code].detail });
+const entry = (code: ErrorCode, detail?: string) => ({ code, detail: detail ?? ERRORS[code].detail });
 
 /** What each error status means, before the list of its codes, and its code when nothing more specific is known. */
 const STATUSES: Record<number, [title: string, code: ErrorCode]> = {
@@ -301,7 +218,7 @@ function errorAnswer(status: number, codes: readonly { code: ErrorCode; detail: 
   if (mine.length === 0 && fallback !== undefined) mine = [entry(fallback)];
   const examples: Record<string, unknown> = {};
   for (const { code, detail } of mine) {
-    const { summary, errors } = EXAMPLES[code];
+    const { summary, errors }: { summary: string; errors?: ValidationIssue[] } = ERRORS[code];
     examples[code] = { summary, value: { detail, error_code: code, ...(errors ? { errors } : {}) } };
   }
   return { description: `${title} (${mine.map((c) => `\`${c.code}\``).join(', ')})`, examples };

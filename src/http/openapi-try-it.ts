@@ -1,5 +1,4 @@
-// What running the documents' operations from the top (Try it out, on a fresh start) needs beyond
-// their examples, said in each operation's description.
+// What running the operations from the top (Try it out, fresh start) needs beyond their examples, in their descriptions.
 
 /** Starts the note of what an operation's example needs before it can succeed on a fresh start. */
 export const NEEDS_FIRST = '**Needs first:**';

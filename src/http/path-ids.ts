@@ -13,10 +13,7 @@ export const RESOURCES: Readonly<Record<string, string>> = {
   subscription_id: 'Subscription',
 };
 
-/**
- * An id outside 1..MAX_ID names no row: that resource's 404, never sent to the database (which would
- * refuse it). The first preHandler, after authentication and validation, as a missing row would be.
- */
+/** An id outside 1..MAX_ID is that resource's 404, unsent to the database (which refuses it); the first preHandler, like a missing row. */
 export function registerPathIds(app: FastifyInstance): void {
   app.addHook('onRoute', (route) => {
     const props = (route.schema?.params as { properties?: Record<string, unknown> } | undefined)?.properties ?? {};

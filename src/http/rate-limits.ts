@@ -9,12 +9,10 @@ import { AppError } from './errors.ts';
 import type { ReadinessCheck } from './observability.ts';
 
 /**
- * @fastify/rate-limit, counted in Redis when REDIS_URL is set, in process memory otherwise. Buckets:
- * `user` (a valid access token's subject), `ip` (everything else, and always the routes that take a
- * credential in their body, so one account's token buys no guesses at another's), `webhook` (by IP,
- * its own limit); `none` is not counted. The hook is application-wide and runs before authentication,
- * so rejected requests and 404s count too. The plugin's Redis store has no fallback, so a custom
- * store counts in memory while Redis is down (logged once each way; /ready says `redis: degraded`).
+ * @fastify/rate-limit, counted in Redis (REDIS_URL) or process memory, in buckets `user` (a valid token's
+ * subject), `ip` (the rest, and always the routes taking a credential in their body, so one account's token
+ * buys no guesses at another's), `webhook` (by IP) and `none` (uncounted). The hook runs before
+ * authentication, so rejected requests and 404s count too; our store counts in memory while Redis is down.
  */
 
 export type RateLimitBucket = 'ip' | 'webhook' | 'none';
@@ -29,36 +27,12 @@ declare module 'fastify' {
 /** Keys the in-memory store (no REDIS_URL) keeps at most, least recently used first out. */
 const MEMORY_KEYS = 20_000;
 
-/** Logs the move to per-process counters once, and the return to Redis once. */
-export class FallbackState {
-  private fallingBack = false;
-  private readonly log: FastifyBaseLogger;
-  private readonly label: string;
-
-  constructor(log: FastifyBaseLogger, label = 'rate limiting') {
-    this.log = log;
-    this.label = label;
-  }
-
-  enter(): void {
-    if (!this.fallingBack) this.log.warn(`${this.label}: Redis unavailable, falling back to per-process counters`);
-    this.fallingBack = true;
-  }
-
-  leave(): void {
-    if (this.fallingBack) this.log.info(`${this.label}: Redis is back, counters are shared again`);
-    this.fallingBack = false;
-  }
-}
-
 /** How long a count waits for Redis's answer before it is made per process instead. */
 const ANSWER_MS = 500;
 
 /**
- * `promise`, or a rejection once it has not settled `ANSWER_MS` after the call. The rejection waits
- * one more turn of the event loop (setImmediate runs after the sockets are read), so an answer that
- * arrived while this process was busy wins; ioredis's commandTimeout would reject it, and the request
- * would be counted in Redis and per process.
+ * `promise`, or a rejection once unsettled `ANSWER_MS` after the call, one event-loop turn later (setImmediate
+ * runs after the sockets are read): an answer that arrived while this process was busy wins, not counted twice.
  */
 function answered<T>(promise: Promise<T>): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
@@ -85,24 +59,34 @@ export function createRedis(url: string, log: FastifyBaseLogger, label = 'rate l
   return client;
 }
 
-/** A fixed-window counter in Redis while it answers, in memory otherwise; a limiter's verdict (RateLimiterRes) passes on. */
-export function redisOrMemory(redis: Redis, fallback: FallbackState, opts: IRateLimiterOptions) {
+/** A fixed-window counter in Redis while it answers, else in memory (logged once each way); a limiter's verdict (RateLimiterRes) passes on. */
+export function redisOrMemory(redis: Redis, log: FastifyBaseLogger, opts: IRateLimiterOptions, label = 'rate limiting') {
   const shared = new RateLimiterRedis({ ...opts, storeClient: redis, rejectIfRedisNotReady: true });
   const memory = new RateLimiterMemory(opts);
-  redis.on('ready', () => fallback.leave());
+  let fallingBack = false;
+  const fallBack = () => {
+    if (!fallingBack) log.warn(`${label}: Redis unavailable, falling back to per-process counters`);
+    fallingBack = true;
+  };
+  const recovered = () => {
+    if (fallingBack) log.info(`${label}: Redis is back, counters are shared again`);
+    fallingBack = false;
+  };
+  redis.on('ready', recovered);
   return {
     redis,
+    fallBack,
     async use<T>(op: (limiter: RateLimiterRedis | RateLimiterMemory) => Promise<T>): Promise<T> {
       if (redis.status === 'ready') {
         try {
           const result = await answered(op(shared));
-          fallback.leave();
+          recovered();
           return result;
         } catch (err) {
           if (err instanceof RateLimiterRes) throw err;
         }
       }
-      fallback.enter();
+      fallBack();
       return op(memory);
     },
   };
@@ -114,7 +98,7 @@ export async function firstConnection(redis: Redis): Promise<void> {
   await once(redis, 'ready', { signal: AbortSignal.timeout(1500) }).catch(() => {});
 }
 
-export interface RateLimitDeps {
+interface RateLimitDeps {
   config: Config;
   log: FastifyBaseLogger;
   /** the bearer token picks the bucket: a valid one counts against its user */
@@ -126,8 +110,8 @@ export interface RateLimitDeps {
 export async function registerRateLimit(app: FastifyInstance, deps: RateLimitDeps): Promise<void> {
   const { config, log } = deps;
   const limits = { user: config.rateLimitAuthenticated, ip: config.rateLimitAnonymous, webhook: config.rateLimitWebhook };
-  const redis = config.redisUrl ? createRedis(config.redisUrl, log) : undefined;
-  const fallback = new FallbackState(log);
+  const counterOptions = { points: 1, duration: config.rateLimitWindowSeconds, keyPrefix: config.rateLimitKeyPrefix };
+  const counter = config.redisUrl ? redisOrMemory(createRedis(config.redisUrl, log), log, counterOptions) : undefined;
 
   await app.register(rateLimit, {
     // not per route: one application-wide hook (below), before authentication
@@ -146,15 +130,16 @@ export async function registerRateLimit(app: FastifyInstance, deps: RateLimitDep
       const retryAfter = Math.max(1, Math.ceil(context.ttl / 1000));
       return new AppError('RATE_LIMITED', `Rate limit exceeded, retry in ${retryAfter} seconds`, { headers: { 'retry-after': String(retryAfter) } });
     },
-    ...(redis ? { store: sharedStore(redisOrMemory(redis, fallback, { points: 1, duration: config.rateLimitWindowSeconds, keyPrefix: config.rateLimitKeyPrefix })) } : { cache: MEMORY_KEYS }),
+    ...(counter ? { store: sharedStore(counter) } : { cache: MEMORY_KEYS }),
   });
   app.addHook('onRequest', app.rateLimit());
 
-  if (!redis) return;
+  if (!counter) return;
+  const { redis } = counter;
   deps.readiness.push({ name: 'redis', critical: false, check: () => answered(redis.ping()).then(() => 'ok' as const, () => 'degraded' as const) });
   app.addHook('onReady', async () => {
     await firstConnection(redis);
-    if (redis.status !== 'ready') fallback.enter();
+    if (redis.status !== 'ready') counter.fallBack();
   });
   app.addHook('onClose', async () => void (await redis.quit().catch(() => redis.disconnect())));
 }

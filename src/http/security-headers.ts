@@ -1,10 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import helmet, { type HelmetOptions } from 'helmet';
 
-/**
- * Sets helmet's headers on the raw response first thing, so every error reply keeps them too; worked
- * out once, as without a CSP nonce they never change.
- */
+/** Helmet's headers, worked out once (no CSP nonce, so they never change), set first thing so every error reply has them. */
 export function registerSecurityHeaders(app: FastifyInstance, options: HelmetOptions): void {
   const headers = new Map<string, string>();
   const res = { setHeader: (name: string, value: string) => headers.set(name, value), removeHeader: (name: string) => headers.delete(name) };
@@ -19,10 +16,7 @@ export function registerSecurityHeaders(app: FastifyInstance, options: HelmetOpt
   });
 }
 
-/**
- * `Cache-Control: no-store` on every response under `prefixes` (tokens and personal data), by the
- * matched route or else the decoded path, never by how the client spelled it.
- */
+/** `Cache-Control: no-store` under `prefixes` (tokens, personal data), by matched route or decoded path, never the client's spelling. */
 export function registerNoStore(app: FastifyInstance, prefixes: readonly string[]): void {
   const under = (path: string, prefix: string) => path.startsWith(prefix) && (path.length === prefix.length || path[prefix.length] === '/');
   app.addHook('onRequest', (request, reply, done) => {

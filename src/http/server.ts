@@ -14,8 +14,7 @@ export function serverOptions(config: Config, logStream: { write(msg: string): v
   return {
     ...loggerOptions(config, logStream),
     ...serverLimits(config),
-    // TRUST_PROXY=true trusts the immediate peer only (Fastify's `true` trusts every hop, so the
-    // left-most X-Forwarded-For entry, which the client controls, would be the IP)
+    // TRUST_PROXY=true: the immediate peer only (Fastify's `true` would take the client-set left-most X-Forwarded-For)
     trustProxy: config.trustProxy === true ? (_address: string, hop: number) => hop === 0 : config.trustProxy,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
     frameworkErrors,
@@ -29,9 +28,8 @@ export function serverOptions(config: Config, logStream: { write(msg: string): v
 }
 
 /**
- * stdout, made once per process: the lines written synchronously so a crash loses none; the access
- * lines gathered into writes of at most 4 KiB (a pipe takes that whole, so no other line is split),
- * flushed within 100 ms and at exit (only SIGKILL loses what waits).
+ * stdout, made once per process: lines written synchronously (a crash loses none); access lines gathered into writes
+ * of at most 4 KiB (a pipe takes that whole, splitting no line), flushed within 100 ms and at exit.
  */
 let stdout: { lines: pino.DestinationStream; access: pino.DestinationStream } | undefined;
 function stdoutLogs(): NonNullable<typeof stdout> {
@@ -88,9 +86,8 @@ export function closeIdleConnectionsOnShutdown(app: FastifyInstance): void {
 const SHUTDOWN_DRAIN_MS = 1000;
 
 /**
- * The close a stop signal asks for, kind to keep-alive clients (closing an idle connection races with
- * a client writing its next request on it): for SHUTDOWN_DRAIN_MS every answer carries
- * `Connection: close`, then app.close(). Returns that close; call it once.
+ * The close for a stop signal, kind to keep-alive clients (closing an idle connection races with their next request):
+ * every answer carries `Connection: close` for SHUTDOWN_DRAIN_MS, then app.close(). Call the returned close once.
  */
 export function gracefulClose(app: FastifyInstance): () => Promise<void> {
   const inFlight = new Set<ServerResponse>();

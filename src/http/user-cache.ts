@@ -5,6 +5,7 @@ import type { UserRow } from '../db/schema.ts';
 
 /** The channel the users trigger notifies on (migration 20261122000000_user_change_notify). */
 const USER_CHANGED_CHANNEL = 'oas_user_changed';
+const MAX_USERS = 10_000;
 
 interface Entry<V> {
   value: V;
@@ -12,27 +13,23 @@ interface Entry<V> {
 }
 
 /**
- * The user rows that authenticate requests, and the users list's totals, kept in memory so an
- * authenticated read costs no database round trip, yet a change takes effect at once: this process
- * evicts its own changes before responding; the trigger's NOTIFY brings every change to every
- * process (UserChangeFeed) and drops all totals; nothing is cached while the feed is not listening;
- * a read that raced an eviction is not cached (the epoch), so a row read before a commit is not put
- * back after its eviction; entries expire after `ttlMs` (0: off), bounding the staleness of a feed
- * that died unnoticed. At most `max` users, the oldest out first.
+ * The user rows that authenticate requests, and the users list's totals, in memory, yet a change takes effect at
+ * once: this process evicts its own changes before responding; the trigger's NOTIFY brings every change to every
+ * process (UserChangeFeed) and drops all totals; nothing is cached while the feed is not listening; a read that
+ * raced an eviction is not cached (the epoch); entries expire after `ttlMs` (0: off), bounding the staleness of a
+ * feed that died unnoticed. At most MAX_USERS users, the oldest out first.
  */
 export class UserCache {
   private readonly entries = new Map<number, Entry<UserRow>>();
   private readonly totals = new Map<string, Entry<number>>();
   private readonly ttlMs: number;
-  private readonly max: number;
   private epoch = 0;
   private live = false;
   /** set by the change feed: see UserChangeFeed.barrier */
   settle: () => Promise<void> = async () => {};
 
-  constructor(opts: { ttlMs: number; max?: number }) {
+  constructor(opts: { ttlMs: number }) {
     this.ttlMs = opts.ttlMs;
-    this.max = opts.max ?? 10_000;
   }
 
   get enabled(): boolean {
@@ -40,7 +37,7 @@ export class UserCache {
   }
 
   get(id: number, load: (id: number) => Promise<UserRow | undefined>): Promise<UserRow | undefined> {
-    return this.cached(this.entries, id, () => load(id), this.max);
+    return this.cached(this.entries, id, () => load(id), MAX_USERS);
   }
 
   /** A count of users kept under `key` (the list's filter), loaded by `count` when absent. */
@@ -82,11 +79,7 @@ export class UserCache {
   }
 }
 
-/**
- * Listens on USER_CHANGED_CHANNEL and evicts the users it names. On PostgreSQL it holds one
- * connection of its own (outside the pool), checked every few seconds and reconnected after a
- * failure; on PGlite it listens on the embedded instance.
- */
+/** Evicts the users USER_CHANGED_CHANNEL names: on PGlite's instance, or over a checked, reconnecting PostgreSQL connection of its own. */
 export class UserChangeFeed {
   private readonly deps: { cache: UserCache; database: DatabaseHandle; log: FastifyBaseLogger };
   private client: pg.Client | undefined;

@@ -2,7 +2,7 @@ import { createRequire } from 'node:module';
 import { Ajv, type Options, type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import type { FastifyInstance, FastifyServerOptions } from 'fastify';
-import { AppError } from './errors.ts';
+import { AppError, MAX_JSON_DEPTH } from './errors.ts';
 
 /** A validator as Fastify calls it: true or false, with the errors of the last call on `errors`. */
 interface Validator {
@@ -70,10 +70,7 @@ function withinDatabaseRange(ajv: Ajv, name: 'date' | 'date-time'): void {
   });
 }
 
-/**
- * `multipleOf` of a decimal step holds for the number as written: Ajv divides doubles and refuses
- * 19.99 for 0.01. A power-of-ten step is met when rounding to that many decimals gives the same double.
- */
+/** `multipleOf` a power-of-ten step holds when rounding to its decimals gives the same double (Ajv's division refuses 19.99 for 0.01). */
 function replaceMultipleOf(ajv: Ajv): void {
   ajv.removeKeyword('multipleOf');
   ajv.addKeyword({
@@ -91,10 +88,7 @@ function replaceMultipleOf(ajv: Ajv): void {
   });
 }
 
-/**
- * Bodies are checked strictly (no coercion, unknown properties rejected, not stripped); query, path
- * and headers, text on the wire, are coerced. Request schemas have no $ref, so no shared schemas.
- */
+/** Bodies: strict (no coercion, unknown properties rejected); query, path, headers (text on the wire): coerced. No $ref in request schemas. */
 export function registerValidation(app: FastifyInstance): void {
   const bodyAjv = makeAjv({ coerceTypes: false });
   const textAjv = makeAjv({ coerceTypes: 'array' });
@@ -132,9 +126,6 @@ function textValidator(validate: Validator, schema: unknown): Validator {
   return wrapped;
 }
 
-/** Deeper than any valid body of the API (an order is three levels: body, lines, line). */
-export const MAX_JSON_DEPTH = 32;
-
 /** True when JSON text nests more than `max` levels: one pass, nothing allocated, unlike parsing a deep body. */
 export function nestedDeeperThan(text: string, max: number): boolean {
   let depth = 0;
@@ -152,10 +143,7 @@ export function nestedDeeperThan(text: string, max: number): boolean {
   return false;
 }
 
-/**
- * Fastify's own JSON parser, except that an empty body is no body (a client sending the JSON
- * content type on every request can still DELETE) and a body nested too deep is refused unparsed.
- */
+/** Fastify's JSON parser, but an empty body is no body (so DELETE with the JSON content type works) and one nested too deep is refused unparsed. */
 function registerJsonParser(app: FastifyInstance): void {
   const parse = app.getDefaultJsonParser('error', 'error');
   app.removeContentTypeParser('application/json');

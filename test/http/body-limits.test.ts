@@ -2,7 +2,8 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { FastifyInstance } from 'fastify';
 import { largestJsonBytes, MIN_BODY_LIMIT } from '../../src/http/body-limits.ts';
-import { MAX_JSON_DEPTH, nestedDeeperThan } from '../../src/http/validation.ts';
+import { MAX_JSON_DEPTH } from '../../src/http/errors.ts';
+import { nestedDeeperThan } from '../../src/http/validation.ts';
 import { api, buildTestApp, createUser, errorBody, type TestUser } from '../helpers/app.ts';
 
 const json = { 'content-type': 'application/json' };

@@ -6,7 +6,7 @@ import { Redis } from 'ioredis';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { buildApp } from '../../src/app.ts';
 import type { Config } from '../../src/config.ts';
-import { createRedis, FallbackState, firstConnection, redisOrMemory } from '../../src/http/rate-limits.ts';
+import { createRedis, firstConnection, redisOrMemory } from '../../src/http/rate-limits.ts';
 import { errorBody, waitFor, LogCapture, REDIS_URL, buildTestApp, createUser, redisAvailable, uniquePrefix } from '../helpers/app.ts';
 
 const SECRET = 'rate-limit-test-secret-0123456789abcdef';
@@ -280,7 +280,7 @@ describe('rate limiting (Redis)', () => {
     t.after(() => redis.disconnect());
     await firstConnection(redis);
     const prefix = uniquePrefix();
-    const counter = redisOrMemory(redis, new FallbackState(app.log), { points: 1, duration: 60, keyPrefix: prefix });
+    const counter = redisOrMemory(redis, app.log, { points: 1, duration: 60, keyPrefix: prefix });
     const counted = counter.use((limiter) => limiter.penalty('k', 1));
     // a stall longer than a count waits for Redis, after the command is sent: its answer waits unread
     setImmediate(() => {

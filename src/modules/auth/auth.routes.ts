@@ -1,10 +1,9 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyContextConfig, FastifyInstance, FastifySchema } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { authUser } from '../../http/auth.ts';
 import { errorResponses } from '../../http/errors.ts';
-import { toUserPublic } from '../users/users.mapper.ts';
-import { userSchemas } from '../users/users.schemas.ts';
+import { toUserPublic, USER_SCHEMAS } from '../users/users.schemas.ts';
 import { apiVersionOf } from '../../http/api-version.ts';
 import {
   AccessToken,
@@ -22,7 +21,7 @@ import {
 } from './auth.schemas.ts';
 import { presentedDeviceToken, setDeviceCookie } from './device-tokens.ts';
 import type { AuthService } from './auth.service.ts';
-import type { EmailChangeService } from '../users/email-change.service.ts';
+import type { UsersModule } from '../users/users.module.ts';
 import type { PasswordRecoveryService } from './password-recovery.service.ts';
 import type { TokenService } from './token.service.ts';
 
@@ -37,17 +36,15 @@ export function registerJwksRoute(app: FastifyInstance, tokens: TokenService): v
 
 /** Routes taking a credential in their body count against the client IP's limit whatever `Authorization` they carry. */
 const credentialRoute = { auth: 'public', rateLimitBucket: 'ip' } as const;
+const route = <S extends FastifySchema>(config: FastifyContextConfig, schema: S) => ({ config, schema: { tags: ['auth'], ...schema } });
 
-export function registerAuthRoutes(root: FastifyInstance, auth: AuthService, recovery: PasswordRecoveryService, emailChange: EmailChangeService): void {
+export function registerAuthRoutes(root: FastifyInstance, auth: AuthService, recovery: PasswordRecoveryService, users: UsersModule): void {
   const app = root.withTypeProvider<TypeBoxTypeProvider>();
-  const tags = ['auth'];
   const version = apiVersionOf(root);
-  const { UserPublic } = userSchemas(version);
+  const { UserPublic } = USER_SCHEMAS[version];
 
   app.post('/auth/login', {
-    config: credentialRoute,
-    schema: {
-      tags,
+    ...route(credentialRoute, {
       summary: 'Sign in with your e-mail address (as username) and password',
       description:
         'Accepts JSON or an OAuth2 password-flow form (application/x-www-form-urlencoded).\n\n' +
@@ -68,7 +65,7 @@ export function registerAuthRoutes(root: FastifyInstance, auth: AuthService, rec
       headers: DeviceTokenHeader,
       body: LoginBody,
       response: { 200: version === 'v1' ? TokenPair : TokenPairWithDevice, ...errorResponses(401, 403, 422, 429) },
-    },
+    }),
     handler: async (request, reply) => {
       const { device_token, ...pair } = await auth.login(request.body.username, request.body.password, request.ip, presentedDeviceToken(request));
       setDeviceCookie(request, reply, device_token);
@@ -78,24 +75,20 @@ export function registerAuthRoutes(root: FastifyInstance, auth: AuthService, rec
   });
 
   app.post('/auth/refresh', {
-    config: credentialRoute,
-    schema: {
-      tags,
+    ...route(credentialRoute, {
       summary: 'Exchange a refresh token for a new access token',
       body: RefreshBody,
       response: { 200: AccessToken, ...errorResponses(401, 422, 429) },
-    },
+    }),
     handler: async (request) => auth.refresh(request.body.refresh_token),
   });
 
   app.post('/auth/logout', {
-    config: credentialRoute,
-    schema: {
-      tags,
+    ...route(credentialRoute, {
       summary: 'Revoke a refresh token',
       body: RefreshBody,
       response: { 204: Type.Null({ description: 'Revoked' }), ...errorResponses(401, 422, 429) },
-    },
+    }),
     handler: async (request, reply) => {
       await auth.logout(request.body.refresh_token);
       return reply.code(204).send(null);
@@ -103,39 +96,33 @@ export function registerAuthRoutes(root: FastifyInstance, auth: AuthService, rec
   });
 
   app.post('/auth/logout-all', {
-    config: { auth: 'user' },
-    schema: {
-      tags,
+    ...route({ auth: 'user' }, {
       summary: 'Sign out everywhere',
       description:
         "Revokes every refresh token of the signed-in user and refuses (401) every access token issued to them until now, the caller's included, on every API process. Sign in again afterwards.",
       response: { 204: Type.Null({ description: 'Signed out everywhere' }), ...errorResponses(401, 403, 429) },
-    },
+    }),
     handler: async (request, reply) => {
-      await auth.logoutAll(authUser(request));
+      await users.service.endAllSessions(authUser(request).id);
       return reply.code(204).send(null);
     },
   });
 
   app.get('/auth/me', {
-    config: { auth: 'user' },
-    schema: {
-      tags,
+    ...route({ auth: 'user' }, {
       summary: 'The signed-in user',
       response: { 200: UserPublic, ...errorResponses(401, 403, 429) },
-    },
+    }),
     handler: async (request) => toUserPublic(version, authUser(request)),
   });
 
   app.post('/auth/password', {
-    config: { auth: 'user' },
-    schema: {
-      tags,
+    ...route({ auth: 'user' }, {
       summary: "Change the signed-in user's password",
       description: 'Revokes every refresh token of the user and refuses (401) every access token issued before the change, on every API process. Sign in again with the new password.',
       body: ChangePasswordBody,
       response: { 204: Type.Null({ description: 'Changed' }), ...errorResponses(401, 403, 422, 429) },
-    },
+    }),
     handler: async (request, reply) => {
       await auth.changePassword(authUser(request), request.body.current_password, request.body.new_password);
       return reply.code(204).send(null);
@@ -143,9 +130,7 @@ export function registerAuthRoutes(root: FastifyInstance, auth: AuthService, rec
   });
 
   app.post('/auth/password-recovery', {
-    config: credentialRoute,
-    schema: {
-      tags,
+    ...route(credentialRoute, {
       summary: 'Ask for a password reset e-mail',
       description:
         'Always 202 with the same body, in the same time, whether or not an account has this e-mail. For a live account ' +
@@ -156,7 +141,7 @@ export function registerAuthRoutes(root: FastifyInstance, auth: AuthService, rec
         'address is not verified gets no e-mail: its holder signs in with the password and confirms the address, or asks an administrator.',
       body: PasswordRecoveryBody,
       response: { 202: ActionResult, ...errorResponses(422, 429) },
-    },
+    }),
     handler: async (request, reply) => {
       await recovery.request(request.body.email);
       return reply.code(202).send({
@@ -167,9 +152,7 @@ export function registerAuthRoutes(root: FastifyInstance, auth: AuthService, rec
   });
 
   app.post('/auth/reset-password', {
-    config: credentialRoute,
-    schema: {
-      tags,
+    ...route(credentialRoute, {
       summary: 'Set a new password with a token from a recovery e-mail',
       description:
         'Sets the password (same rules as everywhere: 8 to 72 bytes), revokes every refresh token and refuses (401) every ' +
@@ -179,7 +162,7 @@ export function registerAuthRoutes(root: FastifyInstance, auth: AuthService, rec
         "the e-mail's sign-in throttle (its ceiling, and this client's count) is cleared.",
       body: ResetPasswordBody,
       response: { 200: ActionResult, ...errorResponses(400, 422, 429) },
-    },
+    }),
     handler: async (request) => {
       await recovery.reset(request.body.token, request.body.new_password, request.ip);
       return { status: 'completed', message: 'Password has been reset; sign in with the new password' };
@@ -187,9 +170,7 @@ export function registerAuthRoutes(root: FastifyInstance, auth: AuthService, rec
   });
 
   app.post('/auth/verify-email', {
-    config: credentialRoute,
-    schema: {
-      tags,
+    ...route(credentialRoute, {
       summary: 'Confirm an e-mail address with the token mailed to it',
       description:
         'A change of your own e-mail (PATCH /users/{user_id}) mails a token to the new address, valid 2 days. Sending it here marks ' +
@@ -198,17 +179,15 @@ export function registerAuthRoutes(root: FastifyInstance, auth: AuthService, rec
         '`EMAIL_TOKEN_USED`, `EMAIL_TOKEN_EXPIRED`, `EMAIL_EXISTS` (another account verified the address first).',
       body: EmailTokenBody,
       response: { 200: ActionResult, ...errorResponses(400, 422, 429) },
-    },
+    }),
     handler: async (request) => {
-      await emailChange.verify(request.body.token);
+      await users.emailChange.verify(request.body.token);
       return { status: 'completed', message: 'The e-mail address is verified' };
     },
   });
 
   app.post('/auth/email-change/revert', {
-    config: credentialRoute,
-    schema: {
-      tags,
+    ...route(credentialRoute, {
       summary: 'Undo an e-mail change with the token mailed to the previous address',
       description:
         'Every change of an account\'s e-mail mails the previous address a token, valid 7 days. Sending it here restores the address ' +
@@ -221,9 +200,9 @@ export function registerAuthRoutes(root: FastifyInstance, auth: AuthService, rec
         '`EMAIL_TOKEN_EXPIRED`, `EMAIL_EXISTS` (another account verified the address meanwhile).',
       body: EmailTokenBody,
       response: { 200: ActionResult, ...errorResponses(400, 422, 429) },
-    },
+    }),
     handler: async (request) => {
-      await emailChange.revert(request.body.token);
+      await users.emailChange.revert(request.body.token);
       return { status: 'completed', message: 'The previous e-mail address is restored and every session of the account has ended' };
     },
   });

@@ -23,10 +23,9 @@ export class AuthService {
   }
 
   /**
-   * Unknown e-mail, no usable password and a wrong password all cost one bcrypt comparison and give
-   * the same 401; only the right password learns the account is inactive. Every attempt counts first
-   * against the throttle: of the device when `deviceToken` is a live device token of this e-mail's
-   * account, else of the e-mail and the client. A success clears it and answers a device token.
+   * Unknown e-mail, no usable password and a wrong password all cost one bcrypt comparison and give the same 401; only the right
+   * password learns the account is inactive. Every attempt counts first against the throttle: of the device when `deviceToken` is a
+   * live device token of this e-mail's account, else of the e-mail and the client. A success clears it and answers a device token.
    */
   async login(email: string, password: string, client: string, deviceToken?: string) {
     const { db, tokens, hasher, throttle } = this.deps;
@@ -71,11 +70,6 @@ export class AuthService {
   async logout(refreshToken: string): Promise<void> {
     const claims = await this.liveRefreshClaims(refreshToken);
     await revokeRefreshTokens(this.deps.db, Number(claims.sub), claims.jti);
-  }
-
-  /** Signs the caller out everywhere: every refresh token revoked, every access token issued until now refused. */
-  async logoutAll(user: UserRow): Promise<void> {
-    await this.deps.users.endAllSessions(user.id);
   }
 
   /** A new password for the signed-in user, who proves the current one; every session ends. */

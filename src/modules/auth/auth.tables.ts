@@ -1,4 +1,4 @@
-import type { Generated, Selectable } from 'kysely';
+import type { Generated } from 'kysely';
 import type { CreatedAt, Timestamp, NullableTimestamp } from '../../db/schema.ts';
 
 export interface PasswordResetTokensTable {
@@ -32,5 +32,3 @@ export interface RefreshTokensTable {
   revoked_at: NullableTimestamp;
   created_at: CreatedAt;
 }
-
-export type PasswordResetTokenRow = Selectable<PasswordResetTokensTable>;

@@ -5,12 +5,10 @@ import { createAttemptLimiter, type AttemptLimiter, type Verdict } from '../../h
 import { AppError } from '../../http/errors.ts';
 
 /**
- * Throttling of password guessing that an attacker cannot turn into a lockout of the holder (OWASP:
- * throttle, don't lock; decision 103), counted in Redis when configured: per e-mail and client, so
- * one client's failures do not throttle the holder elsewhere; per e-mail across clients, a higher
- * ceiling; or per device only, with a device token of the account (decision 106). An attempt counts
- * before its password is checked, so concurrent guesses cannot slip in under the limit; a success
- * forgets the counts. A limit reached answers 429 without looking the e-mail up.
+ * Password-guessing throttle an attacker cannot turn into a lockout (decisions 103, 106), in Redis when
+ * configured: per e-mail and client; per e-mail across clients, a higher ceiling; or per device only,
+ * with a device token of the account. An attempt counts before its password is checked (concurrent
+ * guesses cannot slip under the limit); a success forgets the counts; at a limit, 429 without a lookup.
  */
 export class LoginThrottle {
   private readonly perClient: AttemptLimiter;
@@ -27,7 +25,7 @@ export class LoginThrottle {
 
   /** Counts a sign-in attempt for `email` from `client`; throws LOGIN_THROTTLED when either limit is reached. */
   async attempt(email: string, client: string): Promise<void> {
-    const pair = await this.perClient.consume(pairKey(email, client));
+    const pair = await this.perClient.consume(emailKey(email, client));
     // attempts the client's own limit refuses do not count against the holder's other clients
     const verdict: Verdict = pair.exceeded ? pair : await this.perEmail.consume(emailKey(email));
     throwIfExceeded(verdict);
@@ -45,7 +43,7 @@ export class LoginThrottle {
 
   /** Forgets the attempts for `email`: from `client`, and across all clients (a successful sign-in, a password reset). */
   async clear(email: string, client: string): Promise<void> {
-    await Promise.all([this.perClient.reset(pairKey(email, client)), this.perEmail.reset(emailKey(email))]);
+    await Promise.all([this.perClient.reset(emailKey(email, client)), this.perEmail.reset(emailKey(email))]);
   }
 
   async close(): Promise<void> {
@@ -62,12 +60,9 @@ function throwIfExceeded(verdict: Verdict): void {
 }
 
 /** The counters' keys: the e-mail in lower case (with the client for the pair), hashed so Redis never holds the addresses. */
-function emailKey(email: string): string {
-  return crypto.createHash('sha256').update(email.toLowerCase()).digest('base64url');
-}
-
-function pairKey(email: string, client: string): string {
-  return crypto.createHash('sha256').update(`${email.toLowerCase()}\n${client}`).digest('base64url');
+function emailKey(email: string, client?: string): string {
+  const text = client === undefined ? email.toLowerCase() : `${email.toLowerCase()}\n${client}`;
+  return crypto.createHash('sha256').update(text).digest('base64url');
 }
 
 /** A device token's row id: not a secret, and the same in every process. */

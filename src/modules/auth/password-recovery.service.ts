@@ -12,7 +12,7 @@ import { assertPasswordLength } from '../users/passwords.ts';
 import { findRecoverableByEmail, findUserById } from '../users/users.repository.ts';
 import type { UsersService } from '../users/users.service.ts';
 import type { LoginThrottle } from './login-throttle.ts';
-import { consumeResetToken, deleteResetToken, findResetToken, hasUsableResetToken, insertResetToken, lockRecoveryOf } from './password-reset.repository.ts';
+import { consumeResetToken, deleteResetToken, findResetToken, insertResetToken, lockRecoveryHasUsableToken } from './auth.repository.ts';
 
 /** At most this many recovery e-mails go to one address per hour, however many requests come. */
 export const RECOVERY_EMAILS_PER_HOUR = 3;
@@ -32,10 +32,9 @@ function mayRecover(user: UserRow | undefined): user is UserRow {
 }
 
 /**
- * Password recovery by e-mail. A request only enqueues a job, whether or not an account has the
- * e-mail, so it answers the same in the same time; the job decides. A request never voids a token
- * sent before (decision 103): while one is usable nothing new is sent, so no one can keep a holder's
- * recovery e-mails useless by asking again and again.
+ * Password recovery by e-mail. A request only enqueues a job (which decides), so with or without an account it answers the same
+ * in the same time. It never voids a token sent before (decision 103): while one is usable nothing new is sent, so no one can keep
+ * a holder's recovery e-mails useless by asking again and again.
  */
 export class PasswordRecoveryService {
   private readonly deps: { db: Db; queue: JobQueue; mailer: Mailer; users: UsersService; config: Config; throttle: LoginThrottle; log: FastifyBaseLogger };
@@ -57,15 +56,14 @@ export class PasswordRecoveryService {
     if (!mayRecover(user)) return;
     const { token, hash } = newMailToken();
     const id = await db.transaction().execute(async (trx) => {
-      await lockRecoveryOf(trx, user.id);
-      if (await hasUsableResetToken(trx, user.id, user.email, new Date())) return undefined;
+      if (await lockRecoveryHasUsableToken(trx, user.id, user.email)) return undefined;
       // keyed by the address's SHA-256, like the sign-in throttle: Redis never holds the address
       const quota = await this.mailsPerAddress.consume(hashOfMailToken(user.email.toLowerCase()));
       if (quota.exceeded) {
         log.info({ userId: user.id }, 'password recovery e-mail not sent: the hourly limit of the address is reached');
         return undefined;
       }
-      return insertResetToken(trx, { user_id: user.id, token_hash: hash, email: user.email, expires_at: resetExpiry(config) });
+      return insertResetToken(trx, user, hash, config.passwordResetTtlSeconds);
     });
     if (id === undefined) return;
     try {
@@ -77,9 +75,8 @@ export class PasswordRecoveryService {
   }
 
   /**
-   * Sets the password with a recovery token. The password is checked first (a refused one does not
-   * use the token up); the token is consumed in the password's transaction, so of two resets with it
-   * only one succeeds. The address is then verified: the holder read its mail.
+   * The password is checked first (a refused one does not use the token up); the token is consumed in the password's transaction,
+   * so of two resets with it only one succeeds. The address is then verified: the holder read its mail.
    */
   async reset(token: string, newPassword: string, client: string): Promise<void> {
     assertPasswordLength(newPassword, 'new_password');
@@ -112,17 +109,13 @@ export class PasswordRecoveryService {
   async resetLinkAfterRevert(user: UserRow): Promise<{ instructions: string; discard: () => Promise<void> }> {
     const { db, config } = this.deps;
     const { token, hash } = newMailToken();
-    const id = await insertResetToken(db, { user_id: user.id, token_hash: hash, email: user.email, expires_at: resetExpiry(config) });
+    const id = await insertResetToken(db, user, hash, config.passwordResetTtlSeconds);
     return { instructions: resetInstructions(token, config, 'a new'), discard: () => deleteResetToken(db, id) };
   }
 
   close(): Promise<void> {
     return this.mailsPerAddress.close();
   }
-}
-
-function resetExpiry(config: Config): Date {
-  return new Date(Date.now() + config.passwordResetTtlSeconds * 1000);
 }
 
 function validity(seconds: number): string {

@@ -49,10 +49,7 @@ function algorithmOf(key: crypto.KeyObject): string {
   throw new Error('JWT_PRIVATE_KEY must be an ES256 (P-256) or Ed25519 key');
 }
 
-/**
- * Signs and verifies the service's JWTs. Verification accepts exactly the algorithm of the key the
- * token's `kid` names (or the HS256 secret) and checks issuer, audience, both `typ`s and the claims.
- */
+/** The service's JWTs; verifying accepts only the algorithm of the key the `kid` names (or HS256's secret) and checks issuer, audience, both `typ`s, claims. */
 export class TokenService {
   readonly asymmetric: boolean;
   private readonly config: Config;
@@ -174,10 +171,7 @@ function claimsOf(payload: JWTPayload, typ: TokenType): TokenClaims | null {
   return sgen === undefined ? { sub, jti, iat, exp, typ } : { sub, jti, iat, exp, typ, sgen: sgen as number };
 }
 
-/**
- * The signing key in the data directory, made on first start: written to a temporary file, flushed,
- * then linked into place, so a crash leaves no half-written key and of two processes the first wins.
- */
+/** The data directory's signing key, made on first start: a flushed temporary file linked into place, so a crash leaves no half-written key and the first process wins. */
 async function loadOrGenerateKey(dataDir: string): Promise<string> {
   const file = path.join(dataDir, 'jwt-private.pem');
   try {

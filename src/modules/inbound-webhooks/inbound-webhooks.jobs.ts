@@ -14,9 +14,7 @@ export function registerInboundWebhookJobs(ctx: AppContext, deps: { inbound: Inb
   const { queue, config, db, log } = ctx;
   queue.define({ name: 'webhook-inbound-process' });
   queue.work('webhook-inbound-process', (job) => deps.inbound.process(job.data.inboundWebhookId, isLastAttempt(job)), 2, { load: loadPayloadChecker });
-  queue.workGivenUp('webhook-inbound-process', async (job) => {
-    await deps.inbound.abandon(job);
-  });
+  queue.workGivenUp('webhook-inbound-process', (job) => deps.inbound.abandon(job));
 
   // Tells the platform how its order ended (Shopify Admin API style). The URL is the operator's own,
   // so no SSRF guard; a non-2xx answer throws, and the job is retried.

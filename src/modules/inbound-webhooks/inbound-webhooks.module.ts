@@ -26,7 +26,5 @@ export function createInboundWebhooksModule(
     },
   });
 
-  return {
-    routes: (api) => registerInboundRoutes(api, inbound),
-  };
+  return { routes: (api) => registerInboundRoutes(api, inbound) };
 }

@@ -1,18 +1,16 @@
 import { sql, type Insertable, type QueryCreator, type Transaction } from 'kysely';
 import type { Database } from '../../db/schema.ts';
-import type { InboundWebhookRow, InboundWebhooksTable, InboundWebhookStatus } from './inbound-webhooks.tables.ts';
+import type { InboundWebhookRow, InboundWebhooksTable, InboundWebhookStatus, PlatformCancellationsTable } from './inbound-webhooks.tables.ts';
 import { countCapped, type CappedCount } from '../../db/capped-count.ts';
 import type { Db } from '../../db/database.ts';
 
-/**
- * Stores a payload once per delivery (webhook id, event id, with `checkDigest` the body too); undefined when stored
- * before. The digest's advisory lock is a statement of its own, so the insert's snapshot sees every earlier copy.
- */
+/** Stores a payload once per delivery (webhook id, event id, with `checkDigest` the body too); undefined when stored before. */
 export async function insertInboundWebhook(
   trx: Transaction<Database>,
   values: Required<Pick<Insertable<InboundWebhooksTable>, 'webhook_id' | 'event_id' | 'topic' | 'shop_domain' | 'raw_body' | 'raw_body_encoding'>> & { body_sha256: string; headers: Record<string, string> },
   checkDigest: boolean,
 ): Promise<number | undefined> {
+  // the digest's lock is a statement of its own, so the insert's snapshot sees every earlier copy
   if (checkDigest) {
     await sql`SELECT pg_advisory_xact_lock(hashtextextended(${`inbound-body:${values.body_sha256}`}, 0))`.execute(trx);
   }
@@ -128,13 +126,10 @@ export async function purgeProcessedPayloads(db: Db, before: Date, limit: number
 }
 
 /** Records a cancellation of an order not seen yet (the first one kept when the platform repeats it). */
-export async function recordPlatformCancellation(
-  trx: Transaction<Database>,
-  values: { source: string; externalId: string; inboundWebhookId: number; reason: string | null },
-): Promise<void> {
+export async function recordPlatformCancellation(trx: Transaction<Database>, values: Insertable<PlatformCancellationsTable>): Promise<void> {
   await trx
     .insertInto('platform_cancellations')
-    .values({ source: values.source, external_id: values.externalId, inbound_webhook_id: values.inboundWebhookId, reason: values.reason })
+    .values(values)
     .onConflict((oc) => oc.columns(['source', 'external_id']).doNothing())
     .execute();
 }

@@ -5,10 +5,7 @@ import { toInboundWebhookDetail, toInboundWebhookSummary } from './inbound-webho
 import { InboundHeaders, InboundIdParams, InboundListQuery, InboundWebhookDetail, InboundWebhookPage, PlatformCancellationBody, PlatformOrderBody, Received, Reprocessed } from './inbound-webhooks.schemas.ts';
 import { ORDERS_CANCELLED_TOPIC, ORDERS_CREATE_TOPIC, type InboundWebhookService } from './inbound-webhooks.service.ts';
 
-/**
- * The platform's order webhooks, in a scope of their own whose parser keeps the raw bytes the HMAC covers;
- * and the administrators' view of them: what arrived, what became of it, and a way to run it again.
- */
+/** The platform's order webhooks (in a scope whose parser keeps the raw bytes the HMAC covers), and the administrators' view of them. */
 export async function registerInboundRoutes(root: FastifyInstance, inbound: InboundWebhookService): Promise<void> {
   await root.register(async (scope) => {
     scope.removeAllContentTypeParsers();

@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox';
-import { CappedPage, IdOf, NullableTimestamp, PageQuery, Timestamp } from '../../http/common.schemas.ts';
+import { CappedPage, IdOf, NullableText, NullableTimestamp, PageQuery, Timestamp } from '../../http/common.schemas.ts';
 import { MAX_ORDER_LINES } from '../orders/orders.schemas.ts';
 import { MAX_QUANTITY } from '../orders/orders.service.ts';
 import { ShopifyCancellationPayload, ShopifyOrderPayload } from './shopify-order.ts';
@@ -15,10 +15,7 @@ const STORED_NOT_REFUSED =
   'Every other field is stored with the webhook only. A correctly signed body that lacks what is required is still answered 200: ' +
   'its processing records it `failed` with the reason (GET /admin/inbound-webhooks/{id} shows it).';
 
-/**
- * The orders/create payload as the documents show it (documentation only: the signed raw body is checked when processed):
- * the fields shopify-order.ts reads, with what each is for (a spread drops TypeBox's optional mark: Type.Optional says it again).
- */
+/** The orders/create payload's fields as documented (the raw body is checked when processed); a spread drops TypeBox's optional mark. */
 export const PlatformOrderBody = Type.Object(
   {
     id: { ...ORDER.id, description: "required: the platform's order id (an integer from 1, or text without spaces); one order per id" },
@@ -80,9 +77,7 @@ export const InboundHeaders = Type.Object({
 const InboundStatus = Type.Union([Type.Literal('received'), Type.Literal('processed'), Type.Literal('failed')], {
   description: '`received`: waiting to be processed; `processed`: it became (or was linked to) an order; `failed`: see `error`',
 });
-export const NullableText = (description: string) => Type.Union([Type.String(), Type.Null()], { description });
-
-const InboundSummaryFields = {
+export const InboundWebhookSummary = Type.Object({
   id: Type.Integer(),
   webhook_id: Type.String({ description: 'X-Shopify-Webhook-Id, or `sha256:<hex>` of the body when the header was absent' }),
   topic: NullableText('X-Shopify-Topic'),
@@ -92,14 +87,12 @@ const InboundSummaryFields = {
   order_id: Type.Union([Type.Integer(), Type.Null()], { description: 'the order it created or was linked to; null until then' }),
   received_at: Timestamp,
   processed_at: NullableTimestamp,
-};
-
-export const InboundWebhookSummary = Type.Object(InboundSummaryFields);
+});
 
 export const InboundWebhookPage = CappedPage(InboundWebhookSummary, 'A page of the stored platform webhooks, newest first');
 
 export const InboundWebhookDetail = Type.Object({
-  ...InboundSummaryFields,
+  ...InboundWebhookSummary.properties,
   headers: Type.Record(Type.String(), Type.String(), {
     description: 'the platform headers stored with it (X-Shopify-*, Content-Type, User-Agent), without the signature header',
   }),

@@ -3,7 +3,7 @@ import crypto from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { AppContext } from '../../app-context.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
-import type { InboundWebhookRow } from './inbound-webhooks.tables.ts';
+import type { InboundWebhookRow, InboundWebhookStatus } from './inbound-webhooks.tables.ts';
 import { cappedPageOf, type CappedPageResult } from '../../http/common.schemas.ts';
 import { AppError } from '../../http/errors.ts';
 import { MAX_ID } from '../../http/path-ids.ts';
@@ -26,19 +26,18 @@ import {
   type InboundWebhookSummaryRow,
 } from './inbound-webhooks.repository.ts';
 import type { InboundListQuery } from './inbound-webhooks.schemas.ts';
-import {
-  InboundRejection,
-  mapShopifyCancellation,
-  mapShopifyOrder,
-  SHOPIFY_SOURCE,
-  type MappedShopifyCancellation,
-  type MappedShopifyOrder,
-} from './shopify-order.ts';
+import { InboundRejection, mapShopifyCancellation, mapShopifyOrder, SHOPIFY_SOURCE } from './shopify-order.ts';
 
 export const ORDERS_CREATE_TOPIC = 'orders/create';
 export const ORDERS_CANCELLED_TOPIC = 'orders/cancelled';
 
 const notFound = () => new AppError('NOT_FOUND', 'Inbound webhook not found');
+
+const REPROCESS_MESSAGES: Record<InboundWebhookStatus, string> = {
+  processed: 'Webhook queued for processing again; the order it was linked to is linked again, never created twice',
+  failed: 'Webhook queued for processing again',
+  received: 'Webhook queued for processing (it had not been processed yet)',
+};
 
 /** Fault injection for tests (buildApp's `hooks.inboundProcessing`). */
 export interface InboundProcessHooks {
@@ -187,18 +186,17 @@ export class InboundWebhookService {
   }
 
   /** The dead-letter handler: an event still `received` whose job pg-boss gave up on fails with the job's last error. */
-  async abandon(job: Job<'webhook-inbound-process-dead-letter'>): Promise<boolean> {
+  async abandon(job: Job<'webhook-inbound-process-dead-letter'>): Promise<void> {
     const given = givenUpJob(job);
     const cause = given.cause ?? 'the job queue gave up on it';
     const id = job.data.inboundWebhookId;
     // reprocessed since: the newer job owns the outcome (+1 ms: the job's time is cut to milliseconds)
     if (job.sourceCreatedOn !== null) {
       const after = new Date(new Date(job.sourceCreatedOn).getTime() + 1);
-      if (await inboundJobSentSince(this.deps.db, 'webhook-inbound-process', id, after)) return false;
+      if (await inboundJobSentSince(this.deps.db, 'webhook-inbound-process', id, after)) return;
     }
     const settled = await settleInboundWebhook(this.deps.db, id, { status: 'failed', orderId: null, error: `processing error: ${cause}`.slice(0, 1000) });
     if (settled) this.deps.log.error({ inboundWebhookId: id, ...given, cause }, 'inbound webhook processing given up by the queue');
-    return settled;
   }
 
   /** The administrators' list of the stored webhooks. */
@@ -228,17 +226,11 @@ export class InboundWebhookService {
       }
       if (row.status !== 'received') await resetInboundWebhook(trx, id);
       await this.deps.queue.send(trx, 'webhook-inbound-process', { inboundWebhookId: id });
-      const message =
-        row.status === 'processed'
-          ? 'Webhook queued for processing again; the order it was linked to is linked again, never created twice'
-          : row.status === 'failed'
-            ? 'Webhook queued for processing again'
-            : 'Webhook queued for processing (it had not been processed yet)';
-      return { message, orderId: row.order_id };
+      return { message: REPROCESS_MESSAGES[row.status], orderId: row.order_id };
     });
   }
 
-  private async createOrLinkOrder(inboundId: number, mapped: MappedShopifyOrder): Promise<void> {
+  private async createOrLinkOrder(inboundId: number, mapped: Awaited<ReturnType<typeof mapShopifyOrder>>): Promise<void> {
     await this.deps.orders.inTransaction(async (trx) => {
       // one processor per stored event at a time; a repeated job finds it settled
       const status = await lockForPlatformOrder(trx, inboundId, SHOPIFY_SOURCE, mapped.externalId);
@@ -275,13 +267,13 @@ export class InboundWebhookService {
   }
 
   /** A platform cancellation: cancels the linked order as the API does, or records it for the creation to apply. */
-  private async applyCancellation(inboundId: number, mapped: MappedShopifyCancellation): Promise<void> {
+  private async applyCancellation(inboundId: number, mapped: Awaited<ReturnType<typeof mapShopifyCancellation>>): Promise<void> {
     await this.deps.orders.inTransaction(async (trx) => {
       const status = await lockForPlatformOrder(trx, inboundId, SHOPIFY_SOURCE, mapped.externalId);
       if (status !== 'received') return;
       const result = await this.deps.orders.cancelByExternalId(trx, SHOPIFY_SOURCE, mapped.externalId, mapped.reason);
       if (result === undefined) {
-        await recordPlatformCancellation(trx, { source: SHOPIFY_SOURCE, externalId: mapped.externalId, inboundWebhookId: inboundId, reason: mapped.reason });
+        await recordPlatformCancellation(trx, { source: SHOPIFY_SOURCE, external_id: mapped.externalId, inbound_webhook_id: inboundId, reason: mapped.reason });
       } else if (!result.cancelled) {
         this.deps.log.info({ inboundWebhookId: inboundId, orderId: result.orderId }, 'platform cancellation of an order that is failed or cancelled already');
       }

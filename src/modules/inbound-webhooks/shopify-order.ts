@@ -45,9 +45,6 @@ export const ShopifyOrderPayload = Type.Object({
 });
 type ShopifyOrderPayload = Static<typeof ShopifyOrderPayload>;
 
-export type MappedShopifyOrder = Awaited<ReturnType<typeof mapShopifyOrder>>;
-export type MappedShopifyCancellation = Awaited<ReturnType<typeof mapShopifyCancellation>>;
-
 /** A payload the service cannot turn into an order: recorded on the stored event, never retried. */
 export class InboundRejection extends Error {
   override name = 'InboundRejection';

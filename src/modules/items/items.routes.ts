@@ -56,7 +56,6 @@ export function registerItemRoutes(root: FastifyInstance, db: Db): void {
       body: ItemUpdateBody,
       response: { 200: Item, ...errorResponses(400, 401, 403, 404, 422, 429) },
     },
-    // the specification lists "400 validation failure" (and no 422) for this route's body
     attachValidation: true,
     handler: async (request) => {
       if (request.validationError) throw bodyValidationAsBadRequest(request.validationError as FastifyError);

@@ -19,24 +19,16 @@ export const Item = Type.Object({
 
 export const ItemList = Type.Array(Item, { description: "The caller's items, ordered by id" });
 
+const ItemFields = { name: ItemName, description: Type.Optional(Description), price: Price };
+
 export const ItemCreateBody = Type.Object(
-  {
-    name: ItemName,
-    description: Type.Optional(Description),
-    price: Price,
-    is_active: Type.Optional(Type.Boolean({ default: true })),
-  },
+  { ...ItemFields, is_active: Type.Optional(Type.Boolean({ default: true })) },
   { additionalProperties: false, examples: [{ name: 'Reading lamp', description: 'Brass desk lamp with a linen shade', price: 34.9 }] },
 );
 export type ItemCreateBody = Static<typeof ItemCreateBody>;
 
 export const ItemUpdateBody = Type.Object(
-  {
-    name: Type.Optional(ItemName),
-    description: Type.Optional(Description),
-    price: Type.Optional(Price),
-    is_active: Type.Optional(Type.Boolean()),
-  },
+  { ...Type.Partial(Type.Object(ItemFields)).properties, is_active: Type.Optional(Type.Boolean()) },
   { additionalProperties: false, examples: [{ price: 29.9 }] },
 );
 export type ItemUpdateBody = Static<typeof ItemUpdateBody>;

@@ -8,16 +8,9 @@ import type { ItemCreateBody, ItemListQuery, ItemUpdateBody } from './items.sche
 const itemNotFound = () => new AppError('NOT_FOUND', 'Item not found');
 const notOwner = () => new AppError('FORBIDDEN', 'Not enough permissions to access this item');
 
-// The owner-scoped item collection: only the owner may read, change or delete an item.
-
 export async function createItem(db: Db, owner: UserRow, input: ItemCreateBody): Promise<ItemRow> {
-  return insertItem(db, {
-    user_id: owner.id,
-    name: input.name,
-    description: input.description ?? null,
-    price: input.price,
-    is_active: input.is_active ?? true,
-  });
+  const { name, description = null, price, is_active = true } = input;
+  return insertItem(db, { user_id: owner.id, name, description, price, is_active });
 }
 
 /** The owner's page of live items. */

@@ -29,9 +29,12 @@ export function registerSubscriptionRoutes(root: FastifyInstance, subscriptions:
   const app = root.withTypeProvider<TypeBoxTypeProvider>();
   const version = apiVersionOf(root);
   const schemas = SUBSCRIPTION_SCHEMAS[version];
-  // every route: a signed-in user's, under the webhooks tag
   const route = <S extends FastifySchema>(schema: S) => ({ config: { auth: 'user' as const }, schema: { tags: ['webhooks'], ...schema } });
   const byId = '/webhooks/subscriptions/:subscription_id';
+  const itemsOf = <P extends { items: unknown[] }, U>(page: P, map: (item: P['items'][number]) => U): Omit<P, 'items'> & { items: U[] } => ({
+    ...page,
+    items: page.items.map(map),
+  });
 
   app.post('/webhooks/subscriptions', {
     ...route({
@@ -61,10 +64,7 @@ export function registerSubscriptionRoutes(root: FastifyInstance, subscriptions:
       querystring: SubscriptionListQuery,
       response: { 200: schemas.SubscriptionPage, ...errorResponses(401, 403, 422, 429) },
     }),
-    handler: async (request) => {
-      const page = await subscriptions.list(authUser(request), request.query);
-      return { ...page, items: page.items.map((sub) => toSubscription(version, sub)) };
-    },
+    handler: async (request) => itemsOf(await subscriptions.list(authUser(request), request.query), (sub) => toSubscription(version, sub)),
   });
 
   app.get(byId, {
@@ -110,10 +110,7 @@ export function registerSubscriptionRoutes(root: FastifyInstance, subscriptions:
       querystring: schemas.DeliveryListQuery,
       response: { 200: DeliveryPage, ...errorResponses(401, 403, 404, 422, 429) },
     }),
-    handler: async (request) => {
-      const page = await subscriptions.deliveries(authUser(request), request.params.subscription_id, request.query);
-      return { ...page, items: page.items.map(toDelivery) };
-    },
+    handler: async (request) => itemsOf(await subscriptions.deliveries(authUser(request), request.params.subscription_id, request.query), toDelivery),
   });
 
   if (version === 'v2') {
@@ -128,10 +125,7 @@ export function registerSubscriptionRoutes(root: FastifyInstance, subscriptions:
         querystring: schemas.MessageListQuery,
         response: { 200: MessagePage, ...errorResponses(401, 403, 404, 422, 429) },
       }),
-      handler: async (request) => {
-        const page = await subscriptions.messages(authUser(request), request.params.subscription_id, request.query);
-        return { ...page, items: page.items.map(toMessageSummary) };
-      },
+      handler: async (request) => itemsOf(await subscriptions.messages(authUser(request), request.params.subscription_id, request.query), toMessageSummary),
     });
 
     app.get(`${byId}/stats`, {
@@ -245,9 +239,7 @@ export function registerSubscriptionRoutes(root: FastifyInstance, subscriptions:
       body: RotateSecretBody,
       response: { 200: schemas.SubscriptionWithSecret, ...errorResponses(401, 403, 404, 422, 429) },
     }),
-    handler: async (request) => {
-      const subscription = await subscriptions.rotateSecret(authUser(request), request.params.subscription_id, request.body?.overlap_seconds);
-      return toSubscriptionWithSecret(version, subscription);
-    },
+    handler: async (request) =>
+      toSubscriptionWithSecret(version, await subscriptions.rotateSecret(authUser(request), request.params.subscription_id, request.body?.overlap_seconds)),
   });
 }

@@ -101,7 +101,6 @@ export async function sendSignedMessage(dispatcher: Dispatcher, message: SignedM
   const started = performance.now();
   const elapsed = () => Math.round(performance.now() - started);
   const timestamp = Math.floor(Date.now() / 1000);
-  // one `v1,` entry per secret, space-separated
   const secrets = message.previousSecret ? [message.secret, message.previousSecret] : [message.secret];
   const headers = {
     'content-type': 'application/json',

@@ -55,16 +55,10 @@ export function guardedLookup(resolve: Resolver = systemResolver): LookupFunctio
       if (err) return callback(err as NodeJS.ErrnoException, '', 0);
       const family = options.family === 'IPv4' ? 4 : options.family === 'IPv6' ? 6 : options.family;
       const wanted = family === 4 || family === 6 ? addresses.filter((a) => a.family === family) : addresses;
-      if (wanted.length === 0) {
-        const e: NodeJS.ErrnoException = new Error(`${hostname} has no usable address`);
-        e.code = 'ENOTFOUND';
-        return callback(e, '', 0);
-      }
+      if (wanted.length === 0) return callback(Object.assign(new Error(`${hostname} has no usable address`), { code: 'ENOTFOUND' }), '', 0);
       const blocked = wanted.find((a) => !isPublicAddress(a.address));
       if (blocked) {
-        const e: NodeJS.ErrnoException = new UnsafeTargetError(`${hostname} resolves to a non-public address (${blocked.address})`);
-        e.code = 'EUNSAFETARGET';
-        return callback(e, '', 0);
+        return callback(Object.assign(new UnsafeTargetError(`${hostname} resolves to a non-public address (${blocked.address})`), { code: 'EUNSAFETARGET' }), '', 0);
       }
       if (options.all) return (callback as unknown as (e: null, a: dns.LookupAddress[]) => void)(null, wanted);
       return callback(null, wanted[0].address, wanted[0].family);

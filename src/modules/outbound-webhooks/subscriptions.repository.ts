@@ -12,14 +12,13 @@ export async function insertSubscription(db: Db, values: Insertable<WebhookSubsc
 /** The first key of the per-user advisory lock; lane locks use subscription ids (positive) there. */
 const USER_SUBSCRIPTIONS_LOCK = -16;
 
-/** Serialises one user's subscription creations and URL changes: the limit and duplicate check hold. */
-export async function lockUserSubscriptions(trx: Transaction<Database>, userId: number): Promise<void> {
+/**
+ * The user's live (not deleted) subscriptions, enabled or not, which the limit and the duplicate check count; first takes the
+ * user's lock until `trx` ends, so one user's creations and URL changes are decided one at a time and both checks hold.
+ */
+export async function lockSubscriptionUrls(trx: Transaction<Database>, userId: number): Promise<{ id: number; url: string }[]> {
   await sql`SELECT pg_advisory_xact_lock(${USER_SUBSCRIPTIONS_LOCK}::int, ${userId}::int)`.execute(trx);
-}
-
-/** The user's live (not deleted) subscriptions, enabled or not: what the limit and the duplicate check count. */
-export async function liveSubscriptionUrls(db: Db, userId: number): Promise<{ id: number; url: string }[]> {
-  return db.selectFrom('webhook_subscriptions').select(['id', 'url']).where('user_id', '=', userId).where('deleted_at', 'is', null).orderBy('id').execute();
+  return trx.selectFrom('webhook_subscriptions').select(['id', 'url']).where('user_id', '=', userId).where('deleted_at', 'is', null).orderBy('id').execute();
 }
 
 export async function findSubscription(db: Db, id: number): Promise<WebhookSubscriptionRow | undefined> {

@@ -17,8 +17,7 @@ import {
   findSubscription,
   insertSubscription,
   listSubscriptions,
-  liveSubscriptionUrls,
-  lockUserSubscriptions,
+  lockSubscriptionUrls,
   rotateSubscriptionSecret,
   updateSubscription,
 } from './subscriptions.repository.ts';
@@ -94,8 +93,7 @@ export class SubscriptionsService {
     this.assertTargetUrl(input.url);
     SubscriptionsService.assertKindsOf(apiVersion, input.events);
     return this.deps.db.transaction().execute(async (trx) => {
-      await lockUserSubscriptions(trx, owner.id);
-      const live = await liveSubscriptionUrls(trx, owner.id);
+      const live = await lockSubscriptionUrls(trx, owner.id);
       const max = this.deps.config.webhookMaxSubscriptionsPerUser;
       if (live.length >= max) {
         throw new AppError('SUBSCRIPTION_LIMIT_REACHED', `A user may have at most ${max} webhook subscriptions; delete one you no longer use`);
@@ -141,10 +139,7 @@ export class SubscriptionsService {
       if (input.is_active) patch.consecutive_failures = 0;
     }
     const updated = await this.deps.db.transaction().execute(async (trx) => {
-      if (input.url !== undefined) {
-        await lockUserSubscriptions(trx, actor.id);
-        SubscriptionsService.assertNoDuplicate(await liveSubscriptionUrls(trx, actor.id), input.url, id);
-      }
+      if (input.url !== undefined) SubscriptionsService.assertNoDuplicate(await lockSubscriptionUrls(trx, actor.id), input.url, id);
       const row = await updateSubscription(trx, id, patch);
       // what is still pending fails now, not at its next attempt
       if (row && input.is_active === false) await failPendingMessages(trx, id);

@@ -12,11 +12,7 @@ export async function findProductBySku(db: Db, sku: string): Promise<ProductRow 
 }
 
 /** What an order's placement checks of a product: whether it is active, and its name for the lines. */
-export interface ProductState {
-  id: number;
-  name: string;
-  is_active: boolean;
-}
+export type ProductState = Pick<ProductRow, 'id' | 'name' | 'is_active'>;
 
 /** The given products' states as a query an order's insert can embed; unknown ids are absent. */
 export function productStatesQuery(db: Db, ids: readonly number[]) {

@@ -19,26 +19,16 @@ export const Product = Type.Object({
 
 export const ProductPage = Page(Product, 'A page of products, ordered by id');
 
+const ProductFields = { sku: Sku, name: ProductName, price: MoneyInput, stock: Stock };
+
 export const ProductCreateBody = Type.Object(
-  {
-    sku: Sku,
-    name: ProductName,
-    price: MoneyInput,
-    stock: Stock,
-    is_active: Type.Optional(Type.Boolean({ default: true })),
-  },
+  { ...ProductFields, is_active: Type.Optional(Type.Boolean({ default: true })) },
   { additionalProperties: false, examples: [{ sku: 'SCARF-WOOL-GREY', name: 'Grey Wool Scarf', price: 29.5, stock: 40 }] },
 );
 export type ProductCreateBody = Static<typeof ProductCreateBody>;
 
 export const ProductUpdateBody = Type.Object(
-  {
-    sku: Type.Optional(Sku),
-    name: Type.Optional(ProductName),
-    price: Type.Optional(MoneyInput),
-    stock: Type.Optional(Stock),
-    is_active: Type.Optional(Type.Boolean()),
-  },
+  { ...Type.Partial(Type.Object(ProductFields)).properties, is_active: Type.Optional(Type.Boolean()) },
   { additionalProperties: false, examples: [{ stock: 120 }] },
 );
 export type ProductUpdateBody = Static<typeof ProductUpdateBody>;

@@ -31,15 +31,10 @@ export async function getProduct(db: Db, actor: UserRow, id: number): Promise<Pr
 }
 
 export async function createProduct(db: Db, input: ProductCreateBody): Promise<ProductRow> {
+  const { sku, name, stock, is_active = true } = input;
   const price = moneyToDecimal(input.price, 'price');
-  if (await findProductBySku(db, input.sku)) throw skuExists();
-  return insertProduct(db, {
-    sku: input.sku,
-    name: input.name,
-    price,
-    stock: input.stock,
-    is_active: input.is_active ?? true,
-  }).catch(uniqueSku);
+  if (await findProductBySku(db, sku)) throw skuExists();
+  return insertProduct(db, { sku, name, price, stock, is_active }).catch(uniqueSku);
 }
 
 /** PATCH semantics: only the given fields change. */

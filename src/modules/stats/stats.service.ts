@@ -35,10 +35,7 @@ function bucketRange(q: StatsQuery): { from: number; to: number; count: number }
   return { ...range, count };
 }
 
-/**
- * The overview's figures, each read from the module that owns its table, by queries an index serves; the same
- * buckets within cacheSeconds share one reading.
- */
+/** The overview's figures, read from the modules that own them; the same buckets within cacheSeconds share one reading. */
 export function statsReader(deps: { db: Db; currency: string; cacheSeconds: number }): (q: StatsQuery) => Promise<Stats> {
   const cache = new Map<string, { expires: number; stats: Promise<Stats> }>();
   return (q) => {

@@ -6,10 +6,7 @@ import { isUniqueViolation } from '../../db/errors.ts';
 import { PasswordHasher } from './passwords.ts';
 import { anyAdminExists, findUserByEmail, insertUser } from './users.repository.ts';
 
-/**
- * Makes sure an administrator exists: ADMIN_EMAIL/ADMIN_PASSWORD when set (created once, never
- * overwritten), else, when there is none, admin@example.com with a random password printed once.
- */
+/** Makes sure an administrator exists: ADMIN_EMAIL/ADMIN_PASSWORD (created once, never overwritten), else admin@example.com, its random password printed once. */
 export async function bootstrapAdmin(ctx: { config: Config; db: Db; log: FastifyBaseLogger }): Promise<void> {
   const { config, db, log } = ctx;
   const hasher = new PasswordHasher(config.bcryptRounds);
@@ -35,12 +32,10 @@ export async function bootstrapAdmin(ctx: { config: Config; db: Db; log: Fastify
   if (await anyAdminExists(db)) return;
   const email = 'admin@example.com';
   const password = crypto.randomBytes(18).toString('base64url');
-  if (!(await create(email, password))) {
-    if (!(await anyAdminExists(db))) {
-      log.warn(`no administrator exists and ${email} is taken by a regular user; set ADMIN_EMAIL and ADMIN_PASSWORD`);
-    }
-    return;
+  if (await create(email, password)) {
+    // printed once, on stdout, deliberately outside the (redacting) logger
+    process.stdout.write(`\n  Administrator account created: ${email} / ${password}\n  (shown once; set ADMIN_EMAIL and ADMIN_PASSWORD to choose your own)\n\n`);
+  } else if (!(await anyAdminExists(db))) {
+    log.warn(`no administrator exists and ${email} is taken by a regular user; set ADMIN_EMAIL and ADMIN_PASSWORD`);
   }
-  // printed once, on stdout, deliberately outside the (redacting) logger
-  process.stdout.write(`\n  Administrator account created: ${email} / ${password}\n  (shown once; set ADMIN_EMAIL and ADMIN_PASSWORD to choose your own)\n\n`);
 }

@@ -1,12 +1,9 @@
 import { sql } from 'kysely';
 import type { Db } from '../../db/database.ts';
+import type { UserRow } from '../../db/schema.ts';
 
 /** A customer as the administrators' order list and export name it. */
-export interface Customer {
-  id: number;
-  email: string;
-  name: string;
-}
+export type Customer = Pick<UserRow, 'id' | 'email'> & { name: string };
 
 /** Ids of users (deleted ones too: their orders stay) whose e-mail or name starts with `prefix`, any case (users_*_prefix_idx). */
 export function customerIdsByPrefix(db: Db, prefix: string) {

@@ -33,11 +33,10 @@ type EmailRevertedNotice = JobPayloads['user-email-reverted'];
 type ResetLinkIssuer = (user: UserRow) => Promise<{ instructions: string; discard: () => Promise<void> }>;
 
 /**
- * The links an e-mail change mails (decisions 102 and 105): a confirmation link to the new address,
- * and a revert link to the previous one. A revert restores the address its change replaced and
- * undoes that change and every later one (voiding their links), never an earlier one: the oldest
- * link, the owner's, always wins, and nothing the holder of a later address does voids it. It ends
- * every session and the password; the restored address gets a password reset link.
+ * The links an e-mail change mails (decisions 102, 105): a confirmation link to the new address, a revert link to the previous
+ * one. A revert restores the address its change replaced and undoes that change and every later one (voiding their links), never
+ * an earlier one: the oldest link, the owner's, always wins, and nothing the holder of a later address voids it. It ends every
+ * session and the password; the restored address gets a password reset link.
  */
 export class EmailChangeService {
   private readonly deps: { db: Db; mailer: Mailer; users: UsersService };

@@ -4,23 +4,20 @@ import { AppError } from '../../http/errors.ts';
 /** bcrypt reads only the first 72 bytes; longer passwords are refused rather than truncated. */
 export const MAX_PASSWORD_BYTES = 72;
 
+/** The 422 of a body field that passed its schema but not a rule of the service. */
+export const invalidBodyField = (field: string, msg: string, type: string) =>
+  new AppError('VALIDATION_ERROR', `Validation failed: body.${field}: ${msg}`, { errors: [{ loc: ['body', field], msg, type }] });
+
 export function assertPasswordLength(password: string, field = 'password'): void {
-  const bytes = Buffer.byteLength(password, 'utf8');
-  if (password.length < 8 || bytes > MAX_PASSWORD_BYTES) {
-    const msg = bytes > MAX_PASSWORD_BYTES ? 'password must be at most 72 bytes' : 'password must be at least 8 characters';
-    throw new AppError('VALIDATION_ERROR', `Validation failed: body.${field}: ${msg}`, {
-      errors: [{ loc: ['body', field], msg, type: bytes > MAX_PASSWORD_BYTES ? 'string_too_long' : 'string_too_short' }],
-    });
-  }
+  const tooLong = Buffer.byteLength(password, 'utf8') > MAX_PASSWORD_BYTES;
+  if (tooLong) throw invalidBodyField(field, 'password must be at most 72 bytes', 'string_too_long');
+  if (password.length < 8) throw invalidBodyField(field, 'password must be at least 8 characters', 'string_too_short');
 }
 
 /** Hashing and comparing run on libuv's thread pool (bcrypt's async API), never on the event loop. */
 export class PasswordHasher {
   private readonly rounds: number;
-  /**
-   * A hash of the configured cost matching no password: bcrypt's cost is in the salt, so comparing
-   * takes as long as a real one, and making it costs no hashing at start-up.
-   */
+  /** A hash matching no password, made without hashing: its salt has the configured cost, so comparing takes as long as with a real one. */
   private readonly dummy: string;
 
   constructor(rounds: number) {

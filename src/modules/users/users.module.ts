@@ -2,7 +2,6 @@ import type { AppContext, AppModule } from '../../app-context.ts';
 import type { UserRow } from '../../db/schema.ts';
 import { EmailChangeService } from './email-change.service.ts';
 import { PasswordHasher } from './passwords.ts';
-import { registerUserJobs } from './users.jobs.ts';
 import { findUserById } from './users.repository.ts';
 import { registerUserRoutes } from './users.routes.ts';
 import { UsersService } from './users.service.ts';
@@ -17,15 +16,32 @@ export interface UsersModule extends AppModule {
 
 /** Users: accounts, their passwords, their e-mail addresses (confirmed, changed, restored) and the welcome e-mail. */
 export function createUsersModule(ctx: AppContext): UsersModule {
+  const { db, queue, mailer } = ctx;
   const hasher = new PasswordHasher(ctx.config.bcryptRounds);
-  const service = new UsersService({ db: ctx.db, queue: ctx.queue, hasher, userCache: ctx.userCache });
-  const emailChange = new EmailChangeService({ db: ctx.db, mailer: ctx.mailer, users: service });
-  registerUserJobs(ctx.queue, { db: ctx.db, mailer: ctx.mailer, emailChange });
+  const service = new UsersService({ db, queue, hasher, userCache: ctx.userCache });
+  const emailChange = new EmailChangeService({ db, mailer, users: service });
+  queue.define({ name: 'user-welcome-email' });
+  queue.work('user-welcome-email', async (job) => {
+    const user = await findUserById(db, job.data.userId);
+    if (!user) return; // deleted before the mail went out: nothing to send
+    await mailer.send({
+      to: user.email,
+      subject: 'Welcome to the Order Service',
+      text: `Hello ${user.full_name},\n\nYour account (${user.email}) has been created. Sign in to start placing orders.\n`,
+    });
+  });
+  // the notices of a change and of a revert go out whatever happened since: it did happen, and the addresses must learn of it
+  queue.define({ name: 'user-email-changed' });
+  queue.work('user-email-changed', async (job) => emailChange.sendChangeNotice(job.data));
+  queue.define({ name: 'user-email-verification' });
+  queue.work('user-email-verification', async (job) => emailChange.sendVerification(job.data.userId, job.data.email, job.data.changeId));
+  queue.define({ name: 'user-email-reverted' });
+  queue.work('user-email-reverted', async (job) => emailChange.sendRevertNotice(job.data));
   return {
     service,
     emailChange,
     hasher,
-    loadUser: (id) => findUserById(ctx.db, id),
+    loadUser: (id) => findUserById(db, id),
     routes: (api) => registerUserRoutes(api, service),
   };
 }

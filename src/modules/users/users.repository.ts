@@ -11,10 +11,7 @@ function liveWithEmail(db: Db, email: string) {
   return db.selectFrom('users').selectAll().where(sql<string>`lower(email)`, '=', email.toLowerCase()).where('deleted_at', 'is', null);
 }
 
-/**
- * The live user with this e-mail (any case). An unverified claim may share the address (migration
- * 20261214000000): the verified one comes first, then one that can sign in, then the oldest.
- */
+/** The live user with this e-mail (any case); of claims sharing it (migration 20261214000000), the verified one, then one that can sign in, then the oldest. */
 export async function findUserByEmail(db: Db, email: string): Promise<UserRow | undefined> {
   return liveWithEmail(db, email)
     .orderBy('email_verified', 'desc')
@@ -23,10 +20,7 @@ export async function findUserByEmail(db: Db, email: string): Promise<UserRow | 
     .executeTakeFirst();
 }
 
-/**
- * The account a platform order for this address belongs to: its verified holder, else an unclaimed
- * platform customer (no password). An unverified self-service claim never gets the shopper's order.
- */
+/** The owner of a platform order for this address: its verified holder, else an unclaimed platform customer (no password); never an unverified claim. */
 export async function findPlatformCustomer(db: Db, email: string): Promise<UserRow | undefined> {
   return liveWithEmail(db, email)
     .where((eb) => eb.or([eb('email_verified', '=', true), eb('password_hash', 'is', null)]))
@@ -57,9 +51,8 @@ export async function updateUser(db: Db, id: number, patch: UserUpdate): Promise
 }
 
 /**
- * A session cut-off: the next generation refuses earlier tokens however close their issue time; the
- * time, which only moves forward (clocks differ), judges the tokens of earlier releases, which carry
- * no generation (issuedBeforeCutoff in http/auth.ts).
+ * A session cut-off: the next generation refuses earlier tokens however close their issue time; the time, only moving forward
+ * (clocks differ), judges the tokens of earlier releases, which carry no generation (issuedBeforeCutoff in http/auth.ts).
  */
 function cutOff(at: Date) {
   return {
@@ -133,9 +126,8 @@ export async function searchUsers(
   f: { emailContains?: string; isActive?: boolean },
   page: { limit: number; offset: number },
 ): Promise<{ rows: UserRow[]; count: CappedCount }> {
-  let q = db.selectFrom('users').where('deleted_at', 'is', null);
+  let q = liveUsers(db, f.isActive);
   if (f.emailContains !== undefined) q = q.where(sql<number>`strpos(lower(email), ${f.emailContains.toLowerCase()})`, '>', 0);
-  if (f.isActive !== undefined) q = q.where('is_active', '=', f.isActive);
   const [rows, count] = await Promise.all([
     q.selectAll().orderBy('id', 'asc').limit(page.limit).offset(page.offset).execute(),
     countCapped(db, q, page.offset + page.limit),

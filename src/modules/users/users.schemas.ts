@@ -1,6 +1,7 @@
 import { Type, type Static } from 'typebox';
+import type { UserRow } from '../../db/schema.ts';
 import type { ApiVersion } from '../../http/api-version.ts';
-import { CappedPage, IdOf, NullableTimestamp, Page, PageQuery, Timestamp } from '../../http/common.schemas.ts';
+import { CappedPage, IdOf, iso, isoOrNull, NullableTimestamp, Page, PageQuery, Timestamp } from '../../http/common.schemas.ts';
 
 const Email = Type.String({ format: 'email', maxLength: 254, description: 'valid e-mail address; unique' });
 const FullName = Type.String({ minLength: 1, maxLength: 100 });
@@ -60,10 +61,21 @@ function buildUserSchemas(version: ApiVersion) {
   };
 }
 
-const SCHEMAS = { v1: buildUserSchemas('v1'), v2: buildUserSchemas('v2') };
+export const USER_SCHEMAS = { v1: buildUserSchemas('v1'), v2: buildUserSchemas('v2') };
 
-export function userSchemas(version: ApiVersion) {
-  return SCHEMAS[version];
+/** v2 reads show whether the address is verified; v1 keeps the specification's fields. */
+const v2Fields = (version: ApiVersion, u: UserRow) => (version === 'v2' ? { email_verified: u.email_verified } : {});
+
+export function toUserPublic(version: ApiVersion, u: UserRow) {
+  return { id: u.id, email: u.email, full_name: u.full_name, is_active: u.is_active, is_admin: u.is_admin, ...v2Fields(version, u), created_at: iso(u.created_at) };
+}
+
+export function toUserDetail(version: ApiVersion, u: UserRow) {
+  return { ...toUserPublic(version, u), updated_at: isoOrNull(u.updated_at) };
+}
+
+export function toUserListItem(version: ApiVersion, u: UserRow) {
+  return { id: u.id, email: u.email, full_name: u.full_name, is_active: u.is_active, ...v2Fields(version, u), created_at: iso(u.created_at) };
 }
 
 export const UserCreateBody = Type.Object(

@@ -7,7 +7,7 @@ import { AppError } from '../../http/errors.ts';
 import type { UserCache } from '../../http/user-cache.ts';
 import type { JobQueue } from '../../jobs/queue.ts';
 import { insertEmailChange } from './email-tokens.repository.ts';
-import { assertPasswordLength, type PasswordHasher } from './passwords.ts';
+import { assertPasswordLength, invalidBodyField, type PasswordHasher } from './passwords.ts';
 import {
   countUsers,
   cutOffSessions,
@@ -120,9 +120,8 @@ export class UsersService {
   }
 
   /**
-   * PATCH semantics. Flags only by an admin, never on their own account. One's own new e-mail stays
-   * unverified until its link is used; `currentPasswordForEmail` (v2) also asks for the password, so
-   * a stolen access token alone cannot move the account to another address.
+   * PATCH semantics; flags only by an admin, never on their own account. One's own new e-mail stays unverified until its link
+   * is used; v2 (`currentPasswordForEmail`) also asks for the password: a stolen access token alone cannot move the account.
    */
   async update(actor: UserRow, id: number, input: UserUpdateBody, opts: { currentPasswordForEmail?: boolean } = {}): Promise<UserRow> {
     const self = actor.id === id;
@@ -181,12 +180,7 @@ export class UsersService {
   }
 
   private async assertCurrentPassword(user: UserRow, password: string | undefined): Promise<void> {
-    if (password === undefined) {
-      const msg = 'required to change your own e-mail address';
-      throw new AppError('VALIDATION_ERROR', `Validation failed: body.current_password: ${msg}`, {
-        errors: [{ loc: ['body', 'current_password'], msg, type: 'missing' }],
-      });
-    }
+    if (password === undefined) throw invalidBodyField('current_password', 'required to change your own e-mail address', 'missing');
     if (!(await this.deps.hasher.verify(password, user.password_hash))) throw new AppError('INVALID_CREDENTIALS', 'Current password is incorrect');
   }
 
@@ -202,10 +196,7 @@ export class UsersService {
     );
   }
 
-  /**
-   * Undoes an e-mail change (decision 105): the previous address comes back verified; sessions and
-   * password end (the changer may have set it). `within` runs first, under the row lock.
-   */
+  /** Undoes an e-mail change (decision 105): the previous address returns verified; sessions and password (maybe the changer's) end. `within` runs first, under the row lock. */
   async restoreEmail(userId: number, email: string, within: (trx: Transaction<Database>) => Promise<void>): Promise<string | undefined> {
     return orEmailExists('Email already in use by another account', () =>
       this.changing(userId, async (trx) => {

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { purgeExpiredRefreshTokens } from '../../src/modules/auth/auth.repository.ts';
+import { purgeExpiredEmailTokens, purgeSettledEmailChanges } from '../../src/modules/users/email-tokens.repository.ts';
 import { buildTestApp, createUser, waitFor, type TestUser } from '../helpers/app.ts';
 
 const HOUR = 3600 * 1000;
@@ -74,6 +75,39 @@ describe('scheduled purge of expired refresh tokens', () => {
     assert.equal(left.has(ids.revokedLongAgo), false);
     assert.equal(left.has(ids.live), true);
     assert.equal(left.has(ids.expiredRecently), true);
+  });
+
+  it('deletes e-mail changes older than a day once no token names them, after their tokens', async () => {
+    const { db } = app.ctx;
+    const now = Date.now();
+    const change = async (changedAt: number, tokenExpiresAt?: number) => {
+      const { id } = await db
+        .insertInto('email_changes')
+        .values({ user_id: alice.user.id, previous_email: alice.email, new_email: `n${crypto.randomUUID()}@example.com`, changed_at: new Date(changedAt) })
+        .returning('id')
+        .executeTakeFirstOrThrow();
+      if (tokenExpiresAt !== undefined) {
+        await db
+          .insertInto('email_tokens')
+          .values({ user_id: alice.user.id, purpose: 'revert', token_hash: crypto.randomBytes(32).toString('hex'), email: alice.email, expires_at: new Date(tokenExpiresAt), change_id: id })
+          .execute();
+      }
+      return id;
+    };
+    const ids = {
+      oldBare: await change(now - 72 * HOUR),
+      oldWithExpiredToken: await change(now - 72 * HOUR, now - 48 * HOUR),
+      oldWithLiveToken: await change(now - 72 * HOUR, now + HOUR),
+      recentBare: await change(now - HOUR),
+    };
+    const left = async () =>
+      new Set((await db.selectFrom('email_changes').select('id').where('id', 'in', Object.values(ids)).execute()).map((r) => r.id));
+    // the expired token still names its change: only the bare old one goes
+    assert.equal(await purgeSettledEmailChanges(db), 1);
+    assert.deepEqual(await left(), new Set([ids.oldWithExpiredToken, ids.oldWithLiveToken, ids.recentBare]));
+    assert.ok((await purgeExpiredEmailTokens(db)) >= 1);
+    assert.equal(await purgeSettledEmailChanges(db), 1);
+    assert.deepEqual(await left(), new Set([ids.oldWithLiveToken, ids.recentBare]));
   });
 
   it('an API-only process registers no schedule and runs no worker', async (t) => {

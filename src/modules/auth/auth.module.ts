@@ -1,7 +1,7 @@
 import type { AppContext, AppModule } from '../../app-context.ts';
 import type { AccessTokenVerifier } from '../../http/auth.ts';
 import { HOUSEKEEPING_RETRY } from '../../jobs/queue.ts';
-import { purgeExpiredEmailTokens } from '../users/email-tokens.repository.ts';
+import { purgeExpiredEmailTokens, purgeSettledEmailChanges } from '../users/email-tokens.repository.ts';
 import type { UsersModule } from '../users/users.module.ts';
 import { purgeExpiredRefreshTokens, purgeExpiredResetTokens, revokeRefreshTokens, revokeUserResetTokens } from './auth.repository.ts';
 import { registerAuthRoutes, registerJwksRoute } from './auth.routes.ts';
@@ -20,6 +20,8 @@ const PURGES = [
   [purgeExpiredRefreshTokens, 'purged expired refresh tokens'],
   [purgeExpiredResetTokens, 'purged expired password reset tokens'],
   [purgeExpiredEmailTokens, 'purged expired e-mail confirmation and revert tokens'],
+  // after the tokens: a change goes once no token names it
+  [purgeSettledEmailChanges, 'purged e-mail changes no token names'],
   [purgeExpiredDeviceTokens, 'purged expired device tokens'],
 ] as const;
 

@@ -82,3 +82,17 @@ export async function purgeExpiredEmailTokens(db: Db): Promise<number> {
   const res = await db.deleteFrom('email_tokens').where('expires_at', '<', cutoff).executeTakeFirst();
   return Number(res.numDeletedRows);
 }
+
+/**
+ * Deletes changes older than a day that no token names any more: a revert only ever starts from a
+ * token, so such a change can neither be reverted nor be undone by an earlier one's revert.
+ */
+export async function purgeSettledEmailChanges(db: Db): Promise<number> {
+  const cutoff = new Date(Date.now() - 24 * 3600 * 1000);
+  const res = await db
+    .deleteFrom('email_changes as c')
+    .where('c.changed_at', '<', cutoff)
+    .where(({ not, exists, selectFrom }) => not(exists(selectFrom('email_tokens as t').select('t.id').whereRef('t.change_id', '=', 'c.id'))))
+    .executeTakeFirst();
+  return Number(res.numDeletedRows);
+}

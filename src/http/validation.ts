@@ -51,8 +51,9 @@ function makeAjv(opts: Options): Ajv {
   return ajv;
 }
 
-const EARLIEST = Date.parse('0001-01-01T00:00:00Z');
-const AFTER_LATEST = Date.parse('+010000-01-01T00:00:00Z');
+/** The range PostgreSQL and the API's ISO strings share: years 1 to 9999 (UTC). */
+export const EARLIEST_MS = Date.parse('0001-01-01T00:00:00Z');
+export const AFTER_LATEST_MS = Date.parse('+010000-01-01T00:00:00Z');
 
 /** A date or date-time must name a year from 1 to 9999 (UTC), which PostgreSQL accepts: otherwise 422. */
 function withinDatabaseRange(ajv: Ajv, name: 'date' | 'date-time'): void {
@@ -64,7 +65,7 @@ function withinDatabaseRange(ajv: Ajv, name: 'date' | 'date-time'): void {
     validate: (s: string) => {
       if (!validate(s)) return false;
       const at = Date.parse(name === 'date' ? `${s}T00:00:00Z` : s);
-      return Number.isNaN(at) || (at >= EARLIEST && at < AFTER_LATEST);
+      return Number.isNaN(at) || (at >= EARLIEST_MS && at < AFTER_LATEST_MS);
     },
     ...(compare ? { compare } : {}),
   });

@@ -8,6 +8,7 @@ import { WEBHOOK_EVENT_KINDS } from '../../events/order-events.ts';
 import type { ApiVersion } from '../../http/api-version.ts';
 import { cappedPageOf, pageOf, type CappedPageResult, type PageResult } from '../../http/common.schemas.ts';
 import { AppError, invalidQuery } from '../../http/errors.ts';
+import { EARLIEST_MS } from '../../http/validation.ts';
 import { activeTraceparent } from '../../jobs/job-tracing.ts';
 import type { WebhookDeliveryService } from './delivery.service.ts';
 import { testMessage, WEBHOOK_TEST_EVENT, type WebhookEventType } from './message-rendering.ts';
@@ -213,11 +214,18 @@ export class SubscriptionsService {
     await this.get(actor, id);
     const bucket = q.bucket ?? 'hour';
     const size = BUCKET_MS[bucket];
-    const to = q.to === undefined ? new Date() : new Date(q.to);
-    const asked = q.from === undefined ? to.getTime() - DEFAULT_RANGE_MS[bucket] : new Date(q.from).getTime();
+    const to = new Date(q.to === undefined ? Date.now() : Date.parse(q.to));
+    const asked = q.from === undefined ? to.getTime() - DEFAULT_RANGE_MS[bucket] : Date.parse(q.from);
+    // a form the schema's format passes but Date does not read (a leap second)
+    if (Number.isNaN(to.getTime())) throw invalidQuery('to', 'not a date-time this service reads');
+    if (Number.isNaN(asked)) throw invalidQuery('from', 'not a date-time this service reads');
     // UTC days and hours are whole multiples of their length since the epoch
     const from = new Date(Math.floor(asked / size) * size);
-    const problem = from >= to ? '`from` must be before `to`' : (to.getTime() - from.getTime()) / size > MAX_BUCKETS ? `at most ${MAX_BUCKETS} buckets` : '';
+    const problem =
+      from >= to ? '`from` must be before `to`'
+      : from.getTime() < EARLIEST_MS ? 'is before the year 1'
+      : (to.getTime() - from.getTime()) / size > MAX_BUCKETS ? `at most ${MAX_BUCKETS} buckets`
+      : '';
     if (problem) throw invalidQuery('from', problem);
     const counted = new Map((await countAttemptsPerBucket(this.deps.db, { subscriptionId: id, bucket, from, to })).map((b) => [b.start.getTime(), b]));
     const buckets: BucketCounts[] = [];

@@ -2,6 +2,7 @@ import type { Db } from '../../db/database.ts';
 import type { OrderStatus } from '../../db/schema.ts';
 import { iso } from '../../http/common.schemas.ts';
 import { invalidQuery } from '../../http/errors.ts';
+import { AFTER_LATEST_MS, EARLIEST_MS } from '../../http/validation.ts';
 import { countInboundWebhooksByStatus } from '../inbound-webhooks/inbound-webhooks.repository.ts';
 import { countOrdersPerBucket, mostShortProducts } from '../orders/orders.reads.repository.ts';
 import { countAttemptsPerBucket } from '../outbound-webhooks/messages.repository.ts';
@@ -12,9 +13,6 @@ type Bucket = StatsQuery['bucket'];
 
 const UNIT_MS: Record<Bucket, number> = { hour: 3_600_000, day: 86_400_000 };
 const DEFAULT_BUCKETS: Record<Bucket, number> = { hour: 24, day: 30 };
-/** the range PostgreSQL and the API's ISO strings share: years 1 to 9999 */
-const FIRST_MS = Date.parse('0001-01-01T00:00:00Z');
-const END_MS = Date.UTC(10000, 0, 1);
 /** distinct ranges kept at once: the overview asks for two, a few admins' own ranges fit beside them */
 const CACHE_ENTRIES = 64;
 
@@ -28,8 +26,8 @@ function bucketRange(q: StatsQuery): { from: number; to: number; count: number }
   if (Number.isNaN(from)) throw invalidQuery('from', 'not a date-time this service reads');
   if (from >= to) throw invalidQuery('to', 'is not after from');
   const range = { from: Math.floor(from / unit) * unit, to: Math.ceil(to / unit) * unit };
-  if (range.from < FIRST_MS) throw invalidQuery('from', 'is before the year 1');
-  if (range.to >= END_MS) throw invalidQuery('to', 'is after the year 9999');
+  if (range.from < EARLIEST_MS) throw invalidQuery('from', 'is before the year 1');
+  if (range.to >= AFTER_LATEST_MS) throw invalidQuery('to', 'is after the year 9999');
   const count = (range.to - range.from) / unit;
   if (count > MAX_BUCKETS) throw invalidQuery('from', `the range holds ${count} ${q.bucket}s, more than ${MAX_BUCKETS}`);
   return { ...range, count };

@@ -54,3 +54,49 @@ describe('admin order list: date filters at the edge of the range', () => {
     });
   }
 });
+
+/** The ranged counts at the same edges: a range reaching before year 1 is 422, never a query of year 0 (a 500 on PGlite). */
+describe('stats ranges: the edges of the range', () => {
+  let app: FastifyInstance;
+  let admin: TestUser;
+  let subscriptionId: number;
+
+  before(async () => {
+    app = await buildTestApp(undefined);
+    admin = await createUser(app, { admin: true });
+    const sub = await api(app, admin, { method: 'POST', url: '/api/v2/webhooks/subscriptions', payload: { url: 'https://receiver.example/hook', events: ['order.created'] } });
+    assert.equal(sub.statusCode, 201, sub.body);
+    subscriptionId = sub.json<{ id: number }>().id;
+  });
+  after(() => app.close());
+
+  const get = (url: string) => api(app, admin, { method: 'GET', url });
+  const at = (s: string) => encodeURIComponent(s);
+
+  it("a subscription's delivery stats: a default range reaching before year 1 is 422; the first hours and the last day of the range answer 200", async () => {
+    const stats = `/api/v2/webhooks/subscriptions/${subscriptionId}/stats`;
+    for (const q of [`to=${at('0001-01-01T00:00:00Z')}`, `to=${at('0001-01-01T00:00:00Z')}&bucket=day`, `to=${at('0001-01-01T12:00:00Z')}`, `from=${at('0000-12-31T23:00:00Z')}&to=${at('0001-01-01T01:00:00Z')}`]) {
+      const res = await get(`${stats}?${q}`);
+      assert.equal(res.statusCode, 422, `${q}: ${res.body}`);
+      assert.equal(errorBody(res).error_code, 'VALIDATION_ERROR');
+    }
+    for (const q of [`from=${at('0001-01-01T00:00:00Z')}&to=${at('0001-01-01T03:00:00Z')}`, `to=${at('9999-12-31T23:59:59.999Z')}`, `to=${at('9999-12-31T23:59:59.999Z')}&bucket=day`]) {
+      const res = await get(`${stats}?${q}`);
+      assert.equal(res.statusCode, 200, `${q}: ${res.body}`);
+      const body = res.json<{ from: string; buckets: { start: string }[] }>();
+      assert.ok(body.buckets.length > 0 && Date.parse(body.from) >= Date.parse('0001-01-01T00:00:00Z'), `${q}: ${res.body}`);
+    }
+  });
+
+  it('the administrators\' overview: the same edges', async () => {
+    for (const q of [`to=${at('0001-01-01T00:00:00Z')}`, `to=${at('0001-01-01T00:00:00Z')}&bucket=day`]) {
+      const res = await get(`/api/v2/admin/stats?${q}`);
+      assert.equal(res.statusCode, 422, `${q}: ${res.body}`);
+      assert.equal(errorBody(res).error_code, 'VALIDATION_ERROR');
+    }
+    for (const q of [`from=${at('0001-01-01T00:00:00Z')}&to=${at('0001-01-01T03:00:00Z')}`, `to=${at('9999-12-31T23:00:00Z')}`, `to=${at('9999-12-31T00:00:00Z')}&bucket=day`]) {
+      const res = await get(`/api/v2/admin/stats?${q}`);
+      assert.equal(res.statusCode, 200, `${q}: ${res.body}`);
+    }
+  });
+});

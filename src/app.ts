@@ -115,13 +115,14 @@ export async function buildApp(config: Config, opts: BuildOptions = {}): Promise
   registerSecurityHeaders(app, { contentSecurityPolicy: false, crossOriginEmbedderPolicy: false });
   registerNoStore(app, API_VERSIONS.map(apiPrefix));
   registerHostRequirement(app);
-  // CORS for the browser applications, exposing the rate-limit headers; no cookies, so no credentials
+  // CORS for the browser applications, exposing the rate-limit headers. No credentials: a cross-origin
+  // application sends its device token as X-Device-Token, since the `device` cookie is SameSite=Strict
   if (config.corsOrigins.length > 0) {
     await app.register(cors, {
       origin: [...config.corsOrigins],
       credentials: false,
       methods: ['GET', 'HEAD', 'POST', 'PATCH', 'DELETE', 'OPTIONS'],
-      allowedHeaders: ['Authorization', 'Content-Type', 'Idempotency-Key', 'X-Request-Id'],
+      allowedHeaders: ['Authorization', 'Content-Type', 'Idempotency-Key', 'X-Request-Id', 'X-Device-Token'],
       exposedHeaders: ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'Retry-After'],
       maxAge: 600,
     });

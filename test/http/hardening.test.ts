@@ -68,6 +68,14 @@ describe('response headers and CORS', () => {
     assert.equal(preflight.statusCode, 204);
     assert.equal(preflight.headers['access-control-allow-origin'], 'https://app.example');
     assert.match(String(preflight.headers['access-control-allow-methods']), /POST/);
+    // a cross-origin sign-in carries its device token in a header (the cookie is SameSite=Strict)
+    const signIn = await app.inject({
+      method: 'OPTIONS',
+      url: '/api/v2/auth/login',
+      headers: { origin: 'https://app.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type,x-device-token' },
+    });
+    assert.equal(signIn.statusCode, 204);
+    assert.match(String(signIn.headers['access-control-allow-headers']), /X-Device-Token/i);
   });
 });
 

@@ -3,6 +3,7 @@ import type { Config } from './config.ts';
 import type { DatabaseHandle, Db } from './db/database.ts';
 import type { OrderEventBus } from './events/order-events.ts';
 import type { ReadinessCheck } from './http/observability.ts';
+import type { CounterRedis } from './http/rate-limits.ts';
 import type { UserCache } from './http/user-cache.ts';
 import type { JobQueue } from './jobs/queue.ts';
 import type { Mailer } from './mail/mailer.ts';
@@ -21,6 +22,8 @@ export interface AppContext {
   readonly userCache: UserCache;
   /** /ready's checks; a module may add its own (e.g. Redis) */
   readonly readiness: ReadinessCheck[];
+  /** the one Redis connection for counters (REDIS_URL): the rate limit and the attempt limiters; none counts per process */
+  readonly counters: CounterRedis | undefined;
 }
 
 /** A module as its factory (`create…Module`) returns it, its queues and workers registered on `ctx.queue`. */

@@ -15,7 +15,7 @@ import { registerDocs } from './http/docs.ts';
 import { registerErrorHandling } from './http/error-handling.ts';
 import { registerObservability } from './http/observability.ts';
 import { registerPathIds } from './http/path-ids.ts';
-import { registerRateLimit } from './http/rate-limits.ts';
+import { createCounterRedis, registerRateLimit } from './http/rate-limits.ts';
 import { registerHostRequirement, registerSecurity } from './http/security.ts';
 import { registerNoStore, registerSecurityHeaders } from './http/security-headers.ts';
 import { closeIdleConnectionsOnShutdown, serverOptions } from './http/server.ts';
@@ -74,6 +74,7 @@ export async function buildApp(config: Config, opts: BuildOptions = {}): Promise
     orderEvents: new OrderEventBus(),
     userCache: new UserCache({ ttlMs: config.userCacheTtlSeconds * 1000 }),
     readiness: [],
+    counters: config.redisUrl ? createCounterRedis(config.redisUrl, app.log) : undefined,
   };
   app.decorate('ctx', ctx);
   const userFeed = new UserChangeFeed({ cache: ctx.userCache, database, log: app.log });
@@ -128,7 +129,7 @@ export async function buildApp(config: Config, opts: BuildOptions = {}): Promise
     });
   }
   // before authentication: rejected requests count too (see rate-limits.ts)
-  await registerRateLimit(app, { config, log: app.log, verifyAccessToken: auth.verifyAccessToken, readiness: ctx.readiness });
+  await registerRateLimit(app, { config, verifyAccessToken: auth.verifyAccessToken, readiness: ctx.readiness, counters: ctx.counters });
   registerAuth(app, { verifyAccessToken: auth.verifyAccessToken, loadUser: users.loadUser, userCache: ctx.userCache });
   // before registerSecurity: the route table records each route's limit
   registerBodyLimits(app, { maxBytes: config.bodyLimitBytes });
@@ -165,6 +166,7 @@ export async function buildApp(config: Config, opts: BuildOptions = {}): Promise
     await ctx.queue.stop();
     await userFeed.stop();
     for (const module of modules) await module.close?.();
+    await ctx.counters?.close();
     ctx.mailer.close();
     if (!opts.database) await database.close();
   });

@@ -42,9 +42,23 @@ function answered<T>(promise: Promise<T>): Promise<T> {
   return Promise.race([promise, late]).finally(() => clearTimeout(timer));
 }
 
-/** A Redis client for shared counters: never queues a command while disconnected, reconnects in the background. */
-export function createRedis(url: string, log: FastifyBaseLogger, label = 'rate limiting'): Redis {
-  const client = new Redis(url, {
+/**
+ * The process's one Redis connection for counters (the rate limit, the sign-in and recovery-mail
+ * limiters), so an outage is one line when the first count falls back and one when Redis is back.
+ */
+export interface CounterRedis {
+  readonly redis: Redis;
+  /** settles once the first connection is made, or after at most 1.5 s, so the first counts are not a fallback */
+  readonly connected: Promise<void>;
+  /** a count was made per process: logged once per outage */
+  fallBack(): void;
+  /** a count was made in Redis (after an outage that left the connection up, such as slow answers) */
+  recovered(): void;
+  close(): Promise<void>;
+}
+
+export function createCounterRedis(url: string, log: FastifyBaseLogger): CounterRedis {
+  const redis = new Redis(url, {
     // a request never waits for Redis to come back
     enableOfflineQueue: false,
     enableAutoPipelining: true,
@@ -55,63 +69,63 @@ export function createRedis(url: string, log: FastifyBaseLogger, label = 'rate l
     retryStrategy: (times) => Math.min(100 * times, 2000),
   });
   // without a listener ioredis prints every failed reconnect; the fallback is logged once instead
-  client.on('error', (err: Error) => log.debug({ err: err.message }, `${label}: Redis error`));
-  return client;
-}
-
-/** A fixed-window counter in Redis while it answers, else in memory (logged once each way); a limiter's verdict (RateLimiterRes) passes on. */
-export function redisOrMemory(redis: Redis, log: FastifyBaseLogger, opts: IRateLimiterOptions, label = 'rate limiting') {
-  const shared = new RateLimiterRedis({ ...opts, storeClient: redis, rejectIfRedisNotReady: true });
-  const memory = new RateLimiterMemory(opts);
+  redis.on('error', (err: Error) => log.debug({ err: err.message }, 'rate limiting: Redis error'));
   let fallingBack = false;
-  const fallBack = () => {
-    if (!fallingBack) log.warn(`${label}: Redis unavailable, falling back to per-process counters`);
-    fallingBack = true;
-  };
   const recovered = () => {
-    if (fallingBack) log.info(`${label}: Redis is back, counters are shared again`);
+    if (fallingBack) log.info('rate limiting: Redis is back, counters are shared again');
     fallingBack = false;
   };
   redis.on('ready', recovered);
+  const connected = redis.status === 'ready' ? Promise.resolve() : once(redis, 'ready', { signal: AbortSignal.timeout(1500) }).then(() => {}, () => {});
   return {
     redis,
-    fallBack,
+    connected,
+    recovered,
+    fallBack: () => {
+      if (!fallingBack) log.warn('rate limiting: Redis unavailable, falling back to per-process counters');
+      fallingBack = true;
+    },
+    close: () => connected.then(async () => void (await redis.quit().catch(() => redis.disconnect()))),
+  };
+}
+
+/** A fixed-window counter in Redis while it answers, else in memory; a limiter's verdict (RateLimiterRes) passes on. */
+export function redisOrMemory(counters: CounterRedis, opts: IRateLimiterOptions) {
+  const { redis } = counters;
+  const shared = new RateLimiterRedis({ ...opts, storeClient: redis, rejectIfRedisNotReady: true });
+  const memory = new RateLimiterMemory(opts);
+  return {
     async use<T>(op: (limiter: RateLimiterRedis | RateLimiterMemory) => Promise<T>): Promise<T> {
       if (redis.status === 'ready') {
         try {
           const result = await answered(op(shared));
-          recovered();
+          counters.recovered();
           return result;
         } catch (err) {
           if (err instanceof RateLimiterRes) throw err;
         }
       }
-      fallBack();
+      counters.fallBack();
       return op(memory);
     },
   };
 }
 
-/** Waits (at most 1.5 s) for a Redis client's first connection, so the first requests are not counted as a fallback. */
-export async function firstConnection(redis: Redis): Promise<void> {
-  if (redis.status === 'ready') return;
-  await once(redis, 'ready', { signal: AbortSignal.timeout(1500) }).catch(() => {});
-}
-
 interface RateLimitDeps {
   config: Config;
-  log: FastifyBaseLogger;
   /** the bearer token picks the bucket: a valid one counts against its user */
   verifyAccessToken: AccessTokenVerifier;
   /** /ready's checks: Redis adds itself when configured */
   readiness: ReadinessCheck[];
+  /** the counters' Redis connection (REDIS_URL), else counts per process */
+  counters: CounterRedis | undefined;
 }
 
 export async function registerRateLimit(app: FastifyInstance, deps: RateLimitDeps): Promise<void> {
-  const { config, log } = deps;
+  const { config } = deps;
   const limits = { user: config.rateLimitAuthenticated, ip: config.rateLimitAnonymous, webhook: config.rateLimitWebhook };
   const counterOptions = { points: 1, duration: config.rateLimitWindowSeconds, keyPrefix: config.rateLimitKeyPrefix };
-  const counter = config.redisUrl ? redisOrMemory(createRedis(config.redisUrl, log), log, counterOptions) : undefined;
+  const counter = deps.counters ? redisOrMemory(deps.counters, counterOptions) : undefined;
 
   await app.register(rateLimit, {
     // not per route: one application-wide hook (below), before authentication
@@ -134,14 +148,14 @@ export async function registerRateLimit(app: FastifyInstance, deps: RateLimitDep
   });
   app.addHook('onRequest', app.rateLimit());
 
-  if (!counter) return;
-  const { redis } = counter;
+  const { counters } = deps;
+  if (!counters) return;
+  const { redis } = counters;
   deps.readiness.push({ name: 'redis', critical: false, check: () => answered(redis.ping()).then(() => 'ok' as const, () => 'degraded' as const) });
   app.addHook('onReady', async () => {
-    await firstConnection(redis);
-    if (redis.status !== 'ready') counter.fallBack();
+    await counters.connected;
+    if (redis.status !== 'ready') counters.fallBack();
   });
-  app.addHook('onClose', async () => void (await redis.quit().catch(() => redis.disconnect())));
 }
 
 /** The plugin's `store` option: `penalty` counts without a verdict (the plugin compares); one store for every route. */

@@ -29,10 +29,10 @@ const PURGES = [
 export async function createAuthModule(ctx: AppContext, deps: { users: UsersModule }): Promise<AuthModule> {
   const { db, queue, log } = ctx;
   const tokens = await TokenService.create(ctx.config);
-  const throttle = new LoginThrottle({ config: ctx.config, log });
+  const throttle = new LoginThrottle({ config: ctx.config, counters: ctx.counters });
   const users = deps.users.service;
   const auth = new AuthService({ db, tokens, hasher: deps.users.hasher, users, throttle });
-  const recovery = new PasswordRecoveryService({ db, queue, mailer: ctx.mailer, users, config: ctx.config, throttle, log });
+  const recovery = new PasswordRecoveryService({ db, queue, mailer: ctx.mailer, users, config: ctx.config, throttle, log, counters: ctx.counters });
   // ending a user's sessions revokes its refresh, reset and device tokens in the same transaction
   users.endSessionsWith(revokeRefreshTokens, revokeUserResetTokens, deleteUserDeviceTokens);
   // the notice of an e-mail revert carries a reset link: the revert ended the password
@@ -54,9 +54,6 @@ export async function createAuthModule(ctx: AppContext, deps: { users: UsersModu
     routes: (api) => registerAuthRoutes(api, auth, recovery, deps.users),
     rootRoutes: (app) => {
       if (tokens.asymmetric) registerJwksRoute(app, tokens);
-    },
-    close: async () => {
-      await Promise.all([throttle.close(), recovery.close()]);
     },
   };
 }

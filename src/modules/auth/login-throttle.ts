@@ -1,8 +1,8 @@
 import crypto from 'node:crypto';
-import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../../config.ts';
 import { createAttemptLimiter, type AttemptLimiter, type Verdict } from '../../http/attempt-limiter.ts';
 import { AppError } from '../../http/errors.ts';
+import type { CounterRedis } from '../../http/rate-limits.ts';
 
 /**
  * Password-guessing throttle an attacker cannot turn into a lockout (decisions 103, 106), in Redis when
@@ -15,9 +15,9 @@ export class LoginThrottle {
   private readonly perEmail: AttemptLimiter;
   private readonly perDevice: AttemptLimiter;
 
-  constructor(deps: { config: Config; log: FastifyBaseLogger }) {
-    const { config, log } = deps;
-    const limiter = (name: string, points: number) => createAttemptLimiter({ config, log, name, points, durationSeconds: config.loginThrottleWindowSeconds });
+  constructor(deps: { config: Config; counters: CounterRedis | undefined }) {
+    const { config, counters } = deps;
+    const limiter = (name: string, points: number) => createAttemptLimiter({ config, counters, name, points, durationSeconds: config.loginThrottleWindowSeconds });
     this.perClient = limiter('login', config.loginThrottleMaxFailures);
     this.perEmail = limiter('login-email', config.loginThrottleMaxFailuresPerEmail ?? 10 * config.loginThrottleMaxFailures);
     this.perDevice = limiter('login-device', config.loginThrottleMaxFailures);
@@ -44,10 +44,6 @@ export class LoginThrottle {
   /** Forgets the attempts for `email`: from `client`, and across all clients (a successful sign-in, a password reset). */
   async clear(email: string, client: string): Promise<void> {
     await Promise.all([this.perClient.reset(emailKey(email, client)), this.perEmail.reset(emailKey(email))]);
-  }
-
-  async close(): Promise<void> {
-    await Promise.all([this.perClient.close(), this.perEmail.close(), this.perDevice.close()]);
   }
 }
 

@@ -5,6 +5,7 @@ import { isUniqueViolation } from '../../db/errors.ts';
 import type { UserRow } from '../../db/schema.ts';
 import { createAttemptLimiter, type AttemptLimiter } from '../../http/attempt-limiter.ts';
 import { AppError } from '../../http/errors.ts';
+import type { CounterRedis } from '../../http/rate-limits.ts';
 import type { JobQueue } from '../../jobs/queue.ts';
 import type { Mailer } from '../../mail/mailer.ts';
 import { hashOfMailToken, isMailToken, newMailToken } from '../users/mail-tokens.ts';
@@ -37,12 +38,21 @@ function mayRecover(user: UserRow | undefined): user is UserRow {
  * a holder's recovery e-mails useless by asking again and again.
  */
 export class PasswordRecoveryService {
-  private readonly deps: { db: Db; queue: JobQueue; mailer: Mailer; users: UsersService; config: Config; throttle: LoginThrottle; log: FastifyBaseLogger };
+  private readonly deps: {
+    db: Db;
+    queue: JobQueue;
+    mailer: Mailer;
+    users: UsersService;
+    config: Config;
+    throttle: LoginThrottle;
+    log: FastifyBaseLogger;
+    counters: CounterRedis | undefined;
+  };
   private readonly mailsPerAddress: AttemptLimiter;
 
   constructor(deps: PasswordRecoveryService['deps']) {
     this.deps = deps;
-    this.mailsPerAddress = createAttemptLimiter({ config: deps.config, log: deps.log, name: 'recovery-mail', points: RECOVERY_EMAILS_PER_HOUR, durationSeconds: 3600 });
+    this.mailsPerAddress = createAttemptLimiter({ config: deps.config, counters: deps.counters, name: 'recovery-mail', points: RECOVERY_EMAILS_PER_HOUR, durationSeconds: 3600 });
   }
 
   async request(email: string): Promise<void> {
@@ -111,10 +121,6 @@ export class PasswordRecoveryService {
     const { token, hash } = newMailToken();
     const id = await insertResetToken(db, user, hash, config.passwordResetTtlSeconds);
     return { instructions: resetInstructions(token, config, 'a new'), discard: () => deleteResetToken(db, id) };
-  }
-
-  close(): Promise<void> {
-    return this.mailsPerAddress.close();
   }
 }
 

@@ -9778,7 +9778,8 @@ export interface paths {
          *     The answer's head is sent once the stream follows every change committed from then on: read your data again after it (or after `: stream open`) and nothing falls between the two.
          *     Comment lines keep the stream open: `: heartbeat` every 15 seconds.
          *
-         *     Reconnect with `Last-Event-ID` (the last `id` received) to get the events after it first, up to 1,000, oldest first; events stay readable for at least 5 minutes (in fact as long as the order exists).
+         *     Reconnect with `Last-Event-ID` (the last `id` received) to get the events after it first, oldest first, then the live ones; events stay readable for at least 5 minutes (in fact as long as the order exists).
+         *     One answer sends at most 1,000 of them: after a full 1,000 the stream ends, and a reconnection with the last `id` sends the next ones (none is skipped), until one goes on with the live events.
          *     The stream ends when the access token expires, the user is deactivated or signed out everywhere, or the server shuts down: reconnect (after refreshing the token).
          *     A user may hold 5 streams at once per server process; a sixth is 429 `RATE_LIMITED`. The stream counts as one request for rate limiting.
          *
@@ -9788,7 +9789,7 @@ export interface paths {
             parameters: {
                 query?: never;
                 header?: {
-                    /** @description the `id` of the last event received: the stream sends the events after it first (up to 1,000, oldest first) */
+                    /** @description the `id` of the last event received: the stream sends the events after it first, oldest first (at most 1,000: after a full 1,000 it ends; reconnect with the last `id` for the rest) */
                     "last-event-id"?: string;
                 };
                 path?: never;

@@ -90,9 +90,10 @@ export class OrderEventFeed {
     await this.running;
   }
 
-  /** Up to `limit` events after `after` that a user may see, as frames, oldest first (Last-Event-ID). */
-  async replay(after: number, viewer: { userId: number; admin: boolean }, limit: number): Promise<LiveEvent[]> {
-    return this.framesOf(await replayOrderEvents(this.opts.db, { after, userId: viewer.admin ? undefined : viewer.userId, limit }));
+  /** Up to `limit` events after `after` that a user may see, as frames, oldest first (Last-Event-ID); `full`: `limit` were read. */
+  async replay(after: number, viewer: { userId: number; admin: boolean }, limit: number): Promise<{ events: LiveEvent[]; full: boolean }> {
+    const rows = await replayOrderEvents(this.opts.db, { after, userId: viewer.admin ? undefined : viewer.userId, limit });
+    return { events: await this.framesOf(rows), full: rows.length === limit };
   }
 
   private start(): void {

@@ -26,7 +26,7 @@ const EventsHeaders = Type.Object({
   'last-event-id': Type.Optional(
     Type.String({
       pattern: '^(0|[1-9][0-9]{0,14})$',
-      description: 'the `id` of the last event received: the stream sends the events after it first (up to 1,000, oldest first)',
+      description: 'the `id` of the last event received: the stream sends the events after it first, oldest first (at most 1,000: after a full 1,000 it ends; reconnect with the last `id` for the rest)',
     }),
   ),
 });
@@ -46,7 +46,8 @@ const DESCRIPTION = [
   'The answer\'s head is sent once the stream follows every change committed from then on: read your data again after it (or after `: stream open`) and nothing falls between the two.',
   'Comment lines keep the stream open: `: heartbeat` every 15 seconds.',
   '',
-  'Reconnect with `Last-Event-ID` (the last `id` received) to get the events after it first, up to 1,000, oldest first; events stay readable for at least 5 minutes (in fact as long as the order exists).',
+  'Reconnect with `Last-Event-ID` (the last `id` received) to get the events after it first, oldest first, then the live ones; events stay readable for at least 5 minutes (in fact as long as the order exists).',
+  'One answer sends at most 1,000 of them: after a full 1,000 the stream ends, and a reconnection with the last `id` sends the next ones (none is skipped), until one goes on with the live events.',
   'The stream ends when the access token expires, the user is deactivated or signed out everywhere, or the server shuts down: reconnect (after refreshing the token).',
   'A user may hold 5 streams at once per server process; a sixth is 429 `RATE_LIMITED`. The stream counts as one request for rate limiting.',
 ].join('\n');
@@ -93,7 +94,9 @@ export function registerLiveRoutes(
       const lastEventId = request.headers['last-event-id'];
 
       const stream = new PassThrough();
+      // the live events handed over during the replay (at most replayLimit: more, and the answer ends after the replay)
       let replaying: LiveEvent[] | undefined = lastEventId === undefined ? undefined : [];
+      let overflow = false;
       const write = (text: string) => {
         if (stream.writableLength > MAX_UNSENT_BYTES) end();
         else if (!stream.writableEnded) stream.write(text);
@@ -101,7 +104,11 @@ export function registerLiveRoutes(
       const subscriber: Subscriber = {
         userId: user.id,
         admin: user.is_admin,
-        send: (e) => (replaying ? replaying.push(e) : write(e.frame)),
+        send: (e) => {
+          if (!replaying) write(e.frame);
+          else if (replaying.length < limits.replayLimit) replaying.push(e);
+          else overflow = true;
+        },
         end: () => end(),
       };
       const stillAllowed = async () => {
@@ -138,10 +145,18 @@ export function registerLiveRoutes(
       write(': stream open\n\n');
       if (lastEventId !== undefined) {
         try {
-          const missed = await feed.replay(Number(lastEventId), { userId: user.id, admin: user.is_admin }, limits.replayLimit);
+          const { events: missed, full } = await feed.replay(Number(lastEventId), { userId: user.id, admin: user.is_admin }, limits.replayLimit);
           const sent = new Set(missed.map((e) => e.id));
           // then the events the feed handed over meanwhile, without those the replay sent
-          for (const e of [...missed, ...(replaying ?? []).filter((e) => !sent.has(e.id))]) write(e.frame);
+          const live = (replaying ?? []).filter((e) => !sent.has(e.id));
+          if (!full && !overflow) for (const e of [...missed, ...live]) write(e.frame);
+          else {
+            // more may lie between the replay's last event and the live ones: the answer ends after the replay, and the
+            // client resumes from its last id (the rest is read from the outbox then, never held here)
+            const last = missed.at(-1)?.id ?? -Infinity;
+            for (const e of [...missed, ...live.filter((e) => e.id < last)].sort((a, b) => a.id - b.id)) write(e.frame);
+            end();
+          }
         } catch (err) {
           request.log.warn({ err }, 'live events: the replay after Last-Event-ID failed; the stream ends');
           end();

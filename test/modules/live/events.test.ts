@@ -158,6 +158,101 @@ describe('GET /api/v2/events', () => {
   });
 });
 
+describe('GET /api/v2/events: resuming further back than one replay', () => {
+  const replayLimit = 3;
+  let app: FastifyInstance;
+  let base: string;
+  let product: ProductRow;
+  before(async () => {
+    app = await buildTestApp(undefined, {}, { live: { replayLimit } });
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+    product = await createProduct(app, { stock: 1000 });
+  });
+  after(() => app.close());
+
+  /** the ids of the order events after `after` that `userId`'s stream carries (all, for an administrator), oldest first */
+  const eventIdsAfter = async (after: number, userId?: number) => {
+    let q = app.ctx.db.selectFrom('order_events').select('id').where('id', '>', after);
+    if (userId !== undefined) q = q.where('user_id', '=', userId);
+    return (await q.orderBy('id').execute()).map((r) => r.id);
+  };
+  /** the order.created event's id of a new pending order of `who` */
+  const created = async (who: TestUser) => {
+    const order = await pendingOrder(app, who, [{ productId: product.id, quantity: 1 }]);
+    return (await app.ctx.db.selectFrom('order_events').select('id').where('order_id', '=', order.id).executeTakeFirstOrThrow()).id;
+  };
+  /**
+   * Resumes from `from` as a client does: each stream that ends is opened again with the last id received, until `want`
+   * events have come. Returns the ids received, each stream's count and whether it ended, and the last stream (open).
+   */
+  const resume = async (who: TestUser, from: number, want: number) => {
+    const ids: number[] = [];
+    const streams: { count: number; ended: boolean }[] = [];
+    let last = String(from);
+    for (;;) {
+      const s = await openEvents(base, who.token, last);
+      assert.equal(s.status, 200, s.body());
+      await s.until(() => (s.ended() || ids.length + orderEvents(s.frames).length >= want ? true : undefined));
+      const got = orderEvents(s.frames).map((e) => e.id);
+      ids.push(...got);
+      streams.push({ count: got.length, ended: s.ended() });
+      if (got.length > 0) last = String(got.at(-1));
+      if (!s.ended()) return { ids, streams, live: s };
+      s.close();
+      assert.ok(streams.length <= want, 'each stream that ends moves on');
+    }
+  };
+
+  it('receives every event after Last-Event-ID, in order, none twice, over as many streams as it takes; the last one follows the live events', async () => {
+    const alice = await createUser(app);
+    const bob = await createUser(app);
+    const from = await created(alice);
+    // 3 full replays and a part of one: alice's 10 events, bob's between them (not hers to see)
+    for (let i = 0; i < 10; i++) {
+      await created(alice);
+      await created(bob);
+    }
+    const expected = await eventIdsAfter(from, alice.user.id);
+    assert.equal(expected.length, 10);
+
+    const { ids, streams, live } = await resume(alice, from, expected.length);
+    try {
+      assert.deepEqual(ids, expected, 'every event, oldest first, no gap and no duplicate');
+      // a full replay ends its stream; the one that is not full goes on with the live events
+      assert.deepEqual(streams, [
+        { count: 3, ended: true },
+        { count: 3, ended: true },
+        { count: 3, ended: true },
+        { count: 1, ended: false },
+      ]);
+      const next = await created(alice);
+      const after = await live.until((frames) => {
+        const got = orderEvents(frames).map((e) => e.id);
+        return got.includes(next) ? got : undefined;
+      });
+      assert.deepEqual(after, [expected.at(-1), next]);
+    } finally {
+      live.close();
+    }
+  });
+
+  it('resumes from an event older than 5 minutes (an administrator: every user\'s events)', async () => {
+    const admin = await createUser(app, { admin: true });
+    const carol = await createUser(app);
+    const from = await created(carol);
+    for (let i = 0; i < 4; i++) await created(i % 2 === 0 ? carol : admin);
+    // every event so far is 10 minutes old
+    await app.ctx.db.updateTable('order_events').set({ created_at: new Date(Date.now() - 10 * 60_000) }).execute();
+    const expected = await eventIdsAfter(from);
+    assert.ok(expected.length >= 4);
+
+    const { ids, live } = await resume(admin, from, expected.length);
+    live.close();
+    assert.deepEqual(ids, expected);
+  });
+});
+
 describe('GET /api/v2/events and transactions that commit out of id order (PostgreSQL)', { skip: !process.env.TEST_DATABASE_URL && 'needs TEST_DATABASE_URL (PGlite runs one transaction at a time)' }, () => {
   it('an event whose transaction commits after a later id\'s still reaches the stream', async (t) => {
     const app = await buildTestApp(t);

@@ -2,7 +2,7 @@
  * An order's story as one list in time order: the platform webhooks that created it, its events
  * (each status change with its reason), the jobs run for it and every outgoing delivery attempt.
  */
-import { label, plural, reasonText, when } from './format.ts';
+import { label, plural, reasonText } from './format.ts';
 import type { OrderDetail, OrderEvent, OrderTrace } from './types.ts';
 
 export interface Entry {
@@ -10,9 +10,12 @@ export interface Entry {
   at: string;
   kind: 'webhook' | 'event' | 'job' | 'delivery';
   title: string;
-  lines: string[];
+  lines: Line[];
   tone?: 'good' | 'bad';
 }
+
+/** A line of an entry: words, or words and moments (each shown as "5 minutes ago", its exact time on hover). */
+export type Line = string | (string | { at: string })[];
 
 type Items = OrderDetail['items'];
 
@@ -49,8 +52,8 @@ function queueName(queue: string): string {
 }
 
 function jobEntry(j: OrderTrace['jobs'][number]): Entry {
-  const lines = [`${plural(j.attempt_count, 'attempt')}, ${j.state}`];
-  if (j.started_at) lines.push(`Started ${when(j.started_at)}${j.finished_at ? `, finished ${when(j.finished_at)}` : ''}`);
+  const lines: Line[] = [`${plural(j.attempt_count, 'attempt')}, ${j.state}`];
+  if (j.started_at) lines.push(['Started ', { at: j.started_at }, ...(j.finished_at ? [', finished ', { at: j.finished_at }] : [])]);
   if (j.last_error) lines.push(`Last error: ${j.last_error}`);
   const tone = j.state === 'completed' ? 'good' : j.state === 'failed' ? 'bad' : undefined;
   return { at: j.created_at, kind: 'job', title: `Job: ${queueName(j.queue)}`, lines, tone };

@@ -2,7 +2,7 @@ import { describe, it, before } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import type { FastifyInstance } from 'fastify';
-import type { Browser, Page } from 'playwright-core';
+import type { Browser, Locator, Page } from 'playwright-core';
 import { api, buildTestApp, createUser, defer, waitFor, type TestUser } from '../helpers/app.ts';
 import { waitForFinal } from '../helpers/orders.ts';
 import { createProduct } from '../helpers/products.ts';
@@ -74,15 +74,23 @@ describe("the console as an operator's product (overview, search, export, new pr
     ({ page, trouble } = await newConsolePage(browser, base));
   });
 
-  it('signs in on the Overview: each chart an image with its name and a table of its numbers; money in the CURRENCY setting', async () => {
+  it('signs in on the Overview: each chart an image with its name and a table of its numbers, there for screen readers unasked; money in the CURRENCY setting', async () => {
     await signIn(page, base, admin.email, admin.password);
     await page.getByRole('heading', { level: 1, name: 'Overview' }).waitFor();
     for (const name of CHARTS) {
       await page.getByRole('img', { name, exact: true }).waitFor();
       const figure = page.getByRole('figure', { name, exact: true });
-      await figure.getByText(`The numbers of “${name}”`).click();
-      await figure.getByRole('table', { name, exact: true }).waitFor();
+      // by role (in the accessibility tree) without pressing anything: the table is hidden from sight only
+      await figure.getByRole('table', { name, exact: true }).waitFor({ state: 'attached' });
+      const toggle = figure.getByRole('button', { name: `The numbers of “${name}”`, exact: true });
+      assert.equal(await toggle.getAttribute('aria-expanded'), 'false', name);
     }
+    // the button shows a table to sighted readers, who can then scroll it by keyboard
+    const shown = page.getByRole('figure', { name: 'Orders per hour', exact: true });
+    await shown.getByRole('button', { name: 'The numbers of “Orders per hour”' }).click();
+    await waitFor(async () => (((await shown.getByRole('table').boundingBox())?.width ?? 0) > 100 ? true : undefined), 5000);
+    assert.equal(await shown.getByRole('table').getAttribute('tabindex'), '0');
+    assert.equal(await page.getByRole('figure', { name: 'Orders per day', exact: true }).getByRole('table').getAttribute('tabindex'), null, 'no focus stop on a table out of sight');
     const hourly = page.getByRole('table', { name: 'Orders per hour' });
     // the hour holding "24 hours ago" up to the one holding now
     assert.equal(await hourly.getByRole('row').count(), 26, 'the heading row and 25 hours');
@@ -117,7 +125,11 @@ describe("the console as an operator's product (overview, search, export, new pr
   });
 
   it('Export CSV downloads the filtered list as a CSV file with its header row, and says so in a toast', async () => {
-    const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Export CSV' }).click()]);
+    const link = page.getByRole('link', { name: 'Export CSV' });
+    const exportUrl = new URL(String(await link.getAttribute('href')), base);
+    assert.equal(exportUrl.pathname, '/api/v2/admin/orders/export');
+    assert.equal(exportUrl.searchParams.get('q'), 'JANE.OPERATOR@', 'the link carries the list\'s filters');
+    const [download] = await Promise.all([page.waitForEvent('download'), link.click()]);
     assert.match(download.suggestedFilename(), /^orders-.+\.csv$/);
     const file = await download.path();
     const lines = fs.readFileSync(file, 'utf8').trim().split(/\r?\n/);
@@ -156,13 +168,46 @@ describe("the console as an operator's product (overview, search, export, new pr
     assert.equal(await page.getByRole('heading', { level: 1, name: 'New product' }).count(), 1);
   });
 
-  it('dates read "… ago" with the exact time on hover', async () => {
+  it('dates read "… ago" with the exact time on hover: an order, the subscriptions, a subscription and its messages, a message', async () => {
+    const relative = async (time: Locator, what: string, words = /ago|now/) => {
+      await time.waitFor();
+      assert.match(await time.innerText(), words, what);
+      const title = await time.getAttribute('title');
+      assert.ok(title && /\d{1,2}:\d{2}/.test(title), `${what}: the exact time on hover: ${title}`);
+    };
     await page.goto(`${base}/console/orders/${ids.completed}`);
-    const created = page.locator('dl.facts time').first();
-    await created.waitFor();
-    assert.match(await created.innerText(), /ago|now/);
-    const title = await created.getAttribute('title');
-    assert.ok(title && /\d{1,2}:\d{2}/.test(title), `the exact time on hover: ${title}`);
+    await relative(page.locator('dl.facts time').first(), 'an order created');
+
+    // the administrator's own subscription: its secret rotated (the old one signs for an hour more), a test message delivered
+    const created = await api(app, admin, { method: 'POST', url: '/api/v2/webhooks/subscriptions', payload: { url: receiver.url, events: ['order.created'] } });
+    assert.equal(created.statusCode, 201, created.body);
+    const subscriptionId = created.json<{ id: number }>().id;
+    const rotated = await api(app, admin, { method: 'POST', url: `/api/v2/webhooks/subscriptions/${subscriptionId}/rotate-secret`, payload: { overlap_seconds: 3600 } });
+    assert.equal(rotated.statusCode, 200, rotated.body);
+    const sent = await api(app, admin, { method: 'POST', url: `/api/v2/webhooks/subscriptions/${subscriptionId}/test`, payload: {} });
+    assert.equal(sent.statusCode, 202, sent.body);
+    const messageId = sent.json<{ message_id: string }>().message_id;
+    await waitFor(async () => {
+      const row = await app.ctx.db.selectFrom('webhook_messages').select('status').where('message_id', '=', messageId).executeTakeFirst();
+      return row?.status === 'delivered' ? true : undefined;
+    });
+
+    await openFromNavigation(page, 'Webhooks');
+    const row = page.getByRole('table', { name: 'Subscriptions' }).getByRole('row').filter({ has: page.getByRole('link', { name: `Subscription ${subscriptionId}`, exact: true }) });
+    await relative(row.locator('time'), 'a subscription created');
+
+    await page.goto(`${base}/console/webhooks/${subscriptionId}`);
+    await relative(page.locator('dl.facts time'), 'the previous secret stops signing', /^in /);
+    const message = page.getByRole('region', { name: 'Messages' }).getByRole('article').filter({ has: page.getByRole('link', { name: messageId }) });
+    await relative(message.locator('p time'), 'a message created');
+    await relative(message.getByRole('list', { name: `Attempts of ${messageId}` }).locator('time'), 'an attempt made');
+
+    await message.getByRole('link', { name: messageId }).click();
+    await page.getByRole('heading', { level: 1, name: `Message ${messageId}` }).waitFor();
+    const facts = page.locator('dl.facts time');
+    await relative(facts.nth(0), 'a message created');
+    await relative(facts.nth(1), 'a message settled');
+    await relative(page.getByRole('table', { name: 'Attempts' }).locator('time'), 'an attempt made');
   });
 
   it('the skip link moves the focus to the main content', async () => {

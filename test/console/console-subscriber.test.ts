@@ -95,7 +95,7 @@ describe('the console for a subscriber (not staff), in Chromium', { skip: skipWi
     }
   });
 
-  it('creates a subscription: its secret is shown once', async () => {
+  it('creates a subscription: a toast says so, and its secret is shown once', async () => {
     await openFromNavigation(page, 'Webhooks');
     await assertAccessibleAtBothWidths(page, 'the webhooks page');
     await page.getByLabel('URL').fill(receiver.url);
@@ -104,6 +104,7 @@ describe('the console for a subscriber (not staff), in Chromium', { skip: skipWi
     await shown.waitFor();
     secret = await shown.getByLabel('Secret', { exact: true }).inputValue();
     assert.match(secret, /^whsec_/);
+    await page.getByRole('status').filter({ hasText: /^Subscription \d+ is created\. Copy its signing secret now: it is not shown again\.$/ }).waitFor();
     await assertAccessible(page, 'a new secret');
     await shown.getByRole('button', { name: 'I have copied it' }).click();
     await shown.waitFor({ state: 'detached' });
@@ -167,7 +168,7 @@ describe('the console for a subscriber (not staff), in Chromium', { skip: skipWi
     const stats = await api(app, sam, { method: 'GET', url: `/api/v2/webhooks/subscriptions/${subscriptionId}/stats` });
     const { succeeded, failed } = stats.json<{ succeeded: number; failed: number }>();
     await chart.getByText(`${((100 * succeeded) / (succeeded + failed)).toFixed(1)}% of ${succeeded + failed} delivery attempts to this subscription in the last 24 hours succeeded.`).waitFor();
-    await chart.getByText('The numbers of “Delivery success”').click();
+    await chart.getByRole('button', { name: 'The numbers of “Delivery success”' }).click();
     const numbers = chart.getByRole('table', { name: 'Delivery success' });
     const cells = async (col: number) => (await numbers.locator(`tbody tr td:nth-of-type(${col})`).allInnerTexts()).reduce((n, v) => n + Number(v), 0);
     assert.deepEqual([await cells(1), await cells(2)], [succeeded, failed], await numbers.innerText());
@@ -216,7 +217,7 @@ describe('the console for a subscriber (not staff), in Chromium', { skip: skipWi
     const rotated = await shown.getByLabel('Secret', { exact: true }).inputValue();
     assert.match(rotated, /^whsec_/);
     assert.notEqual(rotated, secret);
-    await page.locator('dl.facts').getByText('Previous secret signs until').waitFor();
+    await page.locator('dl.facts').getByText('Previous secret stops signing').waitFor();
 
     before = receiver.requests.length;
     await page.getByRole('button', { name: 'Send test event' }).click();
@@ -254,7 +255,7 @@ describe('the console for a subscriber (not staff), in Chromium', { skip: skipWi
     assert.deepEqual(states.filter((m) => m.status === 'failed').map((m) => m.message_id), [...failedBefore]);
   });
 
-  it('changes the events and URL, disables and enables, and deletes after confirming', async () => {
+  it('changes the events and URL, disables and enables, and deletes after confirming (a toast says so)', async () => {
     await page.goto(`${base}/console/webhooks/${subscriptionId}`);
     const edit = page.locator('form').filter({ has: page.getByRole('button', { name: 'Save changes' }) });
     await edit.getByLabel('order.cancelled').check();
@@ -277,6 +278,7 @@ describe('the console for a subscriber (not staff), in Chromium', { skip: skipWi
     await assertAccessible(page, 'the delete dialog');
     await dialog.getByRole('button', { name: 'Yes, delete it' }).click();
     await page.getByRole('heading', { level: 1, name: 'Webhooks' }).waitFor();
+    await page.getByRole('status').filter({ hasText: `Subscription ${subscriptionId} is deleted: nothing more is delivered to it.` }).waitFor();
     await page.getByText('You have no subscription yet.').waitFor();
     assert.equal((await stored()).statusCode, 404);
   });

@@ -1,12 +1,14 @@
 /**
  * Bar charts in plain SVG (decision 143): each a figure with an accessible name, its numbers in a
- * table beside it (in a details element, for screen readers and for anyone who wants the figures;
- * focusable, as it scrolls sideways at a narrow width and has no link to reach by keyboard).
+ * table beside it. The table is always in the page for screen readers; a disclosure button shows it
+ * to everyone else (visually hidden until then, not display: none, which would hide it from screen
+ * readers too). Shown, it is focusable, as it scrolls sideways at a narrow width and has no link to
+ * reach by keyboard.
  * Colours come from the stylesheet's classes (the page's policy allows no inline style) and only
  * repeat what the legend and the table say.
  */
 import type { ComponentChildren } from 'preact';
-import { useId } from 'preact/hooks';
+import { useId, useState } from 'preact/hooks';
 import { Head } from './table.tsx';
 
 export interface Series {
@@ -32,8 +34,14 @@ export function niceMax(max: number): number {
   return [1, 2, 5, 10].map((m) => m * power).find((v) => v >= max) ?? 10 * power;
 }
 
-function Figure(props: { title: string; summary?: ComponentChildren; children: ComponentChildren; table: ComponentChildren; legend?: Series[] }) {
+/**
+ * A chart with its heading, summary, legend and table of numbers. `table` renders the table, given
+ * its tabIndex: 0 while shown (it may scroll sideways), none while hidden (no invisible focus stop).
+ */
+function Figure(props: { title: string; summary?: ComponentChildren; children: ComponentChildren; table: (tabIndex: 0 | undefined) => ComponentChildren; legend?: Series[] }) {
   const id = useId();
+  const numbersId = useId();
+  const [shown, setShown] = useState(false);
   return (
     <figure class="chart" aria-labelledby={id}>
       <h2 id={id}>{props.title}</h2>
@@ -49,10 +57,12 @@ function Figure(props: { title: string; summary?: ComponentChildren; children: C
           ))}
         </ul>
       )}
-      <details>
-        <summary>The numbers of “{props.title}”</summary>
-        {props.table}
-      </details>
+      <button type="button" class="disclosure" aria-expanded={shown} aria-controls={numbersId} onClick={() => setShown((s) => !s)}>
+        The numbers of “{props.title}”
+      </button>
+      <div id={numbersId} class={shown ? 'chart-numbers' : 'chart-numbers visually-hidden'}>
+        {props.table(shown ? 0 : undefined)}
+      </div>
     </figure>
   );
 }
@@ -87,8 +97,8 @@ export function ColumnChart(props: {
       title={props.title}
       summary={props.summary}
       legend={series}
-      table={
-        <table aria-label={props.title} tabIndex={0}>
+      table={(tabIndex) => (
+        <table aria-label={props.title} tabIndex={tabIndex}>
           <Head cols={['Period', ...series.map((s): [string, 'num'] => [s.name, 'num']), ...(series.length > 1 ? [['Total', 'num'] as [string, 'num']] : [])]} />
           <tbody>
             {labels.map((label, i) => (
@@ -104,7 +114,7 @@ export function ColumnChart(props: {
             ))}
           </tbody>
         </table>
-      }
+      )}
     >
       <svg role="img" aria-label={props.title} viewBox={`0 0 ${W} ${H}`} class="chart-svg">
         {grid.map((v) => (
@@ -153,8 +163,8 @@ export function BarList(props: { title: string; summary?: ComponentChildren; row
     <Figure
       title={props.title}
       summary={props.summary}
-      table={
-        <table aria-label={props.title} tabIndex={0}>
+      table={(tabIndex) => (
+        <table aria-label={props.title} tabIndex={tabIndex}>
           <Head cols={['Name', [props.unit, 'num']]} />
           <tbody>
             {rows.map((r) => (
@@ -165,7 +175,7 @@ export function BarList(props: { title: string; summary?: ComponentChildren; row
             ))}
           </tbody>
         </table>
-      }
+      )}
     >
       <svg role="img" aria-label={props.title} viewBox={`0 0 ${W} ${height}`} class="chart-svg">
         {rows.length === 0 && (

@@ -1,7 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import type { V2Paths } from '../../../clients/typescript/client.ts';
 import { ok } from '../api.ts';
-import { plural, when } from '../format.ts';
+import { plural } from '../format.ts';
 import { useOrderEvents } from '../live.ts';
 import { href } from '../router.ts';
 import { useSession } from '../session.ts';
@@ -9,6 +9,7 @@ import type { Read } from '../types.ts';
 import { useAction, useData, usePoll } from '../use-data.ts';
 import { FilterForm } from './filter-form.tsx';
 import { Badge, ErrorNotice, Notice } from './notice.tsx';
+import { When } from './when.tsx';
 
 type MessagePage = Read<'/api/v2/webhooks/subscriptions/{subscription_id}/messages'>;
 type MessageItem = MessagePage['items'][number];
@@ -129,7 +130,7 @@ function MessageEntry({ subscriptionId, message: m, busy, onResend }: { subscrip
         <code>{m.event_type}</code> {m.order_id === null ? '(test send)' : `(order ${m.order_id})`} <Badge value={m.status} />
       </h3>
       <p>
-        <a href={href(`/webhooks/${subscriptionId}/messages/${m.message_id}`)}>{m.message_id}</a> · {when(m.created_at)} ·{' '}
+        <a href={href(`/webhooks/${subscriptionId}/messages/${m.message_id}`)}>{m.message_id}</a> · <When at={m.created_at} /> ·{' '}
         {plural(m.attempts.length, 'attempt')}
       </p>
       {m.attempts.length > 0 && (
@@ -140,10 +141,10 @@ function MessageEntry({ subscriptionId, message: m, busy, onResend }: { subscrip
                 <strong>
                   Attempt {a.attempt}: {attemptResult(a)}
                 </strong>
-                <time dateTime={a.created_at}>
-                  {when(a.created_at)}
+                <span class="entry-meta">
+                  <When at={a.created_at} />
                   {a.duration_ms === null ? '' : ` · ${a.duration_ms} ms`}
-                </time>
+                </span>
               </li>
             ))}
           </ol>

@@ -1,3 +1,4 @@
+import type { ComponentChildren } from 'preact';
 import { useState } from 'preact/hooks';
 import type { EventKind } from '../types.ts';
 import { ErrorNotice } from './notice.tsx';
@@ -64,7 +65,7 @@ export function SubscriptionForm(props: { idPrefix: string; initial: Subscriptio
 }
 
 /** A signing secret, shown once: the API gives it only on creation and rotation. */
-export function SecretOnce({ secret, note, onDismiss }: { secret: string; note: string; onDismiss: () => void }) {
+export function SecretOnce({ secret, note, onDismiss }: { secret: string; note: ComponentChildren; onDismiss: () => void }) {
   return (
     <div class="card secret" role="region" aria-labelledby="secret-title">
       <h2 id="secret-title">Signing secret</h2>

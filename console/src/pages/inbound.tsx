@@ -4,7 +4,6 @@ import { FilterForm, queryValues } from '../components/filter-form.tsx';
 import { Badge, ErrorNotice } from '../components/notice.tsx';
 import { Page } from '../components/page.tsx';
 import { Pager } from '../components/pager.tsx';
-import { when } from '../format.ts';
 import { showToast } from '../components/toast.tsx';
 import { When } from '../components/when.tsx';
 import { href, navigate, pageOf, useLocation } from '../router.ts';
@@ -160,7 +159,9 @@ export function InboundPage({ id }: { id: number }) {
           </table>
           <h2>Body</h2>
           {w.raw_body === null ? (
-            <p>The body was removed by the retention purge on {when(w.payload_purged_at)}.</p>
+            <p>
+              The body was removed by the retention purge <When at={w.payload_purged_at} />.
+            </p>
           ) : (
             <>
               {w.raw_body_encoding === 'base64' && <p>The body is not UTF-8 text; here are its bytes in base64.</p>}

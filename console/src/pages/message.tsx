@@ -2,7 +2,7 @@ import { ok } from '../api.ts';
 import { attemptResult } from '../components/message-log.tsx';
 import { Badge, ErrorNotice, Notice } from '../components/notice.tsx';
 import { Page } from '../components/page.tsx';
-import { when } from '../format.ts';
+import { When } from '../components/when.tsx';
 import { href } from '../router.ts';
 import { useSession } from '../session.ts';
 import { useAction, useData, usePoll } from '../use-data.ts';
@@ -42,9 +42,11 @@ export function MessagePage({ subscriptionId, messageId }: { subscriptionId: num
             <dt>Order</dt>
             <dd>{m.order_id === null ? 'none (a test event)' : <a href={href(`/orders/${m.order_id}`)}>Order {m.order_id}</a>}</dd>
             <dt>Created</dt>
-            <dd>{when(m.created_at)}</dd>
+            <dd>
+              <When at={m.created_at} />
+            </dd>
             <dt>Settled</dt>
-            <dd>{when(m.settled_at) || 'not yet'}</dd>
+            <dd>{m.settled_at ? <When at={m.settled_at} /> : 'not yet'}</dd>
           </dl>
           {m.status !== 'pending' && (
             <div class="actions">
@@ -60,7 +62,9 @@ export function MessagePage({ subscriptionId, messageId }: { subscriptionId: num
               {m.attempts.map((a) => (
                 <tr key={a.attempt}>
                   <td class="num">{a.attempt}</td>
-                  <td>{when(a.created_at)}</td>
+                  <td>
+                    <When at={a.created_at} />
+                  </td>
                   <td class="wrap">{attemptResult(a)}</td>
                   <td class="num">{a.duration_ms === null ? '' : `${a.duration_ms} ms`}</td>
                   <td class="wrap">

@@ -181,7 +181,7 @@ function Timeline({ entries }: { entries: Entry[] }) {
             {e.lines.length > 0 && (
               <ul>
                 {e.lines.map((l, j) => (
-                  <li key={j}>{l}</li>
+                  <li key={j}>{typeof l === 'string' ? l : l.map((part, k) => (typeof part === 'string' ? part : <When key={k} at={part.at} />))}</li>
                 ))}
               </ul>
             )}

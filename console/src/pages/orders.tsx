@@ -23,9 +23,18 @@ const filterQuery = (f: Filters) => ({
   created_to: f.created_to || undefined,
 });
 
+/** The export's address with the list's filters (what the Export CSV link points at). */
+function exportHref(filters: Filters): string {
+  const params = new URLSearchParams();
+  for (const [k, v] of Object.entries(filterQuery(filters))) if (v !== undefined) params.set(k, v);
+  const search = params.toString();
+  return `/api/v2/admin/orders/export${search ? `?${search}` : ''}`;
+}
+
 /**
  * The filtered list as CSV, saved under the name the service gives it. The export needs the bearer
- * token, which a plain link cannot send: it is fetched, and the file handed to the browser to save.
+ * token, which following a plain link cannot send: the link's click fetches it with the token, and
+ * the file is handed to the browser to save.
  */
 async function exportCsv(api: Api, filters: Filters): Promise<string> {
   const call = api.GET('/api/v2/admin/orders/export', { params: { query: filterQuery(filters) }, parseAs: 'blob' });
@@ -75,9 +84,16 @@ export function OrdersPage() {
         ]}
       />
       <div class="actions">
-        <button type="button" disabled={exporting.busy} onClick={() => void download()}>
+        <a
+          href={exportHref(filters)}
+          aria-disabled={exporting.busy || undefined}
+          onClick={(event) => {
+            event.preventDefault();
+            if (!exporting.busy) void download();
+          }}
+        >
           Export CSV
-        </button>
+        </a>
       </div>
       <ErrorNotice message={orders.error ?? exporting.error} />
       {orders.data && (

@@ -1,3 +1,4 @@
+import type { ComponentChildren } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { ok } from '../api.ts';
 import { ConfirmDialog } from '../components/dialog.tsx';
@@ -6,7 +7,9 @@ import { MESSAGE_EVENT_TYPES, MessageLog, type MessageEventType } from '../compo
 import { Badge, ErrorNotice, Notice } from '../components/notice.tsx';
 import { Page } from '../components/page.tsx';
 import { SecretOnce, SubscriptionForm, type SubscriptionFields } from '../components/subscription-form.tsx';
-import { localInput, when } from '../format.ts';
+import { showToast } from '../components/toast.tsx';
+import { When } from '../components/when.tsx';
+import { localInput } from '../format.ts';
 import { href, navigate } from '../router.ts';
 import { useSession } from '../session.ts';
 import { useAction, useData } from '../use-data.ts';
@@ -19,7 +22,7 @@ export function SubscriptionPage({ id }: { id: number }) {
   const path = { params: { path: { subscription_id: id } } };
   const sub = useData(() => ok(api.GET('/api/v2/webhooks/subscriptions/{subscription_id}', path)), [id]);
   const action = useAction();
-  const [secret, setSecret] = useState<{ value: string; note: string }>();
+  const [secret, setSecret] = useState<{ value: string; note: ComponentChildren }>();
   const [overlapHours, setOverlapHours] = useState('24');
   const [since, setSince] = useState(() => localInput(new Date(Date.now() - 24 * HOUR * 1000)));
   const [deleting, setDeleting] = useState(false);
@@ -57,9 +60,13 @@ export function SubscriptionPage({ id }: { id: number }) {
       const until = rotated.previous_secret_expires_at;
       setSecret({
         value: rotated.secret,
-        note: until
-          ? `Deliveries are signed with this new secret; until ${when(until)} they also carry the signature of the old one.`
-          : 'Deliveries are signed with this new secret only, from now on.',
+        note: until ? (
+          <>
+            Deliveries are signed with this new secret; they also carry the signature of the old one until it expires <When at={until} />.
+          </>
+        ) : (
+          'Deliveries are signed with this new secret only, from now on.'
+        ),
       });
       return 'The secret is rotated.';
     });
@@ -74,6 +81,7 @@ export function SubscriptionPage({ id }: { id: number }) {
     action.run(async () => {
       await ok(api.DELETE('/api/v2/webhooks/subscriptions/{subscription_id}', path));
       setDeleting(false);
+      showToast(`Subscription ${id} is deleted: nothing more is delivered to it.`);
       navigate(href('/webhooks'));
       return undefined;
     });
@@ -99,8 +107,10 @@ export function SubscriptionPage({ id }: { id: number }) {
             <dd>as API {s.api_version} renders orders</dd>
             {s.previous_secret_expires_at && (
               <>
-                <dt>Previous secret signs until</dt>
-                <dd>{when(s.previous_secret_expires_at)}</dd>
+                <dt>Previous secret stops signing</dt>
+                <dd>
+                  <When at={s.previous_secret_expires_at} />
+                </dd>
               </>
             )}
           </dl>
@@ -182,7 +192,7 @@ function DeliverySuccess({ id, version }: { id: number; version: number }) {
     () => ok(api.GET('/api/v2/webhooks/subscriptions/{subscription_id}/stats', { params: { path: { subscription_id: id }, query: { bucket } } })),
     [id, bucket],
   );
-  // read again in place: new deps would drop the chart while it loads (and close its table of numbers)
+  // read again in place: new deps would drop the chart while it loads (and hide its table of numbers again)
   useEffect(() => {
     if (version > 0) void stats.reload();
   }, [version]);

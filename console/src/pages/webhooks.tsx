@@ -3,8 +3,9 @@ import { ok } from '../api.ts';
 import { Badge, ErrorNotice } from '../components/notice.tsx';
 import { Page } from '../components/page.tsx';
 import { Pager } from '../components/pager.tsx';
+import { showToast } from '../components/toast.tsx';
+import { When } from '../components/when.tsx';
 import { SecretOnce, SubscriptionForm, type SubscriptionFields } from '../components/subscription-form.tsx';
-import { when } from '../format.ts';
 import { href, pageOf, useLocation } from '../router.ts';
 import { useSession } from '../session.ts';
 import { useData } from '../use-data.ts';
@@ -27,6 +28,7 @@ export function WebhooksPage() {
     const sub = await ok(api.POST('/api/v2/webhooks/subscriptions', { body }));
     setCreated({ id: sub.id, url: sub.url, secret: sub.secret });
     setFormKey((k) => k + 1);
+    showToast(`Subscription ${sub.id} is created. Copy its signing secret now: it is not shown again.`);
     await subscriptions.reload();
   };
 
@@ -60,7 +62,9 @@ export function WebhooksPage() {
                     <Badge value={s.is_active ? 'enabled' : 'disabled'} />
                     {s.disabled_reason && <span> {s.disabled_reason}</span>}
                   </td>
-                  <td>{when(s.created_at)}</td>
+                  <td>
+                    <When at={s.created_at} />
+                  </td>
                 </tr>
               ))}
             </tbody>

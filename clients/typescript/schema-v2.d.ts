@@ -4552,7 +4552,7 @@ export interface paths {
                 query?: {
                     page?: number;
                     page_size?: number;
-                    /** @description an order number (all digits: that order), or the start of the customer's e-mail or name, in any case (`jane` finds jane.doe@example.com and Jane Doe); 1 to 200 characters */
+                    /** @description an order number (all digits: that order), or the start of the customer's e-mail or name, or of words of the name, in any case (`jane` finds jane.doe@example.com and Jane Doe, `doe` and `ja do` find Jane Doe); 1 to 200 characters */
                     q?: string;
                     /** @description one status */
                     status?: "pending" | "processing" | "completed" | "failed" | "cancelled";
@@ -4722,7 +4722,7 @@ export interface paths {
         get: {
             parameters: {
                 query?: {
-                    /** @description an order number (all digits: that order), or the start of the customer's e-mail or name, in any case (`jane` finds jane.doe@example.com and Jane Doe); 1 to 200 characters */
+                    /** @description an order number (all digits: that order), or the start of the customer's e-mail or name, or of words of the name, in any case (`jane` finds jane.doe@example.com and Jane Doe, `doe` and `ja do` find Jane Doe); 1 to 200 characters */
                     q?: string;
                     /** @description one status */
                     status?: "pending" | "processing" | "completed" | "failed" | "cancelled";

@@ -92,8 +92,8 @@ const Customer = Type.Object(
 );
 
 const SEARCH =
-  'an order number (all digits: that order), or the start of the customer\'s e-mail or name, in any case ' +
-  '(`jane` finds jane.doe@example.com and Jane Doe); 1 to 200 characters';
+  'an order number (all digits: that order), or the start of the customer\'s e-mail or name, or of words of the name, in any case ' +
+  '(`jane` finds jane.doe@example.com and Jane Doe, `doe` and `ja do` find Jane Doe); 1 to 200 characters';
 
 const V2_ORDER_FIELDS = {
   failure_reason: NullableText('why the order failed (`INSUFFICIENT_STOCK`, `PRODUCT_UNAVAILABLE`, `TOTAL_TOO_LARGE`, `PROCESSING_ERROR`); null unless it is `failed`'),

@@ -14,7 +14,7 @@ describe('live updates across processes (PostgreSQL): a ROLE=worker process chan
   skip: (!process.env.TEST_DATABASE_URL && 'needs TEST_DATABASE_URL') || skipWithoutChromium,
   timeout: 300000,
 }, () => {
-  it('an order the worker processes shows its events on the API process\'s stream, and its final status on the console\'s order page without a reload, within 2 s', async (t) => {
+  it('an order the worker processes shows its events on the API process\'s stream, and its final status on the console\'s order page and Orders list without a reload, within 2 s; a new order joins the list', async (t) => {
     // the console as `npm ci` builds it into build/console, from this checkout's sources, which the processes serve
     await buildConsole();
     const apiPort = await freePort();
@@ -43,6 +43,12 @@ describe('live updates across processes (PostgreSQL): a ROLE=worker process chan
     const browser = await launchBrowser();
     const { page, trouble } = await newConsolePage(browser, base);
     await signIn(page, base, ADMIN_EMAIL, ADMIN_PASSWORD);
+    // the Orders list in a second tab (signed in on its own: the session is the tab's), the order page in the first
+    const list = await page.context().newPage();
+    await signIn(list, base, ADMIN_EMAIL, ADMIN_PASSWORD);
+    await list.goto(`${base}/console/orders`);
+    const rowOf = (id: number) => list.getByRole('table', { name: 'Orders' }).getByRole('row').filter({ has: list.getByRole('link', { name: `Order ${id}`, exact: true }) });
+    await rowOf(order.id).getByText('pending').waitFor();
     await page.goto(`${base}/console/orders/${order.id}`);
     const status = page.getByRole('status', { name: 'Order status' });
     await status.getByText('pending').waitFor();
@@ -74,8 +80,16 @@ describe('live updates across processes (PostgreSQL): a ROLE=worker process chan
 
     await status.getByText('completed').waitFor({ timeout: Math.max(100, committed + LIVE_MS - Date.now()) });
     const shown = Date.now() - committed;
-    t.diagnostic(`after the commit: on the stream in ${streamed} ms, on the page in ${shown} ms`);
+    await rowOf(order.id).getByText('completed').waitFor({ timeout: Math.max(100, committed + LIVE_MS - Date.now()) });
+    const listed = Date.now() - committed;
+    // a new order, placed on the API process and completed by the worker, joins the list without a reload
+    const placedAt = Date.now();
+    const next = await call<{ id: number }>('POST', '/api/v2/orders', token, { items: [{ product_id: product.id, quantity: 1 }], shipping_address: '2 Live Street' });
+    await rowOf(next.id).waitFor({ timeout: LIVE_MS });
+    const joined = Date.now() - placedAt;
+    t.diagnostic(`after the commit: on the stream in ${streamed} ms, on the order page in ${shown} ms, in the list in ${listed} ms; a new order listed ${joined} ms after its POST was sent`);
     await assertAccessible(page, 'the order page, updated live');
+    await assertAccessible(list, 'the Orders list, updated live');
     assertNoTrouble(trouble);
 
     // SIGTERM with two streams open (this test's and the page's): they end, and the process exits

@@ -203,13 +203,21 @@ describe('reliability: a full disk is an answer, not a hang', { skip: !root && '
         assert.equal((await call(svc.baseUrl, 'GET', '/api/v1/items', { token: admin.access })).status, 200);
         assert.equal((await call(svc.baseUrl, 'GET', '/health')).status, 200);
 
+        // SIGTERM on the full disk stops it as usual
+        const stopped = await svc.stop('SIGTERM', 35000);
+        assert.equal(stopped.signal, null, 'stopped by itself, not killed');
+        assert.equal(stopped.code, 0, svc.currentOutput.slice(-2000));
+        assert.ok(stopped.ms < 30000, `stopped after ${stopped.ms} ms`);
+        await svc.restart();
+
         await client.query('DROP TABLE filler');
-        const again = await call(svc.baseUrl, 'POST', '/api/v1/items', { token: admin.access, body: { name: 'after', price: 1 } });
+        const again = await call(svc.baseUrl, 'POST', '/api/v1/items', { token: (await adminLogin(svc.baseUrl)).access, body: { name: 'after', price: 1 } });
         assert.equal(again.status, 201, JSON.stringify(again.body));
         printTable('scenario 13: full disk, PostgreSQL', [
           ['items created before the tablespace was full', created],
           ['then', `${storageFull.status} ${(storageFull.body as { error_code: string }).error_code}`],
           ['/ready', JSON.stringify(ready.body)],
+          ['SIGTERM on a full disk: exit code, ms', `${stopped.code}, ${stopped.ms}`],
         ]);
       } finally {
         await client.query('ALTER TABLE items SET TABLESPACE pg_default').catch(() => {});

@@ -204,6 +204,14 @@ async function adminStats(b: Bench, client: pg.Client, users: Session[], label: 
     [to],
   );
   log(`[${elapsed(ctx)}] GET /api/v2/admin/stats @ ${label}, ending ${to}; EXPLAIN orders per day: ${days.ms.toFixed(2)} ms — ${days.plan}`);
+  // the p95s below include the answers shared for STATS_CACHE_SECONDS; this is one reading without them
+  targets.push({
+    name: `orders per day, 30 days @ ${label}: one reading, no shared answer (EXPLAIN ANALYZE)`,
+    informative: true,
+    value: `${f1(days.ms)} ms`,
+    target: `≤ ${ADMIN_STATS_P95_GOAL_MS} ms`,
+    pass: days.ms <= ADMIN_STATS_P95_GOAL_MS,
+  });
   const out: Record<string, LoadResult> = {};
   for (const bucket of ['hour', 'day']) {
     const name = `GET /admin/stats bucket=${bucket}`;

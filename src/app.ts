@@ -77,7 +77,7 @@ export async function buildApp(config: Config, opts: BuildOptions = {}): Promise
     counters: config.redisUrl ? createCounterRedis(config.redisUrl, app.log) : undefined,
   };
   app.decorate('ctx', ctx);
-  const userFeed = new UserChangeFeed({ cache: ctx.userCache, database, log: app.log });
+  const userFeed = new UserChangeFeed({ cache: ctx.userCache, database, log: app.log, databaseOutage: ctx.queue.databaseOutage });
 
   // The domain, in the order its routes appear under each API version and in the OpenAPI documents.
   const users = createUsersModule(ctx);

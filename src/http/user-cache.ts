@@ -1,6 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import pg from 'pg';
 import type { DatabaseHandle } from '../db/database.ts';
+import { isDatabaseUnavailable } from '../db/errors.ts';
 import type { UserRow } from '../db/schema.ts';
 
 /** The channel the users trigger notifies on (migration 20261122000000_user_change_notify). */
@@ -81,13 +82,21 @@ export class UserCache {
 
 /** Evicts the users USER_CHANGED_CHANNEL names: on PGlite's instance, or over a checked, reconnecting PostgreSQL connection of its own. */
 export class UserChangeFeed {
-  private readonly deps: { cache: UserCache; database: DatabaseHandle; log: FastifyBaseLogger };
+  private readonly deps: {
+    cache: UserCache;
+    database: DatabaseHandle;
+    log: FastifyBaseLogger;
+    /** the process's one line per database outage (queue.ts): a feed lost to an outage adds none of its own */
+    databaseOutage?: { failed(err: unknown, source: string): void };
+  };
   private client: pg.Client | undefined;
   private unlisten: (() => Promise<void>) | undefined;
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
   /** set while the feed is lost: only the loss and the return are logged, not each failed reconnect */
   private lostSince: number | undefined;
+  /** the loss was the database's outage, which the outage log reports: the feed's own lines are debug */
+  private lostToOutage = false;
 
   constructor(deps: UserChangeFeed['deps']) {
     this.deps = deps;
@@ -144,7 +153,8 @@ export class UserChangeFeed {
     this.client = client;
     this.deps.cache.setLive(true);
     if (this.lostSince !== undefined) {
-      this.deps.log.info({ unavailableSeconds: (Date.now() - this.lostSince) / 1000 }, 'user cache: change feed back, caching users again');
+      const level = this.lostToOutage ? 'debug' : 'info';
+      this.deps.log[level]({ unavailableSeconds: (Date.now() - this.lostSince) / 1000 }, 'user cache: change feed back, caching users again');
       this.lostSince = undefined;
     }
     this.schedule(() => this.check(client), 5000);
@@ -161,10 +171,13 @@ export class UserChangeFeed {
   private lost(client: pg.Client | undefined, err?: unknown): void {
     if (client && this.client !== client && this.client !== undefined) return; // an old connection
     if (this.stopped) return;
+    const outage = err !== undefined && isDatabaseUnavailable(err) && this.deps.databaseOutage;
+    if (outage) outage.failed(err, 'user cache');
     if (this.deps.cache.enabled && this.lostSince === undefined) {
       this.lostSince = Date.now();
+      this.lostToOutage = Boolean(outage);
       const error = err instanceof Error ? err.message : err === undefined ? 'connection ended' : String(err);
-      this.deps.log.warn({ error }, 'user cache: change feed lost, serving users from the database until it is back');
+      this.deps.log[outage ? 'debug' : 'warn']({ error }, 'user cache: change feed lost, serving users from the database until it is back');
     } else {
       this.deps.log.debug({ err }, 'user cache: change feed still unavailable');
     }

@@ -2,7 +2,7 @@ import { createRequire } from 'node:module';
 import { Ajv, type Options, type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import type { FastifyInstance, FastifyServerOptions } from 'fastify';
-import { AppError, MAX_JSON_DEPTH } from './errors.ts';
+import { AppError, MAX_JSON_DEPTH, invalidQuery } from './errors.ts';
 
 /** A validator as Fastify calls it: true or false, with the errors of the last call on `errors`. */
 interface Validator {
@@ -54,6 +54,22 @@ function makeAjv(opts: Options): Ajv {
 /** The range PostgreSQL and the API's ISO strings share: years 1 to 9999 (UTC). */
 export const EARLIEST_MS = Date.parse('0001-01-01T00:00:00Z');
 export const AFTER_LATEST_MS = Date.parse('+010000-01-01T00:00:00Z');
+
+/** UTC hours and days, whole multiples of their length since the epoch, and the buckets a count covers without `from`. */
+export const BUCKET_MS = { hour: 3_600_000, day: 86_400_000 } as const;
+const DEFAULT_BUCKETS = { hour: 24, day: 30 } as const;
+/** The most buckets one answer holds: a month of hours, or about two years of days. */
+export const MAX_BUCKETS = 744;
+
+/** A bucketed count's range as asked: `to` (default now) and `from` (default `to` − 24 hours or 30 days), in ms. */
+export function askedRange(q: { from?: string; to?: string }, bucket: keyof typeof BUCKET_MS): { from: number; to: number } {
+  const to = q.to === undefined ? Date.now() : Date.parse(q.to);
+  const from = q.from === undefined ? to - DEFAULT_BUCKETS[bucket] * BUCKET_MS[bucket] : Date.parse(q.from);
+  // a form the schema's format passes but Date does not read (a leap second)
+  if (Number.isNaN(to)) throw invalidQuery('to', 'not a date-time this service reads');
+  if (Number.isNaN(from)) throw invalidQuery('from', 'not a date-time this service reads');
+  return { from, to };
+}
 
 /** A date or date-time must name a year from 1 to 9999 (UTC), which PostgreSQL accepts: otherwise 422. */
 function withinDatabaseRange(ajv: Ajv, name: 'date' | 'date-time'): void {

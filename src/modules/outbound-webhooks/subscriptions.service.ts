@@ -8,7 +8,7 @@ import { WEBHOOK_EVENT_KINDS } from '../../events/order-events.ts';
 import type { ApiVersion } from '../../http/api-version.ts';
 import { cappedPageOf, pageOf, type CappedPageResult, type PageResult } from '../../http/common.schemas.ts';
 import { AppError, invalidQuery } from '../../http/errors.ts';
-import { EARLIEST_MS } from '../../http/validation.ts';
+import { BUCKET_MS, EARLIEST_MS, MAX_BUCKETS, askedRange } from '../../http/validation.ts';
 import { activeTraceparent } from '../../jobs/job-tracing.ts';
 import type { WebhookDeliveryService } from './delivery.service.ts';
 import { testMessage, WEBHOOK_TEST_EVENT, type WebhookEventType } from './message-rendering.ts';
@@ -36,10 +36,6 @@ const notFound = () => new AppError('NOT_FOUND', 'Subscription not found');
 const messageNotFound = () => new AppError('NOT_FOUND', 'Message not found');
 /** Standard Webhooks secrets: `whsec_` + base64 of 24 random bytes (192 bits). */
 const newSubscriptionSecret = () => `whsec_${crypto.randomBytes(24).toString('base64')}`;
-const BUCKET_MS = { hour: 3600_000, day: 86400_000 } as const;
-const DEFAULT_RANGE_MS = { hour: 24 * BUCKET_MS.hour, day: 30 * BUCKET_MS.day } as const;
-/** A month of hours: the most buckets one answer has. */
-const MAX_BUCKETS = 744;
 
 export type BucketCounts = Awaited<ReturnType<typeof countAttemptsPerBucket>>[number];
 export type MessageWithAttempts = { message: WebhookMessageRow; attempts: WebhookDeliveryRow[] };
@@ -214,13 +210,9 @@ export class SubscriptionsService {
     await this.get(actor, id);
     const bucket = q.bucket ?? 'hour';
     const size = BUCKET_MS[bucket];
-    const to = new Date(q.to === undefined ? Date.now() : Date.parse(q.to));
-    const asked = q.from === undefined ? to.getTime() - DEFAULT_RANGE_MS[bucket] : Date.parse(q.from);
-    // a form the schema's format passes but Date does not read (a leap second)
-    if (Number.isNaN(to.getTime())) throw invalidQuery('to', 'not a date-time this service reads');
-    if (Number.isNaN(asked)) throw invalidQuery('from', 'not a date-time this service reads');
-    // UTC days and hours are whole multiples of their length since the epoch
-    const from = new Date(Math.floor(asked / size) * size);
+    const asked = askedRange(q, bucket);
+    const to = new Date(asked.to);
+    const from = new Date(Math.floor(asked.from / size) * size);
     const problem =
       from >= to ? '`from` must be before `to`'
       : from.getTime() < EARLIEST_MS ? 'is before the year 1'

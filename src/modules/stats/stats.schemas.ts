@@ -1,8 +1,7 @@
 import { Type, type Static } from 'typebox';
 import { Timestamp } from '../../http/common.schemas.ts';
 
-/** The most buckets one answer holds: a month of hours, or about two years of days. */
-export const MAX_BUCKETS = 744;
+export { MAX_BUCKETS } from '../../http/validation.ts';
 
 export const StatsQuery = Type.Object({
   bucket: Type.Union([Type.Literal('hour'), Type.Literal('day')], {

@@ -2,7 +2,7 @@ import type { Db } from '../../db/database.ts';
 import type { OrderStatus } from '../../db/schema.ts';
 import { iso } from '../../http/common.schemas.ts';
 import { invalidQuery } from '../../http/errors.ts';
-import { AFTER_LATEST_MS, EARLIEST_MS } from '../../http/validation.ts';
+import { AFTER_LATEST_MS, BUCKET_MS, EARLIEST_MS, askedRange } from '../../http/validation.ts';
 import { countInboundWebhooksByStatus } from '../inbound-webhooks/inbound-webhooks.repository.ts';
 import { countOrdersPerBucket, mostShortProducts } from '../orders/orders.reads.repository.ts';
 import { countAttemptsPerBucket } from '../outbound-webhooks/messages.repository.ts';
@@ -11,19 +11,13 @@ import { MAX_BUCKETS, type Stats, type StatsQuery } from './stats.schemas.ts';
 
 type Bucket = StatsQuery['bucket'];
 
-const UNIT_MS: Record<Bucket, number> = { hour: 3_600_000, day: 86_400_000 };
-const DEFAULT_BUCKETS: Record<Bucket, number> = { hour: 24, day: 30 };
 /** distinct ranges kept at once: the overview asks for two, a few admins' own ranges fit beside them */
 const CACHE_ENTRIES = 64;
 
 /** The whole buckets that hold [from, to): from rounded down, to up, both in UTC. */
 function bucketRange(q: StatsQuery): { from: number; to: number; count: number } {
-  const unit = UNIT_MS[q.bucket];
-  const to = q.to === undefined ? Date.now() : Date.parse(q.to);
-  const from = q.from === undefined ? to - DEFAULT_BUCKETS[q.bucket] * unit : Date.parse(q.from);
-  // a form the schema's format passes but Date does not read (a leap second)
-  if (Number.isNaN(to)) throw invalidQuery('to', 'not a date-time this service reads');
-  if (Number.isNaN(from)) throw invalidQuery('from', 'not a date-time this service reads');
+  const unit = BUCKET_MS[q.bucket];
+  const { from, to } = askedRange(q, q.bucket);
   if (from >= to) throw invalidQuery('to', 'is not after from');
   const range = { from: Math.floor(from / unit) * unit, to: Math.ceil(to / unit) * unit };
   if (range.from < EARLIEST_MS) throw invalidQuery('from', 'is before the year 1');
@@ -55,7 +49,7 @@ export function statsReader(deps: { db: Db; currency: string; cacheSeconds: numb
 }
 
 async function computeStats({ db, currency }: { db: Db; currency: string }, bucket: Bucket, range: { from: number; to: number; count: number }): Promise<Stats> {
-  const unit = UNIT_MS[bucket];
+  const unit = BUCKET_MS[bucket];
   const between = { bucket, from: new Date(range.from), to: new Date(range.to) };
   const [orderRows, short, inbound, attempts] = await Promise.all([
     countOrdersPerBucket(db, between),

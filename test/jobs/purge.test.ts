@@ -4,6 +4,7 @@ import crypto from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { purgeExpiredRefreshTokens } from '../../src/modules/auth/auth.repository.ts';
 import { purgeExpiredEmailTokens, purgeSettledEmailChanges } from '../../src/modules/users/email-tokens.repository.ts';
+import { retentionCutoff } from '../../src/jobs/retention.ts';
 import { buildTestApp, createUser, waitFor, type TestUser } from '../helpers/app.ts';
 
 const HOUR = 3600 * 1000;
@@ -40,7 +41,7 @@ describe('scheduled purge of expired refresh tokens', () => {
 
   it('deletes tokens expired or revoked more than a day ago, and nothing else', async () => {
     const ids = await seed();
-    const purged = await purgeExpiredRefreshTokens(app.ctx.db);
+    const purged = await purgeExpiredRefreshTokens(app.ctx.db, retentionCutoff(1)!);
     assert.equal(purged, 2);
     const left = await present(Object.values(ids));
     assert.deepEqual(
@@ -50,7 +51,7 @@ describe('scheduled purge of expired refresh tokens', () => {
     // the token of the login in createUser is untouched and still works
     const res = await app.inject({ method: 'POST', url: '/api/v1/auth/refresh', payload: { refresh_token: alice.refreshToken } });
     assert.equal(res.statusCode, 200);
-    assert.equal(await purgeExpiredRefreshTokens(app.ctx.db), 0, 'idempotent');
+    assert.equal(await purgeExpiredRefreshTokens(app.ctx.db, retentionCutoff(1)!), 0, 'idempotent');
   });
 
   it('is scheduled with pg-boss (hourly cron) on its own queue', async () => {
@@ -103,10 +104,10 @@ describe('scheduled purge of expired refresh tokens', () => {
     const left = async () =>
       new Set((await db.selectFrom('email_changes').select('id').where('id', 'in', Object.values(ids)).execute()).map((r) => r.id));
     // the expired token still names its change: only the bare old one goes
-    assert.equal(await purgeSettledEmailChanges(db), 1);
+    assert.equal(await purgeSettledEmailChanges(db, retentionCutoff(1)!), 1);
     assert.deepEqual(await left(), new Set([ids.oldWithExpiredToken, ids.oldWithLiveToken, ids.recentBare]));
-    assert.ok((await purgeExpiredEmailTokens(db)) >= 1);
-    assert.equal(await purgeSettledEmailChanges(db), 1);
+    assert.ok((await purgeExpiredEmailTokens(db, retentionCutoff(1)!)) >= 1);
+    assert.equal(await purgeSettledEmailChanges(db, retentionCutoff(1)!), 1);
     assert.deepEqual(await left(), new Set([ids.oldWithLiveToken, ids.recentBare]));
   });
 

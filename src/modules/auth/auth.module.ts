@@ -1,6 +1,7 @@
 import type { AppContext, AppModule } from '../../app-context.ts';
 import type { AccessTokenVerifier } from '../../http/auth.ts';
 import { HOUSEKEEPING_RETRY } from '../../jobs/queue.ts';
+import { retentionCutoff } from '../../jobs/retention.ts';
 import { purgeExpiredEmailTokens, purgeSettledEmailChanges } from '../users/email-tokens.repository.ts';
 import type { UsersModule } from '../users/users.module.ts';
 import { purgeExpiredRefreshTokens, purgeExpiredResetTokens, revokeRefreshTokens, revokeUserResetTokens } from './auth.repository.ts';
@@ -15,7 +16,7 @@ export interface AuthModule extends AppModule {
   readonly verifyAccessToken: AccessTokenVerifier;
 }
 
-/** The hourly purges of expired tokens, in order, each with its log line. */
+/** The hourly purges of expired tokens, in order, each with its log line; all but the device tokens' keep a day's grace. */
 const PURGES = [
   [purgeExpiredRefreshTokens, 'purged expired refresh tokens'],
   [purgeExpiredResetTokens, 'purged expired password reset tokens'],
@@ -39,8 +40,9 @@ export async function createAuthModule(ctx: AppContext, deps: { users: UsersModu
   deps.users.emailChange.resetLinksWith((user) => recovery.resetLinkAfterRevert(user));
   queue.define({ name: 'refresh-tokens-purge', ...HOUSEKEEPING_RETRY });
   queue.work('refresh-tokens-purge', async () => {
+    const dayAgo = retentionCutoff(1)!;
     for (const [purge, done] of PURGES) {
-      const purged = await purge(db);
+      const purged = await purge(db, dayAgo);
       if (purged > 0) log.info({ purged }, done);
     }
   });

@@ -26,9 +26,8 @@ export async function revokeRefreshTokens(db: Db, userId: number, jti?: string):
   await query.execute();
 }
 
-/** Deletes tokens that expired (or were revoked) more than a day ago; returns how many. */
-export async function purgeExpiredRefreshTokens(db: Db): Promise<number> {
-  const cutoff = new Date(Date.now() - 24 * 3600 * 1000);
+/** Deletes tokens that expired (or were revoked) before `cutoff`; returns how many. */
+export async function purgeExpiredRefreshTokens(db: Db, cutoff: Date): Promise<number> {
   const res = await db
     .deleteFrom('refresh_tokens')
     .where((eb) => eb.or([eb('expires_at', '<', cutoff), eb('revoked_at', '<', cutoff)]))
@@ -97,9 +96,8 @@ export async function revokeUserResetTokens(trx: Transaction<Database>, userId: 
     .execute();
 }
 
-/** Deletes tokens that expired more than a day ago (used and revoked ones expire too); returns how many. */
-export async function purgeExpiredResetTokens(db: Db): Promise<number> {
-  const cutoff = new Date(Date.now() - 24 * 3600 * 1000);
+/** Deletes tokens that expired before `cutoff` (used and revoked ones expire too); returns how many. */
+export async function purgeExpiredResetTokens(db: Db, cutoff: Date): Promise<number> {
   const res = await db.deleteFrom('password_reset_tokens').where('expires_at', '<', cutoff).executeTakeFirst();
   return Number(res.numDeletedRows);
 }

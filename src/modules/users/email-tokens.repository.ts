@@ -76,19 +76,17 @@ export async function voidUnlinkedVerifyTokens(trx: Transaction<Database>, userI
     .execute();
 }
 
-/** Deletes tokens that expired more than a day ago; returns how many. */
-export async function purgeExpiredEmailTokens(db: Db): Promise<number> {
-  const cutoff = new Date(Date.now() - 24 * 3600 * 1000);
+/** Deletes tokens that expired before `cutoff`; returns how many. */
+export async function purgeExpiredEmailTokens(db: Db, cutoff: Date): Promise<number> {
   const res = await db.deleteFrom('email_tokens').where('expires_at', '<', cutoff).executeTakeFirst();
   return Number(res.numDeletedRows);
 }
 
 /**
- * Deletes changes older than a day that no token names any more: a revert only ever starts from a
+ * Deletes changes made before `cutoff` that no token names any more: a revert only ever starts from a
  * token, so such a change can neither be reverted nor be undone by an earlier one's revert.
  */
-export async function purgeSettledEmailChanges(db: Db): Promise<number> {
-  const cutoff = new Date(Date.now() - 24 * 3600 * 1000);
+export async function purgeSettledEmailChanges(db: Db, cutoff: Date): Promise<number> {
   const res = await db
     .deleteFrom('email_changes as c')
     .where('c.changed_at', '<', cutoff)

@@ -76,7 +76,8 @@ export function createCounterRedis(url: string, log: FastifyBaseLogger): Counter
     fallingBack = false;
   };
   redis.on('ready', recovered);
-  const connected = redis.status === 'ready' ? Promise.resolve() : once(redis, 'ready', { signal: AbortSignal.timeout(1500) }).then(() => {}, () => {});
+  // a new client is never ready yet
+  const connected = once(redis, 'ready', { signal: AbortSignal.timeout(1500) }).then(() => {}, () => {});
   return {
     redis,
     connected,

@@ -10,11 +10,12 @@ export type Customer = Pick<UserRow, 'id' | 'email'> & { name: string };
  * with each of its words a word of the name starts, any case (users_*_prefix_idx, users_name_words_idx).
  */
 export function customerIdsByPrefix(db: Db, prefix: string) {
+  const lower = prefix.toLowerCase();
   // LIKE's wildcards and its escape character in the text stand for themselves
-  const pattern = `${prefix.toLowerCase().replace(/[\\%_]/g, '\\$&')}%`;
+  const pattern = `${lower.replace(/[\\%_]/g, '\\$&')}%`;
   // words only for a text of letters, digits and spaces (not an address, not `100%`); nothing else
   // reaches to_tsquery, so nothing in the text is read as its syntax
-  const words = /^[\p{L}\p{N}\s]+$/u.test(prefix) ? prefix.toLowerCase().split(/\s+/).filter(Boolean) : undefined;
+  const words = /^[\p{L}\p{N}\s]+$/u.test(prefix) ? lower.split(/\s+/).filter(Boolean) : undefined;
   return db
     .selectFrom('users')
     .select('id')

@@ -8,7 +8,7 @@ const HEARTBEAT_TIMEOUT = 'job heartbeat timeout';
 
 const GATHER_MS = 1000;
 
-/** Logs the jobs pg-boss's supervision silently failed back as their worker stopped heartbeating (seen in their output), one line per queue and second. */
+/** Logs the jobs pg-boss's supervision silently failed (back, or for good) as their worker stopped heartbeating (seen in their output), one line per queue and second. */
 export class LapsedHeartbeats {
   private readonly log: FastifyBaseLogger;
   private readonly gathered = new Map<string, JobWithMetadata<unknown>[]>();
@@ -18,8 +18,10 @@ export class LapsedHeartbeats {
     this.log = log;
   }
 
+  /** A retry of a lapsed job, or, when it had no retry left, the first attempt of its dead-letter copy. */
   note(queue: string, jobs: readonly JobWithMetadata<unknown>[]): void {
-    const lapsed = jobs.filter((job) => job.retryCount > 0 && jobFailureMessage(job.output) === HEARTBEAT_TIMEOUT);
+    const cause = (job: JobWithMetadata<unknown>) => (job.retryCount > 0 ? job.output : job.sourceOutput);
+    const lapsed = jobs.filter((job) => jobFailureMessage(cause(job)) === HEARTBEAT_TIMEOUT);
     if (lapsed.length === 0) return;
     this.gathered.set(queue, [...(this.gathered.get(queue) ?? []), ...lapsed]);
     this.timer ??= setTimeout(() => this.flush(), GATHER_MS).unref();
@@ -30,9 +32,11 @@ export class LapsedHeartbeats {
     clearTimeout(this.timer);
     this.timer = undefined;
     for (const [queue, jobs] of this.gathered) {
+      // a dead-letter queue's jobs stand for the given-up jobs they name (sourceId)
+      const [what, then] = queue.endsWith('-dead-letter') ? ['given up with no retry left', 'their given-up handling runs'] : ['failed back to the queue', 'running again'];
       this.log.warn(
-        { queue, count: jobs.length, jobIds: jobs.map((j) => j.id) },
-        `jobs failed back to the queue after their worker stopped heartbeating (it died or stalled): ${queue} ${jobs.length}; running again here (process ${process.pid})`,
+        { queue, count: jobs.length, jobIds: jobs.map((j) => j.sourceId ?? j.id) },
+        `jobs ${what} after their worker stopped heartbeating (it died or stalled): ${queue} ${jobs.length}; ${then} here (process ${process.pid})`,
       );
     }
     this.gathered.clear();

@@ -84,4 +84,33 @@ describe("a dead worker's running jobs, on PostgreSQL", { skip: !onServer && 'Po
     for (const line of lines) assert.equal(line.queue, 'user-welcome-email');
     assert.deepEqual(lines.flatMap((l) => l.jobIds as string[]).sort(), left.map((j) => j.id).sort());
   });
+
+  it('with no retry left are given up by the heartbeat, handled by the dead-letter queue, and logged', { timeout: 60000 }, async (t) => {
+    const define = (queue: JobQueue) => queue.define({ name: 'webhook-inbound-process', retryLimit: 0 });
+    const { queue: dead, database, config } = await testQueue(t, 'worker');
+    define(dead);
+    dead.workGivenUp('webhook-inbound-process', async () => {});
+    await dead.start();
+    await dead.sendNow('webhook-inbound-process', { inboundWebhookId: 5 });
+    const [left] = await dead.boss.fetch('webhook-inbound-process');
+    assert.ok(left, 'the job is running');
+    await dead.stop(0);
+
+    const logs = new LogCapture();
+    const queue = new JobQueue(database, config, pino({ level: 'info' }, logs));
+    define(queue);
+    const givenUp: number[] = [];
+    queue.workGivenUp('webhook-inbound-process', async (job) => void givenUp.push(job.data.inboundWebhookId));
+    await queue.start();
+    defer(t, () => queue.stop(1000));
+    // heartbeat 10 s + a supervision pass (2 s), then the dead-letter copy is fetched
+    await waitFor(async () => (givenUp.length > 0 ? true : undefined), 40_000, 200);
+    const [line] = await waitFor(async () => {
+      const found = logs.parsed().filter((l) => String(l.msg).startsWith('jobs given up with no retry left after their worker stopped heartbeating'));
+      return found.length > 0 ? found : undefined;
+    }, 5000, 100);
+    assert.equal(line.queue, 'webhook-inbound-process-dead-letter');
+    assert.deepEqual(line.jobIds, [left.id]);
+    assert.deepEqual(givenUp, [5]);
+  });
 });

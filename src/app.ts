@@ -18,7 +18,7 @@ import { registerPathIds } from './http/path-ids.ts';
 import { createCounterRedis, registerRateLimit } from './http/rate-limits.ts';
 import { registerHostRequirement, registerSecurity } from './http/security.ts';
 import { registerNoStore, registerSecurityHeaders } from './http/security-headers.ts';
-import { closeIdleConnectionsOnShutdown, serverOptions } from './http/server.ts';
+import { closeConnectionsWhileDraining, closeIdleConnectionsOnShutdown, serverOptions } from './http/server.ts';
 import { UserCache, UserChangeFeed } from './http/user-cache.ts';
 import { registerValidation } from './http/validation.ts';
 import { JobQueue } from './jobs/queue.ts';
@@ -114,6 +114,7 @@ export async function buildApp(config: Config, opts: BuildOptions = {}): Promise
   }
   // the docs page loads its own scripts and styles; the API itself serves only JSON
   registerSecurityHeaders(app, { contentSecurityPolicy: false, crossOriginEmbedderPolicy: false });
+  closeConnectionsWhileDraining(app);
   registerNoStore(app, API_VERSIONS.map(apiPrefix));
   registerHostRequirement(app);
   // CORS for the browser applications, exposing the rate-limit headers. No credentials: a cross-origin

@@ -85,27 +85,29 @@ export function closeIdleConnectionsOnShutdown(app: FastifyInstance): void {
 
 const SHUTDOWN_DRAIN_MS = 1000;
 
+/** Apps shutting down (gracefulClose): each answer they send from then on carries `Connection: close`. */
+const draining = new WeakSet<FastifyInstance>();
+
+/** Before the routes: the header is set as each answer is sent, so one in flight when draining began has it too (decision 152). */
+export function closeConnectionsWhileDraining(app: FastifyInstance): void {
+  app.addHook('onSend', (_request, reply, payload, done) => {
+    if (draining.has(app)) reply.header('connection', 'close');
+    done(null, payload);
+  });
+}
+
 /**
  * The close for a stop signal, kind to keep-alive clients (closing an idle connection races with their next request):
  * every answer carries `Connection: close` for SHUTDOWN_DRAIN_MS, then app.close(). Call the returned close once.
  */
 export function gracefulClose(app: FastifyInstance): () => Promise<void> {
-  const inFlight = new Set<ServerResponse>();
-  let draining = false;
-  // prepended: it runs before Fastify's handler, so even an answer sent at once carries the header
+  // prepended: it runs before Fastify's handler, so an answer Fastify does not send (a hijacked stream) carries it too
   app.server.prependListener('request', (_req, res: ServerResponse) => {
-    if (draining) {
-      res.setHeader('connection', 'close');
-      return;
-    }
-    inFlight.add(res);
-    res.once('close', () => inFlight.delete(res));
+    if (draining.has(app)) res.setHeader('connection', 'close');
   });
   return async () => {
     if (app.server.listening) {
-      draining = true;
-      for (const res of inFlight) if (!res.headersSent) res.setHeader('connection', 'close');
-      inFlight.clear();
+      draining.add(app);
       await sleep(SHUTDOWN_DRAIN_MS);
       // after a stalled loop, the requests that arrived meanwhile are read before idle connections close
       await nextCheckPhase();

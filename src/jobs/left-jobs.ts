@@ -20,8 +20,7 @@ export class LapsedHeartbeats {
 
   /** A retry of a lapsed job, or, when it had no retry left, the first attempt of its dead-letter copy. */
   note(queue: string, jobs: readonly JobWithMetadata<unknown>[]): void {
-    const cause = (job: JobWithMetadata<unknown>) => (job.retryCount > 0 ? job.output : job.sourceOutput);
-    const lapsed = jobs.filter((job) => jobFailureMessage(cause(job)) === HEARTBEAT_TIMEOUT);
+    const lapsed = jobs.filter((job) => jobFailureMessage(job.retryCount > 0 ? job.output : job.sourceOutput) === HEARTBEAT_TIMEOUT);
     if (lapsed.length === 0) return;
     this.gathered.set(queue, [...(this.gathered.get(queue) ?? []), ...lapsed]);
     this.timer ??= setTimeout(() => this.flush(), GATHER_MS).unref();

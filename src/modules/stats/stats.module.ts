@@ -2,7 +2,8 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { AppContext, AppModule } from '../../app-context.ts';
 import { apiVersionOf } from '../../http/api-version.ts';
 import { errorResponses } from '../../http/errors.ts';
-import { MAX_BUCKETS, Stats, StatsQuery } from './stats.schemas.ts';
+import { MAX_BUCKETS } from '../../http/validation.ts';
+import { Stats, StatsQuery } from './stats.schemas.ts';
 import { statsReader } from './stats.service.ts';
 
 /** The administrators' overview (v2 only): figures read from the modules that own them, per hour or day. */

@@ -1,8 +1,6 @@
 import { Type, type Static } from 'typebox';
 import { Timestamp } from '../../http/common.schemas.ts';
 
-export { MAX_BUCKETS } from '../../http/validation.ts';
-
 export const StatsQuery = Type.Object({
   bucket: Type.Union([Type.Literal('hour'), Type.Literal('day')], {
     default: 'hour',

@@ -2,12 +2,12 @@ import type { Db } from '../../db/database.ts';
 import type { OrderStatus } from '../../db/schema.ts';
 import { iso } from '../../http/common.schemas.ts';
 import { invalidQuery } from '../../http/errors.ts';
-import { AFTER_LATEST_MS, BUCKET_MS, EARLIEST_MS, askedRange } from '../../http/validation.ts';
+import { AFTER_LATEST_MS, BUCKET_MS, EARLIEST_MS, MAX_BUCKETS, askedRange } from '../../http/validation.ts';
 import { countInboundWebhooksByStatus } from '../inbound-webhooks/inbound-webhooks.repository.ts';
 import { countOrdersPerBucket, mostShortProducts } from '../orders/orders.reads.repository.ts';
 import { countAttemptsPerBucket } from '../outbound-webhooks/messages.repository.ts';
 import { findSkusAndNames } from '../products/products.repository.ts';
-import { MAX_BUCKETS, type Stats, type StatsQuery } from './stats.schemas.ts';
+import type { Stats, StatsQuery } from './stats.schemas.ts';
 
 type Bucket = StatsQuery['bucket'];
 

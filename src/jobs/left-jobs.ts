@@ -8,33 +8,34 @@ const HEARTBEAT_TIMEOUT = 'job heartbeat timeout';
 
 const GATHER_MS = 1000;
 
-/** Logs the jobs pg-boss's supervision silently failed (back, or for good) as their worker stopped heartbeating (seen in their output), one line per queue and second. */
+/** Logs the jobs pg-boss's supervision silently failed as their worker stopped heartbeating, per queue, kind and second: failed back (a retry's output) or given up (a dead-letter copy's sourceOutput). */
 export class LapsedHeartbeats {
   private readonly log: FastifyBaseLogger;
-  private readonly gathered = new Map<string, JobWithMetadata<unknown>[]>();
+  private readonly gathered = new Map<string, { queue: string; givenUp: boolean; jobs: JobWithMetadata<unknown>[] }>();
   private timer: NodeJS.Timeout | undefined;
 
   constructor(log: FastifyBaseLogger) {
     this.log = log;
   }
 
-  /** A retry of a lapsed job, or, when it had no retry left, the first attempt of its dead-letter copy. */
   note(queue: string, jobs: readonly JobWithMetadata<unknown>[]): void {
-    const lapsed = jobs.filter((job) => jobFailureMessage(job.retryCount > 0 ? job.output : job.sourceOutput) === HEARTBEAT_TIMEOUT);
-    if (lapsed.length === 0) return;
-    this.gathered.set(queue, [...(this.gathered.get(queue) ?? []), ...lapsed]);
-    this.timer ??= setTimeout(() => this.flush(), GATHER_MS).unref();
+    for (const job of jobs) {
+      const givenUp = job.retryCount === 0;
+      if (jobFailureMessage(givenUp ? job.sourceOutput : job.output) !== HEARTBEAT_TIMEOUT) continue;
+      const key = `${givenUp} ${queue}`;
+      this.gathered.set(key, { queue, givenUp, jobs: [...(this.gathered.get(key)?.jobs ?? []), job] });
+      this.timer ??= setTimeout(() => this.flush(), GATHER_MS).unref();
+    }
   }
 
   /** Also at shutdown. */
   flush(): void {
     clearTimeout(this.timer);
     this.timer = undefined;
-    for (const [queue, jobs] of this.gathered) {
-      // a dead-letter queue's jobs stand for the given-up jobs they name (sourceId)
-      const [what, then] = queue.endsWith('-dead-letter') ? ['given up with no retry left', 'their given-up handling runs'] : ['failed back to the queue', 'running again'];
+    for (const { queue, givenUp, jobs } of this.gathered.values()) {
+      const [what, then] = givenUp ? ['given up with no retry left', 'their given-up handling runs'] : ['failed back to the queue', 'running again'];
       this.log.warn(
-        { queue, count: jobs.length, jobIds: jobs.map((j) => j.sourceId ?? j.id) },
+        { queue, count: jobs.length, jobIds: jobs.map((j) => (givenUp ? j.sourceId : j.id)) },
         `jobs ${what} after their worker stopped heartbeating (it died or stalled): ${queue} ${jobs.length}; ${then} here (process ${process.pid})`,
       );
     }

@@ -20,13 +20,13 @@ export class StorageFull extends Error {
   override readonly name = 'StorageFull';
 }
 
-/** True when the database (pg or PGlite) is unreachable: the caller gets 503, not 500. */
+/** True when the database (pg or PGlite) is unreachable or did not answer in time (57014): the caller gets 503, not 500. */
 export function isDatabaseUnavailable(err: unknown): boolean {
   const e = err as { code?: string; message?: string } | undefined;
   if (!e) return false;
   const code = e.code ?? '';
   return (
-    ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', '57P01', '57P02', '57P03', '53300', '08000', '08001', '08003', '08004', '08006'].includes(code) ||
+    ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', '57014', '57P01', '57P02', '57P03', '53300', '08000', '08001', '08003', '08004', '08006'].includes(code) ||
     /Connection terminated|is not queryable|timeout exceeded when trying to connect|Query read timeout|connect ECONNREFUSED|PGlite is closed|driver has already been destroyed|not currently accepting connections|Cannot use a pool after calling end/i.test(
       e.message ?? '',
     )

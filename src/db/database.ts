@@ -57,7 +57,7 @@ export async function createDatabase(opts: DatabaseOptions): Promise<DatabaseHan
     // unheard, it would crash the process. The caller learns of it from its next query.
     pool.on('error', () => {});
     pool.on('connect', (client) => client.on('error', () => {}));
-    const dialect = new PostgresDialect({ pool: opts.preparedStatements === false ? pool : namedStatementPool(pool) });
+    const dialect = new PostgresDialect({ pool: namedStatementPool(pool, opts.preparedStatements !== false) });
     return handleOf(dialect, undefined, opts.databaseUrl, opts.storage);
   }
   // loaded only here: a process on PostgreSQL never holds the embedded database's code

@@ -19,7 +19,7 @@ describe('DATABASE_POOL_SIZE (PostgreSQL)', { skip: !onServer && 'needs TEST_DAT
 });
 
 describe('statement timeout (PostgreSQL)', { skip: !onServer && 'needs TEST_DATABASE_URL' }, () => {
-  it("is the server's, 15 s on every connection of the service's pool, and a statement it cancels is a 503 (database unavailable), not a 500", async (t) => {
+  it("is the server's, 15 s on every connection of the service's pool, and a statement it cancels counts as the database unavailable (503, not 500)", async (t) => {
     const app = await buildTestApp(t, { databasePoolSize: 2 });
     const { db } = app.ctx;
     const settings = await Promise.all(Array.from({ length: 2 }, () => sql<{ statement_timeout: string }>`SHOW statement_timeout`.execute(db)));

@@ -39,6 +39,11 @@ async function listening(app: FastifyInstance): Promise<string> {
   return `http://127.0.0.1:${(app.server.address() as net.AddressInfo).port}`;
 }
 
+/** Until the app counts in Redis: start-up waits at most 1.5 s for the connection, and a busy machine can take longer (counts are per process till then). */
+async function countingInRedis(app: FastifyInstance): Promise<void> {
+  await waitFor(async () => ((await app.inject({ method: 'GET', url: '/ready' })).json().checks?.redis === 'ok' ? true : undefined));
+}
+
 function assert429(res: LightMyRequestResponse, window = 60): void {
   assert.equal(res.statusCode, 429, res.body);
   const body = errorBody(res);
@@ -182,6 +187,7 @@ describe('rate limiting (Redis)', () => {
     // a window no busy machine outlasts: the 120 requests all fall in one
     const window = 3600;
     const app = await limitedApp(t, { redisUrl: REDIS_URL, rateLimitKeyPrefix: prefix, rateLimitWindowSeconds: window });
+    await countingInRedis(app);
     const alice = await createUser(app, { login: false });
     const me = () => app.inject({ method: 'GET', url: '/api/v1/auth/me', headers: alice.auth });
     for (let i = 1; i <= 30; i++) {
@@ -208,6 +214,7 @@ describe('rate limiting (Redis)', () => {
     if (!(await redisAvailable())) return t.skip(`no Redis at ${REDIS_URL}`);
     const prefix = uniquePrefix();
     const app = await limitedApp(t, { redisUrl: REDIS_URL, rateLimitKeyPrefix: prefix, rateLimitAuthenticated: 3, rateLimitWindowSeconds: 2 });
+    await countingInRedis(app);
     const alice = await createUser(app, { login: false });
     const me = () => app.inject({ method: 'GET', url: '/api/v1/auth/me', headers: alice.auth });
     // over the limit within one window, however slow the machine (a window that ends midway starts the count again)

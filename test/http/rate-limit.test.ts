@@ -39,9 +39,12 @@ async function listening(app: FastifyInstance): Promise<string> {
   return `http://127.0.0.1:${(app.server.address() as net.AddressInfo).port}`;
 }
 
-/** Until the app counts in Redis: start-up waits at most 1.5 s for the connection, and a busy machine can take longer (counts are per process till then). */
-async function countingInRedis(app: FastifyInstance): Promise<void> {
-  await waitFor(async () => ((await app.inject({ method: 'GET', url: '/ready' })).json().checks?.redis === 'ok' ? true : undefined));
+/**
+ * Until /ready's Redis check reads `state`; `ok`: the app counts in Redis. Start-up waits at most 1.5 s for the
+ * connection and a busy machine can take longer (counts are per process till then), so a test counting exactly waits.
+ */
+async function redisCheckReads(app: FastifyInstance, state: 'ok' | 'degraded'): Promise<void> {
+  await waitFor(async () => ((await app.inject({ method: 'GET', url: '/ready' })).json<{ checks: Record<string, string> }>().checks.redis === state ? true : undefined));
 }
 
 function assert429(res: LightMyRequestResponse, window = 60): void {
@@ -187,7 +190,7 @@ describe('rate limiting (Redis)', () => {
     // a window no busy machine outlasts: the 120 requests all fall in one
     const window = 3600;
     const app = await limitedApp(t, { redisUrl: REDIS_URL, rateLimitKeyPrefix: prefix, rateLimitWindowSeconds: window });
-    await countingInRedis(app);
+    await redisCheckReads(app, 'ok');
     const alice = await createUser(app, { login: false });
     const me = () => app.inject({ method: 'GET', url: '/api/v1/auth/me', headers: alice.auth });
     for (let i = 1; i <= 30; i++) {
@@ -214,7 +217,7 @@ describe('rate limiting (Redis)', () => {
     if (!(await redisAvailable())) return t.skip(`no Redis at ${REDIS_URL}`);
     const prefix = uniquePrefix();
     const app = await limitedApp(t, { redisUrl: REDIS_URL, rateLimitKeyPrefix: prefix, rateLimitAuthenticated: 3, rateLimitWindowSeconds: 2 });
-    await countingInRedis(app);
+    await redisCheckReads(app, 'ok');
     const alice = await createUser(app, { login: false });
     const me = () => app.inject({ method: 'GET', url: '/api/v1/auth/me', headers: alice.auth });
     // over the limit within one window, however slow the machine (a window that ends midway starts the count again)
@@ -239,6 +242,7 @@ describe('rate limiting (Redis)', () => {
     // the same configuration and database, a second process's worth of everything else
     const b = await buildApp(a.ctx.config, { database: a.ctx.database });
     t.after(() => b.close());
+    for (const app of [a, b]) await redisCheckReads(app, 'ok');
     const alice = await createUser(a, { login: false });
     // over real sockets, as a fleet serves: an instance hears back from Redis between requests
     const urls = { a: await listening(a), b: await listening(b) };
@@ -332,6 +336,7 @@ describe('rate limiting (Redis)', () => {
     const prefix = uniquePrefix();
     const a = await limitedApp(t, { redisUrl: `redis://127.0.0.1:${port}`, rateLimitKeyPrefix: prefix }, logs);
     const b = await limitedApp(t, { redisUrl: REDIS_URL, rateLimitKeyPrefix: prefix });
+    for (const app of [a, b]) await redisCheckReads(app, 'ok');
     const me = await createUser(a, { login: false });
     const hit = (app: FastifyInstance) => app.inject({ method: 'GET', url: '/api/v1/users', headers: me.auth });
 
@@ -342,7 +347,7 @@ describe('rate limiting (Redis)', () => {
 
     await cut();
     // until a's connection has noticed the cut
-    await waitFor(async () => ((await a.inject({ method: 'GET', url: '/ready' })).json<{ checks: Record<string, string> }>().checks.redis === 'degraded' ? true : undefined));
+    await redisCheckReads(a, 'degraded');
     res = await hit(a);
     assert.equal(res.statusCode, 200, 'serving continues without Redis');
     assert.equal(res.headers['x-ratelimit-remaining'], '99', 'per-process counter');
@@ -356,7 +361,7 @@ describe('rate limiting (Redis)', () => {
 
     proxy = makeProxy();
     await new Promise<void>((r) => proxy.listen(port, '127.0.0.1', r));
-    await waitFor(async () => ((await a.inject({ method: 'GET', url: '/ready' })).json<{ checks: Record<string, string> }>().checks.redis === 'ok' ? true : undefined));
+    await redisCheckReads(a, 'ok');
     res = await hit(a);
     assert.equal(res.headers['x-ratelimit-remaining'], '97', 'back on the shared Redis counter');
 

@@ -1,7 +1,8 @@
 import type { ItemRow } from './items.tables.ts';
 import { iso } from '../../http/common.schemas.ts';
 
-export function toItem(i: ItemRow) {
+/** Needs only the columns a list selects (items.repository.ts). */
+export function toItem(i: Pick<ItemRow, 'id' | 'name' | 'description' | 'price' | 'is_active' | 'user_id' | 'created_at'>) {
   return {
     id: i.id,
     name: i.name,

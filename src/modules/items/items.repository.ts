@@ -23,9 +23,12 @@ export async function updateOwnItem(db: Db, id: number, userId: number, patch: U
     .executeTakeFirst();
 }
 
+/** The columns an item's response shows, all a list reads: each timestamp left out is a parse saved per row. */
+const SHOWN = ['id', 'user_id', 'name', 'description', 'price', 'is_active', 'created_at'] as const;
+
 /** A page of `userId`'s live items (or those active or not, with `isActive`), ordered by id. */
-export async function listOwnItems(db: Db, opts: { userId: number; limit: number; offset: number; isActive: boolean | undefined }): Promise<ItemRow[]> {
-  let live = db.selectFrom('items').selectAll().where('user_id', '=', opts.userId).where('deleted_at', 'is', null);
+export async function listOwnItems(db: Db, opts: { userId: number; limit: number; offset: number; isActive: boolean | undefined }) {
+  let live = db.selectFrom('items').select(SHOWN).where('user_id', '=', opts.userId).where('deleted_at', 'is', null);
   if (opts.isActive !== undefined) live = live.where('is_active', '=', opts.isActive);
   return live.orderBy('id', 'asc').limit(opts.limit).offset(opts.offset).execute();
 }

@@ -14,7 +14,7 @@ export async function createItem(db: Db, owner: UserRow, input: ItemCreateBody):
 }
 
 /** The owner's page of live items. */
-export async function listItems(db: Db, owner: UserRow, q: ItemListQuery): Promise<ItemRow[]> {
+export async function listItems(db: Db, owner: UserRow, q: ItemListQuery) {
   return listOwnItems(db, { userId: owner.id, limit: q.limit, offset: q.skip, isActive: q.is_active });
 }
 

@@ -9,11 +9,7 @@ export function newMailToken(): { token: string; hash: string } {
   return { token, hash: hashOfMailToken(token) };
 }
 
-export function hashOfMailToken(token: string): string {
-  return crypto.createHash('sha256').update(token).digest('hex');
-}
+export const hashOfMailToken = (token: string): string => crypto.createHash('sha256').update(token).digest('hex');
 
 /** Whether `token` has the shape of a mailed token (anything else is refused without a lookup). */
-export function isMailToken(token: string): boolean {
-  return TOKEN_SHAPE.test(token);
-}
+export const isMailToken = (token: string): boolean => TOKEN_SHAPE.test(token);

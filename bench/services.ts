@@ -49,9 +49,15 @@ export async function freshDatabase(ctx: RunContext, name: string): Promise<pg.C
   return client;
 }
 
+/** The npm script a process of `role` starts with: a fleet's API processes have their own (package.json). */
+const scriptOf = (role: string) => (role === 'api' ? 'start:api' : 'start');
+
+/** The service's role in this run's topology, unless `extra` names one. */
+const roleOf = (ctx: RunContext, extra: Record<string, string>) => extra.ROLE ?? (ctx.opts.split ? 'api' : 'all');
+
 export function serviceEnv(ctx: RunContext, database: string, extra: Record<string, string> = {}): Record<string, string> {
   return {
-    ...startCommand(ctx.root).env,
+    ...startCommand(ctx.root, scriptOf(roleOf(ctx, extra))).env,
     DATABASE_URL: dbUrl(ctx, database),
     REDIS_URL: ctx.redisUrl,
     PORT: String(ctx.opts.port),
@@ -77,18 +83,18 @@ export function serviceEnv(ctx: RunContext, database: string, extra: Record<stri
 }
 
 /**
- * `npm start`'s Node and V8 flags (package.json); then BENCH_SERVICE_NODE_ARGS, flags to compare
- * (some, such as --heap-growing-percent, are refused in NODE_OPTIONS).
+ * The Node and V8 flags of the npm script for `role` (package.json); then BENCH_SERVICE_NODE_ARGS,
+ * flags to compare (some, such as --heap-growing-percent, are refused in NODE_OPTIONS).
  */
-export function serviceExecArgv(ctx: RunContext): string[] {
+export function serviceExecArgv(ctx: RunContext, role: string): string[] {
   const extra = (process.env.BENCH_SERVICE_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
-  return [...startCommand(ctx.root).execArgv, ...extra];
+  return [...startCommand(ctx.root, scriptOf(role)).execArgv, ...extra];
 }
 
 /** Starts src/server.ts on `database` and waits until it is ready (its job worker too, topology split). */
 export async function startService(ctx: RunContext, name: string, database: string, extra: Record<string, string> = {}): Promise<Proc> {
   const { port, split } = ctx.opts;
-  const execArgv = [...serviceExecArgv(ctx), ...profileArgs(ctx)];
+  const execArgv = [...serviceExecArgv(ctx, roleOf(ctx, extra)), ...profileArgs(ctx)];
   const script = path.join(ctx.root, 'src', 'server.ts');
   const { logDir } = ctx;
   const proc = startNode({ name, script, env: serviceEnv(ctx, database, extra), logDir, execArgv });
@@ -97,7 +103,8 @@ export async function startService(ctx: RunContext, name: string, database: stri
   if (split) {
     // the job worker: no HTTP; started once the API has migrated the database
     const env = serviceEnv(ctx, database, { ...extra, ROLE: 'worker', WEB_CONCURRENCY: '1', PORT: String(port + 2) });
-    const worker = startNode({ name: `${name}-worker`, script, env, logDir, execArgv });
+    const workerArgv = [...serviceExecArgv(ctx, 'worker'), ...profileArgs(ctx)];
+    const worker = startNode({ name: `${name}-worker`, script, env, logDir, execArgv: workerArgv });
     ctx.procs.push(worker);
     ctx.workers.set(proc, worker);
     // ready once it prints that it has started (src/server.ts, on a non-TTY stdout)

@@ -20,7 +20,7 @@ export async function startupPhase(ctx: RunContext, report: Record<string, unkno
   for (let i = 0; i < RUNS; i++) {
     // any free port: it serves no request
     const env = serviceEnv(ctx, ctx.dbName, { ROLE: 'api', PORT: '0' });
-    const proc = startNode({ name: `startup-${i}`, script: path.join(ctx.root, 'src', 'server.ts'), env, logDir: ctx.logDir, execArgv: serviceExecArgv(ctx) });
+    const proc = startNode({ name: `startup-${i}`, script: path.join(ctx.root, 'src', 'server.ts'), env, logDir: ctx.logDir, execArgv: serviceExecArgv(ctx, 'api') });
     ctx.procs.push(proc);
     try {
       // server.ts prints its docs line once it listens (stdout is not a TTY here)

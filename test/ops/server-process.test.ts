@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { describe, it } from 'node:test';
+import { describe, it, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import pg from 'pg';
 import { Agent, request } from 'undici';
@@ -65,35 +65,50 @@ describe('the server process', { timeout: 300000 }, () => {
   });
 });
 
+const onServer = Boolean(process.env.TEST_DATABASE_URL);
+
 describe('npm start', { timeout: 300000 }, () => {
   it('hands its process over to the service: SIGTERM to npm stops the service and frees the port within 30 s', async (t) => {
-    const port = await freePort();
-    const base = `http://127.0.0.1:${port}`;
-    // npm as an operator runs it; its shell runs the start script of package.json
-    const child = spawn('npm', ['start'], { env: { ...(await serverEnv(t, { PORT: String(port) })), PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '' }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (out += d.toString()));
-    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
-    t.after(() => {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-    });
-    await untilHealthy(base, { child, stdout: () => out, stderr: () => out, exited });
-    // the process that listens: npm's child (the shell) became Node.js, not a grandchild of it
-    const servicePid = await listenerPid(port);
-    assert.ok(servicePid !== undefined, 'the listening process is found');
-    t.after(() => {
-      if (alive(servicePid)) process.kill(servicePid, 'SIGKILL');
-    });
-    assert.equal(await parentOf(servicePid), child.pid, `the service (pid ${servicePid}) is npm's own child`);
-
-    child.kill('SIGTERM');
-    const exit = await Promise.race([exited, new Promise<undefined>((r) => setTimeout(() => r(undefined), 30000).unref())]);
-    assert.ok(exit, `npm exits within 30 s of SIGTERM: ${out}`);
-    await waitFor(async () => (alive(servicePid) ? undefined : true), 5000, 50);
-    await assert.rejects(request(`${base}/health`), /ECONNREFUSED/, 'nothing listens on the port any more');
+    await handsOver(t, ['start'], 'all');
   });
 });
+
+describe('npm run start:api (a fleet\'s API process)', { timeout: 300000, skip: !onServer && 'needs TEST_DATABASE_URL' }, () => {
+  it('starts an API process (ROLE=api) that npm hands over to, so SIGTERM stops it within 30 s', async (t) => {
+    await handsOver(t, ['run', 'start:api'], 'api');
+  });
+});
+
+/** Runs an npm start script as an operator does; the service it starts says `role`, is npm's own child, and stops on SIGTERM to npm. */
+async function handsOver(t: TestContext, npmArgs: string[], role: string): Promise<void> {
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  // npm's shell runs the script of package.json; LOG_LEVEL info for the start-up line naming the role
+  const env = { ...(await serverEnv(t, { PORT: String(port), LOG_LEVEL: 'info' })), PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '' };
+  const child = spawn('npm', npmArgs, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+  t.after(() => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  });
+  await untilHealthy(base, { child, stdout: () => out, stderr: () => out, exited });
+  assert.match(out, new RegExp(`"msg":"database: [^"]*; role ${role}"`), 'the start-up line names the role');
+  // the process that listens: npm's child (the shell) became Node.js, not a grandchild of it
+  const servicePid = await listenerPid(port);
+  assert.ok(servicePid !== undefined, 'the listening process is found');
+  t.after(() => {
+    if (alive(servicePid)) process.kill(servicePid, 'SIGKILL');
+  });
+  assert.equal(await parentOf(servicePid), child.pid, `the service (pid ${servicePid}) is npm's own child`);
+
+  child.kill('SIGTERM');
+  const exit = await Promise.race([exited, new Promise<undefined>((r) => setTimeout(() => r(undefined), 30000).unref())]);
+  assert.ok(exit, `npm exits within 30 s of SIGTERM: ${out}`);
+  await waitFor(async () => (alive(servicePid) ? undefined : true), 5000, 50);
+  await assert.rejects(request(`${base}/health`), /ECONNREFUSED/, 'nothing listens on the port any more');
+}
 
 /** The pid of the process listening on 127.0.0.1:port (Linux: the socket's inode in /proc/net/tcp, then the fd naming it). */
 async function listenerPid(port: number): Promise<number | undefined> {

@@ -56,13 +56,14 @@ const scriptOf = (role: string) => (role === 'api' ? 'start:api' : 'start');
 const roleOf = (ctx: RunContext, extra: Record<string, string>) => extra.ROLE ?? (ctx.opts.split ? 'api' : 'all');
 
 export function serviceEnv(ctx: RunContext, database: string, extra: Record<string, string> = {}): Record<string, string> {
+  const role = roleOf(ctx, extra);
   return {
-    ...startCommand(ctx.root, scriptOf(roleOf(ctx, extra))).env,
+    ...startCommand(ctx.root, scriptOf(role)).env,
     DATABASE_URL: dbUrl(ctx, database),
     REDIS_URL: ctx.redisUrl,
     PORT: String(ctx.opts.port),
     HOST: '127.0.0.1',
-    ROLE: ctx.opts.split ? 'api' : 'all',
+    ROLE: role,
     // the production default: one access-log line per request (src/http/access-log.ts), so the
     // bench measures the CPU that logging costs in production
     LOG_LEVEL: 'info',

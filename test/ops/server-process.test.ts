@@ -71,6 +71,12 @@ describe('npm start', { timeout: 300000 }, () => {
   it('hands its process over to the service: SIGTERM to npm stops the service and frees the port within 30 s', async (t) => {
     await handsOver(t, ['start'], 'all');
   });
+
+  it('npm run start:api is the same command with ROLE=api and a 16 MiB semi-space (decision 156), so the two cannot drift apart', async () => {
+    const { scripts } = JSON.parse(await fs.readFile('package.json', 'utf8')) as { scripts: Record<string, string> };
+    assert.match(scripts.start, / --max-semi-space-size=4 /);
+    assert.equal(scripts['start:api'], `ROLE=api ${scripts.start.replace(' --max-semi-space-size=4 ', ' --max-semi-space-size=16 ')}`);
+  });
 });
 
 describe('npm run start:api (a fleet\'s API process)', { timeout: 300000, skip: !onServer && 'needs TEST_DATABASE_URL' }, () => {

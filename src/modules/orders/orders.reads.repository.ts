@@ -35,11 +35,11 @@ export async function findOrdersWithLines(db: Db, ids: readonly number[]): Promi
 /** A page of one user's orders, newest first, and how many: a count orders_user_created_idx (or orders_user_status_created_idx) serves. */
 export async function listUserOrders(db: Db, f: { userId: number; statuses?: readonly OrderStatus[] }, page: { limit: number; offset: number }): Promise<{ rows: OrderRow[]; total: number }> {
   const mine = filtered(db, f);
-  const [rows, count] = await Promise.all([
-    mine.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(page.limit).offset(page.offset).execute(),
-    mine.select((eb) => eb.fn.countAll<string>().as('total')).executeTakeFirstOrThrow(),
-  ]);
-  return { rows, total: Number(count.total) };
+  const count = mine.select((eb) => eb.fn.countAll<string>().as('total'));
+  // one round trip: the count rides on each row of the page; only a page past the end asks for it alone
+  const rows = await mine.selectAll().select(count.as('total')).orderBy('created_at', 'desc').orderBy('id', 'desc').limit(page.limit).offset(page.offset).execute();
+  const total = rows.length > 0 ? rows[0].total : (await count.executeTakeFirstOrThrow()).total;
+  return { rows, total: Number(total) };
 }
 
 export async function findOrderIdByExternalId(db: Db, source: string, externalId: string): Promise<number | undefined> {

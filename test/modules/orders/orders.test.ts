@@ -236,6 +236,10 @@ describe('orders', () => {
       const page2 = await api(app, dave, { method: 'GET', url: '/api/v1/orders?page=2&page_size=2' });
       assert.deepEqual(page2.json().items.map((o: { id: number }) => o.id), [ids[0]]);
       assert.equal(page2.json().has_next, false);
+      assert.equal(page2.json().total, 3);
+      // past the end no row carries the count, which is then asked for on its own
+      const past = await api(app, dave, { method: 'GET', url: '/api/v1/orders?page=3&page_size=2' });
+      assert.deepEqual([past.json().items, past.json().total, past.json().has_next], [[], 3, false]);
       const page1 = await api(app, dave, { method: 'GET', url: '/api/v1/orders?page=1&page_size=2' });
       assert.equal(page1.json().has_next, true);
       for (const id of ids) await waitForFinal(app, id);
@@ -253,8 +257,10 @@ describe('orders', () => {
       assert.equal(completed.json().total, 1);
       const failed = await api(app, erin, { method: 'GET', url: '/api/v1/orders?status=failed' });
       assert.deepEqual(failed.json().items.map((o: { id: number }) => o.id), [bad.id]);
+      assert.equal(failed.json().total, 1);
       const pending = await api(app, erin, { method: 'GET', url: '/api/v1/orders?status=pending' });
       assert.deepEqual(pending.json().items, []);
+      assert.equal(pending.json().total, 0);
       for (const q of ['status=shipped', 'page_size=101', 'page=0']) {
         const res = await api(app, erin, { method: 'GET', url: `/api/v1/orders?${q}` });
         assert.equal(res.statusCode, 422, q);

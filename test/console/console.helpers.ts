@@ -47,7 +47,8 @@ export interface PageTrouble {
 export async function newConsolePage(browser: Browser, base: string): Promise<{ page: Page; trouble: PageTrouble }> {
   const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
   const page = await context.newPage();
-  page.setDefaultTimeout(10000);
+  // a liveness bound, not a speed: CI runs two test batches beside Chromium on two cores
+  page.setDefaultTimeout(20000);
   const origin = new URL(base).origin;
   const trouble: PageTrouble = { failed: [], cspErrors: [], pageErrors: [], otherHosts: [], errorAnswers: [] };
   page.on('requestfailed', (r) => {

@@ -174,6 +174,29 @@ describe('POST /api/v2/orders/{order_id}/cancel', () => {
     assert.deepEqual(admins.json<{ items: V2Order[] }>().items.map((o) => [o.id, o.status]), [[c.id, 'cancelled']]);
   });
 
+  it("v1's administrators' list with status=failed merges failed and cancelled orders newest first, page by page", async () => {
+    const erin = await createUser(app);
+    const mixed: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      mixed.push((await placed(erin, scarce.id, 5)).id); // more than the stock: failed
+      const c = await pendingOrder(app, erin, [{ productId: product.id, quantity: 1 }]);
+      assert.equal((await cancel(app, erin, c.id)).statusCode, 200);
+      mixed.push(c.id);
+    }
+    await placed(erin, product.id, 1);
+    const newestFirst = mixed.reverse();
+    const page = async (query: string) => {
+      const res = await api(app, admin, { method: 'GET', url: `/api/v1/admin/orders?status=failed&page_size=2&${query}` });
+      assert.equal(res.statusCode, 200, res.body);
+      return res.json<{ items: { id: number; status: string }[]; total: number }>();
+    };
+    const pages = await Promise.all([1, 2, 3, 4].map((n) => page(`user_id=${erin.user.id}&page=${n}`)));
+    assert.deepEqual(pages.map((p) => p.items.map((o) => o.id)), [newestFirst.slice(0, 2), newestFirst.slice(2, 4), newestFirst.slice(4, 6), []]);
+    assert.ok(pages.every((p) => p.total === 6 && p.items.every((o) => o.status === 'failed')));
+    // over every user: erin's orders are the newest failed and cancelled ones
+    assert.deepEqual((await page('page=2')).items.map((o) => o.id), newestFirst.slice(2, 4));
+  });
+
   it('v1 has no cancel route, reads a cancelled order as failed, matches it with status=failed, and never says cancelled', async () => {
     const dave = await createUser(app);
     const p = await pendingOrder(app, dave, [{ productId: product.id, quantity: 1 }]);

@@ -29,8 +29,8 @@ describe('the console and device tokens, in Chromium', { skip: skipWithoutChromi
     await known.page.getByRole('button', { name: 'Sign in' }).waitFor();
 
     // the issue's flood: wrong passwords from other clients, each up to its own limit, until the
-    // e-mail's ceiling refuses a new client's first guess. It waits for that state rather than
-    // counting 11 clients: a count that meets a slow Redis is made per process (ANSWER_MS).
+    // e-mail's ceiling refuses a new client's first guess: the browsers below start from that
+    // state, seen, not from a count of clients assumed to reach it
     const guess = (client: number) =>
       app.inject({ method: 'POST', url: '/api/v1/auth/login', remoteAddress: `198.51.100.${client}`, payload: { username: holder.email, password: 'wrong password' } });
     let client = 1;

@@ -92,18 +92,20 @@ export function App() {
       </Frame>
     );
   }
-  const signOut = async () => {
-    await session.client.signOut().catch(() => undefined);
+  // the pages leave before the session is revoked, so no load or stream of theirs meets it revoked
+  const signOut = () => {
+    const { client } = session;
     forgetSession();
     setSession(null);
     setNotice('You are signed out.');
     navigate(BASE);
+    void client.signOut().catch(() => undefined);
   };
   return (
     <SessionContext.Provider value={session}>
       <Frame
         user={session.me}
-        onSignOut={() => void signOut()}
+        onSignOut={signOut}
         links={[...(session.me.is_admin ? STAFF_LINKS : []), ...USER_LINKS]}
         current={url.pathname}
       >

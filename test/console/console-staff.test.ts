@@ -264,9 +264,13 @@ describe('the console for staff, in Chromium', { skip: skipWithoutChromium, time
   it('signs out: the sign-in form again, and the refresh token is revoked', async () => {
     const saved = JSON.parse((await page.evaluate(() => sessionStorage.getItem('oas-console-session'))) ?? '{}') as { refreshToken?: string };
     assert.ok(saved.refreshToken);
+    // the pages leave first, then the console revokes the session in the background
+    const revoked = page.waitForResponse((r) => new URL(r.url()).pathname === '/api/v2/auth/logout');
     await page.getByRole('button', { name: 'Sign out' }).click();
     await page.getByRole('button', { name: 'Sign in' }).waitFor();
+    await page.getByRole('status').filter({ hasText: 'You are signed out.' }).waitFor();
     assert.equal(await page.evaluate(() => sessionStorage.getItem('oas-console-session')), null);
+    assert.equal((await revoked).status(), 204);
     const refresh = await app.inject({ method: 'POST', url: '/api/v2/auth/refresh', payload: { refresh_token: saved.refreshToken } });
     assert.equal(refresh.statusCode, 401);
     assertNoTrouble(trouble, [/^401 POST \/api\/v2\/auth\/login$/]);

@@ -2,7 +2,7 @@ import { RateLimiterMemory, RateLimiterRes, type RateLimiterAbstract } from 'rat
 import type { Config } from '../config.ts';
 import { redisOrMemory, type CounterRedis } from './rate-limits.ts';
 
-/** Counts attempts per key in a fixed window: in Redis (REDIS_URL; each attempt waits, to count exactly), else per process. */
+/** Counts attempts per key in a fixed window: in Redis (REDIS_URL; each attempt waits for its answer), else per process. */
 export interface AttemptLimiter {
   /** counts one attempt of `key`; `exceeded` once the window holds more than the limit */
   consume(key: string): Promise<Verdict>;
@@ -33,7 +33,7 @@ export function createAttemptLimiter(opts: {
       reset: async (key) => void (await memory.delete(key)),
     };
   }
-  const counter = redisOrMemory(counters, limits);
+  const counter = redisOrMemory(counters, limits, true);
   // the first attempts after start-up wait (briefly) for the first connection rather than count per process
   return {
     consume: (key) => counters.connected.then(() => counter.use((limiter) => consumeNow(limiter, key))),

@@ -64,7 +64,7 @@ export function createCounterRedis(url: string, log: FastifyBaseLogger): Counter
     enableAutoPipelining: true,
     maxRetriesPerRequest: 1,
     connectTimeout: 1000,
-    // ends the commands of a hung connection; callers stop waiting earlier (answered)
+    // ends the commands of a hung connection; the request limit stops waiting earlier (answered)
     commandTimeout: 20 * ANSWER_MS,
     retryStrategy: (times) => Math.min(100 * times, 2000),
   });
@@ -90,8 +90,8 @@ export function createCounterRedis(url: string, log: FastifyBaseLogger): Counter
   };
 }
 
-/** A fixed-window counter in Redis while it answers, else in memory; a limiter's verdict (RateLimiterRes) passes on. */
-export function redisOrMemory(counters: CounterRedis, opts: IRateLimiterOptions) {
+/** A fixed-window counter in Redis while connected (`patient`: its answer awaited, not ANSWER_MS), else in memory. */
+export function redisOrMemory(counters: CounterRedis, opts: IRateLimiterOptions, patient = false) {
   const { redis } = counters;
   const shared = new RateLimiterRedis({ ...opts, storeClient: redis, rejectIfRedisNotReady: true });
   const memory = new RateLimiterMemory(opts);
@@ -99,7 +99,7 @@ export function redisOrMemory(counters: CounterRedis, opts: IRateLimiterOptions)
     async use<T>(op: (limiter: RateLimiterRedis | RateLimiterMemory) => Promise<T>): Promise<T> {
       if (redis.status === 'ready') {
         try {
-          const result = await answered(op(shared));
+          const result = await (patient ? op(shared) : answered(op(shared)));
           counters.recovered();
           return result;
         } catch (err) {

@@ -92,20 +92,22 @@ export function App() {
       </Frame>
     );
   }
-  // the pages leave before the session is revoked, so no load or stream of theirs meets it revoked
-  const signOut = () => {
+  // the pages leave before the session is revoked, so no load or stream of theirs meets it revoked;
+  // the sign-in form comes once it is, so a new session is not saved before the old one is forgotten
+  const signOut = async () => {
     const { client } = session;
+    setSession('restoring');
+    await client.signOut().catch(() => undefined);
     forgetSession();
     setSession(null);
     setNotice('You are signed out.');
     navigate(BASE);
-    void client.signOut().catch(() => undefined);
   };
   return (
     <SessionContext.Provider value={session}>
       <Frame
         user={session.me}
-        onSignOut={signOut}
+        onSignOut={() => void signOut()}
         links={[...(session.me.is_admin ? STAFF_LINKS : []), ...USER_LINKS]}
         current={url.pathname}
       >

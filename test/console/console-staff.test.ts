@@ -264,7 +264,7 @@ describe('the console for staff, in Chromium', { skip: skipWithoutChromium, time
   it('signs out: the sign-in form again, and the refresh token is revoked', async () => {
     const saved = JSON.parse((await page.evaluate(() => sessionStorage.getItem('oas-console-session'))) ?? '{}') as { refreshToken?: string };
     assert.ok(saved.refreshToken);
-    // the pages leave first, then the console revokes the session in the background
+    // the pages leave, the console revokes the session, and only then shows the sign-in form
     const revoked = page.waitForResponse((r) => new URL(r.url()).pathname === '/api/v2/auth/logout');
     await page.getByRole('button', { name: 'Sign out' }).click();
     await page.getByRole('button', { name: 'Sign in' }).waitFor();

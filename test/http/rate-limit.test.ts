@@ -8,6 +8,7 @@ import { buildApp } from '../../src/app.ts';
 import type { Config } from '../../src/config.ts';
 import { createCounterRedis, redisOrMemory } from '../../src/http/rate-limits.ts';
 import { errorBody, waitFor, LogCapture, REDIS_URL, buildTestApp, createUser, redisAvailable, uniquePrefix } from '../helpers/app.ts';
+import { redisProxy } from '../helpers/redis-proxy.ts';
 
 const SECRET = 'rate-limit-test-secret-0123456789abcdef';
 
@@ -308,33 +309,11 @@ describe('rate limiting (Redis)', () => {
 
   it('falls back when Redis goes away and returns to the shared counters when it is back', async (t) => {
     if (!(await redisAvailable())) return t.skip(`no Redis at ${REDIS_URL}`);
-    // a TCP proxy in front of Redis that the test can cut and restore
-    const target = new URL(REDIS_URL);
-    const sockets = new Set<net.Socket>();
-    const makeProxy = () =>
-      net.createServer((client) => {
-        const upstream = net.connect(Number(target.port || 6379), target.hostname);
-        sockets.add(client).add(upstream);
-        client.pipe(upstream).pipe(client);
-        const drop = () => (client.destroy(), upstream.destroy());
-        client.on('error', drop).on('close', drop);
-        upstream.on('error', drop).on('close', drop);
-      });
-    let proxy = makeProxy();
-    await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
-    const port = (proxy.address() as net.AddressInfo).port;
-    const cut = async () => {
-      await new Promise<void>((r) => {
-        proxy.close(() => r());
-        for (const s of sockets) s.destroy();
-      });
-      sockets.clear();
-    };
-    t.after(cut);
+    const proxy = await redisProxy(t);
 
     const logs = new LogCapture();
     const prefix = uniquePrefix();
-    const a = await limitedApp(t, { redisUrl: `redis://127.0.0.1:${port}`, rateLimitKeyPrefix: prefix }, logs);
+    const a = await limitedApp(t, { redisUrl: proxy.url, rateLimitKeyPrefix: prefix }, logs);
     const b = await limitedApp(t, { redisUrl: REDIS_URL, rateLimitKeyPrefix: prefix });
     for (const app of [a, b]) await redisCheckReads(app, 'ok');
     const me = await createUser(a, { login: false });
@@ -345,7 +324,7 @@ describe('rate limiting (Redis)', () => {
     res = await hit(b); // b's database does not know the user (401), but the bucket is the same
     assert.equal(res.headers['x-ratelimit-remaining'], '98');
 
-    await cut();
+    await proxy.cut();
     // until a's connection has noticed the cut
     await redisCheckReads(a, 'degraded');
     res = await hit(a);
@@ -359,8 +338,7 @@ describe('rate limiting (Redis)', () => {
     const wrong = await a.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { username: me.email, password: 'not the password' } });
     assert.equal(wrong.statusCode, 401, wrong.body);
 
-    proxy = makeProxy();
-    await new Promise<void>((r) => proxy.listen(port, '127.0.0.1', r));
+    await proxy.restore();
     await redisCheckReads(a, 'ok');
     res = await hit(a);
     assert.equal(res.headers['x-ratelimit-remaining'], '97', 'back on the shared Redis counter');

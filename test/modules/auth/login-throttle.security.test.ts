@@ -1,11 +1,11 @@
 import { describe, it, before } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
-import net from 'node:net';
 import { Redis } from 'ioredis';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import { loadConfig } from '../../../src/config.ts';
 import { buildTestApp, createUser, errorBody, TEST_PASSWORD, twoApps, waitFor, type TestUser, REDIS_URL, redisAvailable, uniquePrefix } from '../../helpers/app.ts';
+import { redisProxy } from '../../helpers/redis-proxy.ts';
 import { login, requestRecovery } from './auth.helpers.ts';
 
 const MAX = 10;
@@ -332,33 +332,13 @@ describe('login protection per account, shared through Redis by two instances', 
 
   it('a slow Redis is waited for: an attempt it answers late is judged on the shared count, not on this process\'s', async (t) => {
     if (!available) return t.skip(`no Redis at ${REDIS_URL}`);
-    // a TCP proxy in front of Redis that hands its answers back `delayMs` late, in order
-    const target = new URL(REDIS_URL);
-    let delayMs = 0;
-    const sockets = new Set<net.Socket>();
-    const proxy = net.createServer((client) => {
-      const upstream = net.connect(Number(target.port || 6379), target.hostname);
-      sockets.add(client).add(upstream);
-      client.pipe(upstream);
-      const answer = (chunk: Buffer) => void (client.destroyed || client.write(chunk));
-      upstream.on('data', (chunk: Buffer) => (delayMs > 0 ? setTimeout(answer, delayMs, chunk) : answer(chunk)));
-      const drop = () => (client.destroy(), upstream.destroy());
-      client.on('error', drop).on('close', drop);
-      upstream.on('error', drop).on('close', drop);
-    });
-    await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
-    const port = (proxy.address() as net.AddressInfo).port;
-    const slow = await buildTestApp(t, { redisUrl: `redis://127.0.0.1:${port}`, rateLimitKeyPrefix: prefix, loginThrottleMaxFailures: MAX, loginThrottleWindowSeconds: WINDOW });
-    t.after(() => {
-      delayMs = 0;
-      proxy.close();
-      for (const s of sockets) s.destroy();
-    });
+    const proxy = await redisProxy(t);
+    const slow = await buildTestApp(t, { redisUrl: proxy.url, rateLimitKeyPrefix: prefix, loginThrottleMaxFailures: MAX, loginThrottleWindowSeconds: WINDOW });
     const user = await createUser(slow);
     // the failures on the other instance, its Redis answering at once (it does not know the e-mail: counted alike)
     const ip = await fail(b, user.email, MAX);
     // three times the wait of the request limit (ANSWER_MS, 500 ms), within the connection's command timeout
-    delayMs = 1500;
+    proxy.delayMs = 1500;
     assertThrottled(await login(slow, user.email, TEST_PASSWORD, { remoteAddress: ip }), WINDOW);
   });
 });

@@ -11,6 +11,8 @@
  *   TEST_CONCURRENCY=N                       batches at a time (default: the cores + 1: the files
  *                                            also wait on timers and the network)
  *   TEST_BATCH_SIZE=N                        files per batch (default 4)
+ *   TEST_BATCH_TIMEOUT_SECONDS=N             a batch still running after N s is killed and fails
+ *                                            (default 600; the longest takes about a minute)
  *
  * One file also runs on its own: `node --test test/…/x.test.ts`.
  */
@@ -48,6 +50,8 @@ process.env.NODE_COMPILE_CACHE ??= path.join(os.tmpdir(), 'oas-test-compile-cach
 
 const batchSize = Math.max(1, Number(process.env.TEST_BATCH_SIZE) || 4);
 const lanes = Math.max(1, Number(process.env.TEST_CONCURRENCY) || os.availableParallelism() + 1);
+// node:test times out tests, not `before` hooks: a hook that never settles would hold the run forever
+const batchTimeoutMs = 1000 * (Number(process.env.TEST_BATCH_TIMEOUT_SECONDS) || 600);
 const queue = batches(files, batchSize);
 const results: BatchResult[] = [];
 await Promise.all(
@@ -88,8 +92,13 @@ function runBatch(batch: string[]): Promise<BatchResult> {
   let out = '';
   child.stdout.on('data', (d: Buffer) => (out += d.toString('utf8')));
   child.stderr.on('data', (d: Buffer) => (out += d.toString('utf8')));
+  const watchdog = setTimeout(() => {
+    out += `\n✖ the batch was still running after ${batchTimeoutMs / 1000} s (TEST_BATCH_TIMEOUT_SECONDS): killed\n`;
+    child.kill('SIGKILL');
+  }, batchTimeoutMs);
   return new Promise((resolve) => {
     child.on('close', (code, signal) => {
+      clearTimeout(watchdog);
       const seconds = (performance.now() - t0) / 1000;
       const counts = Object.fromEntries(COUNTS.map((k) => [k, Number(new RegExp(`^ℹ ${k} (\\d+)$`, 'm').exec(out)?.[1] ?? 0)])) as Counts;
       const ok = code === 0;

@@ -85,7 +85,9 @@ function runBatch(batch: string[]): Promise<BatchResult> {
   const t0 = performance.now();
   const skipFile = path.join(os.tmpdir(), `oas-test-skips-${process.pid}-${crypto.randomUUID()}.txt`);
   const reporters = ['--test-reporter=spec', '--test-reporter-destination=stdout', `--test-reporter=${skipReporter}`, `--test-reporter-destination=${skipFile}`];
-  const child = spawn(process.execPath, [...process.execArgv, '--test', '--test-isolation=none', '--test-timeout=120000', ...reporters, ...batch], {
+  // --test-force-exit: a handle a failed test left open does not keep the batch alive once its report is written
+  const args = ['--test', '--test-isolation=none', '--test-force-exit', '--test-timeout=120000', ...reporters, ...batch];
+  const child = spawn(process.execPath, [...process.execArgv, ...args], {
     cwd: root,
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -3,7 +3,7 @@ import fs from 'node:fs/promises';
 import net from 'node:net';
 import type { TestContext } from 'node:test';
 import { request } from 'undici';
-import { testConfig, waitFor } from './app.ts';
+import { defer, testConfig, waitFor } from './app.ts';
 
 /** Server processes started by tests (src/server.ts, the migrate CLI), as an operator runs them. */
 export const NODE = 'node_modules/.bin/node';
@@ -62,8 +62,11 @@ export function start(t: TestContext, script: string, env: Record<string, string
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
     child.on('exit', (code, signal) => resolve({ code, signal })),
   );
-  t.after(() => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  // through defer: it runs before the removal of a data directory registered earlier, and that waits until the process is gone
+  defer(t, async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    child.kill('SIGKILL');
+    await exited;
   });
   return { child, stdout: () => out, stderr: () => err, exited };
 }

@@ -98,15 +98,18 @@ async function handsOver(t: TestContext, npmArgs: string[], role: string): Promi
   child.stdout.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr.on('data', (d: Buffer) => (out += d.toString()));
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
-  t.after(() => {
+  // through defer, as start() does: npm and its service are gone before serverEnv's data directory is removed
+  defer(t, async () => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    await exited;
   });
   await untilHealthy(base, { child, stdout: () => out, stderr: () => out, exited });
   assert.match(out, new RegExp(`"msg":"database: [^"]*; role ${role}"`), 'the start-up line names the role');
   // the process that listens: npm's child (the shell) became Node.js, not a grandchild of it
   const servicePid = await listenerPid(port);
   assert.ok(servicePid !== undefined, 'the listening process is found');
-  t.after(() => {
+  // runs before npm's kill above (defer: last registered first); npm exits once its child has
+  defer(t, async () => {
     if (alive(servicePid)) process.kill(servicePid, 'SIGKILL');
   });
   assert.equal(await parentOf(servicePid), child.pid, `the service (pid ${servicePid}) is npm's own child`);

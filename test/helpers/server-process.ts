@@ -48,13 +48,9 @@ export const SDK_LOAD_PROBE = [
   )}`,
 ];
 
-export function start(t: TestContext, script: string, env: Record<string, string>, nodeOptions: string[] = []): Proc {
-  // --liftoff-only: as in `npm test`, the embedded database's WebAssembly is not recompiled by the
-  // optimising tier, which costs a short-lived process more CPU than it saves
-  const child = spawn(NODE, ['--liftoff-only', ...nodeOptions, script], {
-    env: { PATH: process.env.PATH ?? '', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+/** Runs `command` with `env` alone, collecting its output; at the test's end it is killed, if still running, and awaited. */
+export function spawnProcess(t: TestContext, command: string, args: string[], env: Record<string, string>): Proc {
+  const child = spawn(command, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
@@ -69,6 +65,13 @@ export function start(t: TestContext, script: string, env: Record<string, string
     await exited;
   });
   return { child, stdout: () => out, stderr: () => err, exited };
+}
+
+/** `script` on the project's Node.js, with PATH and `env`. */
+export function start(t: TestContext, script: string, env: Record<string, string>, nodeOptions: string[] = []): Proc {
+  // --liftoff-only: as in `npm test`, the embedded database's WebAssembly is not recompiled by the
+  // optimising tier, which costs a short-lived process more CPU than it saves
+  return spawnProcess(t, NODE, ['--liftoff-only', ...nodeOptions, script], { PATH: process.env.PATH ?? '', ...env });
 }
 
 /**

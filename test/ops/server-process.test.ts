@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { describe, it, type TestContext } from 'node:test';
@@ -6,7 +5,7 @@ import assert from 'node:assert/strict';
 import pg from 'pg';
 import { Agent, request } from 'undici';
 import { defer, waitFor } from '../helpers/app.ts';
-import { ADMIN_EMAIL, ADMIN_PASSWORD, alive, freePort, parentOf, SDK_LOAD_PROBE, SDK_LOADED, serverEnv, start, untilHealthy } from '../helpers/server-process.ts';
+import { ADMIN_EMAIL, ADMIN_PASSWORD, alive, freePort, parentOf, SDK_LOAD_PROBE, SDK_LOADED, serverEnv, spawnProcess, start, untilHealthy } from '../helpers/server-process.ts';
 
 describe('the server process', { timeout: 300000 }, () => {
   it('prints the docs URL, loads no tracing SDK, finishes in-flight requests on SIGTERM and exits 0', async (t) => {
@@ -93,22 +92,15 @@ async function handsOver(t: TestContext, npmArgs: string[], role: string): Promi
   const base = `http://127.0.0.1:${port}`;
   // npm's shell runs the script of package.json; LOG_LEVEL info for the start-up line naming the role
   const env = { ...(await serverEnv(t, { PORT: String(port), LOG_LEVEL: 'info' })), PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '' };
-  const child = spawn('npm', npmArgs, { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr.on('data', (d: Buffer) => (out += d.toString()));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
-  // through defer, as start() does: npm and its service are gone before serverEnv's data directory is removed
-  defer(t, async () => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-    await exited;
-  });
-  await untilHealthy(base, { child, stdout: () => out, stderr: () => out, exited });
-  assert.match(out, new RegExp(`"msg":"database: [^"]*; role ${role}"`), 'the start-up line names the role');
+  const proc = spawnProcess(t, 'npm', npmArgs, env);
+  const { child, exited } = proc;
+  const out = () => proc.stdout() + proc.stderr();
+  await untilHealthy(base, proc);
+  assert.match(out(), new RegExp(`"msg":"database: [^"]*; role ${role}"`), 'the start-up line names the role');
   // the process that listens: npm's child (the shell) became Node.js, not a grandchild of it
   const servicePid = await listenerPid(port);
   assert.ok(servicePid !== undefined, 'the listening process is found');
-  // runs before npm's kill above (defer: last registered first); npm exits once its child has
+  // runs before spawnProcess's kill of npm (defer: last registered first); npm exits once its child has
   defer(t, async () => {
     if (alive(servicePid)) process.kill(servicePid, 'SIGKILL');
   });
@@ -116,7 +108,7 @@ async function handsOver(t: TestContext, npmArgs: string[], role: string): Promi
 
   child.kill('SIGTERM');
   const exit = await Promise.race([exited, new Promise<undefined>((r) => setTimeout(() => r(undefined), 30000).unref())]);
-  assert.ok(exit, `npm exits within 30 s of SIGTERM: ${out}`);
+  assert.ok(exit, `npm exits within 30 s of SIGTERM: ${out()}`);
   await waitFor(async () => (alive(servicePid) ? undefined : true), 5000, 50);
   await assert.rejects(request(`${base}/health`), /ECONNREFUSED/, 'nothing listens on the port any more');
 }

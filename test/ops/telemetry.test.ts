@@ -1,7 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import zlib from 'node:zlib';
-import { describe, it, type TestContext } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { request } from 'undici';
 import { defer, waitFor } from '../helpers/app.ts';
@@ -75,24 +75,6 @@ async function startOtlpReceiver(): Promise<{ url: string; spans: ExportedSpan[]
     spans,
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
-}
-
-/** A collector that answers every export 400 (a failure the exporter does not retry) and counts the exports. */
-async function startRefusingCollector(t: TestContext): Promise<{ url: string; exports(): number }> {
-  let exports = 0;
-  const server = http.createServer((req, res) => {
-    req.resume();
-    req.on('end', () => {
-      exports++;
-      res.writeHead(400).end();
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  defer(t, () => new Promise<void>((resolve) => {
-    server.close(() => resolve());
-    server.closeAllConnections();
-  }));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, exports: () => exports };
 }
 
 /** Lines a process logged (pino's JSON lines on stdout), parsed. */
@@ -259,7 +241,10 @@ describe(`OpenTelemetry: one trace from POST /orders to the subscriber (${split 
   });
 
   it('with the collector refusing every export, the failures are logged: the first at once, then at most a line a minute', async (t) => {
-    const collector = await startRefusingCollector(t);
+    // a real collector that answers every export 400, a failure the exporter does not retry
+    const collector = await startSlowReceiver('');
+    collector.respond = () => ({ status: 400 });
+    defer(t, () => collector.close());
     const port = await freePort();
     const base = `http://127.0.0.1:${port}`;
     const env = await serverEnv(t, {
@@ -285,9 +270,9 @@ describe(`OpenTelemetry: one trace from POST /orders to the subscriber (${split 
     // time and reports a batch's failure before the next batch leaves, so once an export reaches
     // the collector, every export before it has failed and been counted
     for (let i = 0; i < 3; i++) {
-      const before = collector.exports();
+      const before = collector.hits.length;
       await call(base, 'POST', '/api/v1/auth/login', undefined, { username: ADMIN_EMAIL, password: 'wrong-password' });
-      await waitFor(async () => (collector.exports() > before ? true : undefined), 60000);
+      await waitFor(async () => (collector.hits.length > before ? true : undefined), 60000);
     }
     assert.equal(logLines(proc).filter((l) => l.msg.startsWith('tracing: ')).length, 1, 'no line per failed export');
     proc.child.kill('SIGKILL');
